@@ -1,0 +1,27 @@
+// Rebuilding traversal. Override visit for the nodes to rewrite; the defaults mutate
+// the children and rebuild a node only when a child changed (sharing is preserved).
+#pragma once
+
+#include "codegen/ir/ir_visitor.h"
+
+namespace tensorgym {
+
+class IRMutator {
+ public:
+  virtual ~IRMutator() = default;
+  virtual Expr mutate(const Expr& e);
+  virtual Stmt mutate(const Stmt& s);
+
+ protected:
+#define TG_DECLARE_MUTATE_EXPR(Node) virtual Expr visit(const Node* op);
+  TG_FOR_EACH_EXPR_NODE(TG_DECLARE_MUTATE_EXPR)
+#undef TG_DECLARE_MUTATE_EXPR
+#define TG_DECLARE_MUTATE_STMT(Node) virtual Stmt visit(const Node* op);
+  TG_FOR_EACH_STMT_NODE(TG_DECLARE_MUTATE_STMT)
+#undef TG_DECLARE_MUTATE_STMT
+
+  // Mutates each element; returns true when any changed.
+  bool mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out);
+};
+
+}  // namespace tensorgym

@@ -1,0 +1,38 @@
+// Integer expressions as sum(coeff * atom) + constant, where atoms are the maximal
+// non-linear parts (variables, divisions, loads, ...). The simplifier, bounds
+// inference and the program checker all reason about indices in this form.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/ir/expr.h"
+
+namespace tensorgym {
+
+struct LinearTerm {
+  Expr atom;
+  int64_t coeff = 0;
+};
+
+struct LinearForm {
+  std::vector<LinearTerm> terms;  // no zero coefficients, no two equal atoms
+  int64_t constant = 0;
+
+  bool is_constant() const { return terms.empty(); }
+  void add_term(const Expr& atom, int64_t coeff);
+  void add(const LinearForm& other, int64_t scale = 1);
+  void scale(int64_t k);
+  // The coefficient of `atom` (0 when absent).
+  int64_t coeff_of(const Expr& atom) const;
+};
+
+// Decomposes an integer expression. Multiplication by a constant distributes;
+// everything else that is not + - * becomes an atom.
+LinearForm linearize(const Expr& e);
+
+// Rebuilds an expression: terms in order, positive terms first where possible,
+// constant last ("x*32 + y - z + 3").
+Expr from_linear(const LinearForm& f, DataType t);
+
+}  // namespace tensorgym

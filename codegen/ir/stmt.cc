@@ -1,0 +1,65 @@
+#include "codegen/ir/stmt.h"
+
+#include <cassert>
+
+namespace tensorgym {
+
+Stmt LetStmt::make(std::string name, Expr value, Stmt body) {
+  assert(value.defined() && body.defined());
+  return new LetStmt(std::move(name), std::move(value), std::move(body));
+}
+
+const char* for_kind_name(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "serial";
+    case ForKind::kParallel: return "parallel";
+    case ForKind::kVectorized: return "vectorized";
+    case ForKind::kUnrolled: return "unrolled";
+  }
+  return "?";
+}
+
+Stmt For::make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body) {
+  assert(min.defined() && extent.defined() && body.defined());
+  assert(min.type() == DataType::i32() && extent.type() == DataType::i32());
+  return new For(std::move(name), std::move(min), std::move(extent), kind, std::move(body));
+}
+
+Stmt Store::make(std::string name, std::vector<Expr> indices, Expr value) {
+  assert(value.defined());
+  return new Store(std::move(name), std::move(indices), std::move(value));
+}
+
+int64_t Allocate::num_elements() const {
+  int64_t n = 1;
+  for (int64_t e : extents) n *= e;
+  return n;
+}
+
+Stmt Allocate::make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body) {
+  assert(body.defined());
+  return new Allocate(std::move(name), dtype, std::move(extents), std::move(body));
+}
+
+Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
+  assert(condition.defined() && condition.type().is_bool() && then_case.defined());
+  return new IfThenElse(std::move(condition), std::move(then_case), std::move(else_case));
+}
+
+Stmt Block::make(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  flat.reserve(stmts.size());
+  for (Stmt& s : stmts) {
+    if (!s.defined()) continue;
+    if (const Block* b = s.as<Block>()) {
+      flat.insert(flat.end(), b->stmts.begin(), b->stmts.end());
+    } else {
+      flat.push_back(std::move(s));
+    }
+  }
+  if (flat.empty()) return Stmt();
+  if (flat.size() == 1) return flat[0];
+  return new Block(std::move(flat));
+}
+
+}  // namespace tensorgym

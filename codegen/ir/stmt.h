@@ -1,0 +1,104 @@
+// Statement nodes of the lowered loop nest. `Stmt` is the handle.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/ir/expr.h"
+
+namespace tensorgym {
+
+struct BaseStmtNode : IRNode {
+  explicit BaseStmtNode(NodeKind k) : IRNode(k) {}
+};
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const BaseStmtNode* n) : ptr_(n) {}  // NOLINT(google-explicit-constructor)
+
+  bool defined() const { return bool(ptr_); }
+  const BaseStmtNode* get() const { return ptr_.get(); }
+  const BaseStmtNode* operator->() const { return ptr_.get(); }
+  NodeKind kind() const { return ptr_->kind; }
+  bool same_as(const Stmt& o) const { return ptr_.same_as(o.ptr_); }
+
+  template <class T>
+  const T* as() const {
+    return ptr_ && ptr_->kind == T::kKind ? static_cast<const T*>(ptr_.get()) : nullptr;
+  }
+
+ private:
+  IntrusivePtr<const BaseStmtNode> ptr_;
+};
+
+template <NodeKind K>
+struct StmtNode : BaseStmtNode {
+  static constexpr NodeKind kKind = K;
+  StmtNode() : BaseStmtNode(K) {}
+};
+
+// `name` = value within body.
+struct LetStmt : StmtNode<NodeKind::kLetStmt> {
+  LetStmt(std::string n, Expr v, Stmt b) : name(std::move(n)), value(std::move(v)), body(std::move(b)) {}
+  const std::string name;
+  const Expr value;
+  const Stmt body;
+  static Stmt make(std::string name, Expr value, Stmt body);
+};
+
+enum class ForKind : uint8_t { kSerial, kParallel, kVectorized, kUnrolled };
+const char* for_kind_name(ForKind kind);
+
+// for name in [min, min + extent): body. The loop variable is i32.
+struct For : StmtNode<NodeKind::kFor> {
+  For(std::string n, Expr m, Expr e, ForKind k, Stmt b)
+      : name(std::move(n)), min(std::move(m)), extent(std::move(e)), kind(k), body(std::move(b)) {}
+  const std::string name;
+  const Expr min, extent;
+  const ForKind kind;
+  const Stmt body;
+  static Stmt make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body);
+};
+
+// name[indices] = value (one index per dimension, or one flat index after flattening).
+struct Store : StmtNode<NodeKind::kStore> {
+  Store(std::string n, std::vector<Expr> idx, Expr v)
+      : name(std::move(n)), indices(std::move(idx)), value(std::move(v)) {}
+  const std::string name;
+  const std::vector<Expr> indices;
+  const Expr value;
+  static Stmt make(std::string name, std::vector<Expr> indices, Expr value);
+};
+
+// A buffer of `dtype` with constant `extents` (one per dimension; one total after
+// flattening), live within body.
+struct Allocate : StmtNode<NodeKind::kAllocate> {
+  Allocate(std::string n, DataType t, std::vector<int64_t> e, Stmt b)
+      : name(std::move(n)), dtype(t), extents(std::move(e)), body(std::move(b)) {}
+  const std::string name;
+  const DataType dtype;
+  const std::vector<int64_t> extents;
+  const Stmt body;
+  int64_t num_elements() const;
+  static Stmt make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body);
+};
+
+struct IfThenElse : StmtNode<NodeKind::kIfThenElse> {
+  IfThenElse(Expr c, Stmt t, Stmt e) : condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  const Expr condition;
+  const Stmt then_case, else_case;  // else_case may be undefined
+  static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+};
+
+// Statements run in order.
+struct Block : StmtNode<NodeKind::kBlock> {
+  explicit Block(std::vector<Stmt> s) : stmts(std::move(s)) {}
+  const std::vector<Stmt> stmts;
+  // Flattens nested blocks and drops undefined statements; returns the lone statement
+  // when only one is left.
+  static Stmt make(std::vector<Stmt> stmts);
+};
+
+}  // namespace tensorgym

@@ -1,0 +1,36 @@
+// The result of lowering: one imperative function over the program's input and output
+// buffers. Every backend (the interpreter, LLVM, later CUDA) consumes this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/ir/stmt.h"
+
+namespace tensorgym {
+
+// A buffer passed to the function: dense, row-major, 64-byte aligned by the caller.
+struct BufferArg {
+  std::string name;
+  DataType dtype;
+  std::vector<int64_t> shape;
+};
+
+struct LoopNest {
+  std::vector<BufferArg> inputs;   // the program's inputs, in declaration order
+  std::vector<BufferArg> outputs;  // the program's outputs, in definition order
+  // After storage flattening every Load and Store has one flat index and every
+  // Allocate one extent (its element count). Intermediate buffers are Allocate'd
+  // inside the body; loop variables and indices are i32.
+  Stmt body;
+
+  // Inputs then outputs, the order in which a backend receives buffers.
+  std::vector<BufferArg> args() const {
+    std::vector<BufferArg> all = inputs;
+    all.insert(all.end(), outputs.begin(), outputs.end());
+    return all;
+  }
+};
+
+}  // namespace tensorgym
