@@ -90,6 +90,9 @@ using ProgramPtr = std::shared_ptr<const Program>;
 // RESOURCE_EXHAUSTED past a limit) and name what was wrong.
 Expected<Program> parse_program(std::string_view text, const ProgramLimits& limits = {});
 
+// Same inputs and stages (names, types, shapes, ranges, bodies compared structurally).
+bool structural_equal(const Program& a, const Program& b);
+
 // Number of elements of a shape.
 int64_t num_elements(const std::vector<int64_t>& shape);
 
