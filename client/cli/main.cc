@@ -1,1 +1,14 @@
-int main() { return 0; }
+// tensorgym: the command-line tool. Each subcommand lives in its own file.
+#include <CLI/CLI.hpp>
+
+#include "client/cli/cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"TensorGym: tensor-program optimization as Gym environments"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tensorgym ") + TENSORGYM_VERSION);
+  tensorgym::cli::add_lower_command(app);
+  tensorgym::cli::add_interp_command(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

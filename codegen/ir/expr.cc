@@ -7,7 +7,7 @@
 namespace tensorgym {
 namespace {
 
-bool same_type(const Expr& a, const Expr& b) { return a.defined() && b.defined() && a.type() == b.type(); }
+[[maybe_unused]] bool same_type(const Expr& a, const Expr& b) { return a.defined() && b.defined() && a.type() == b.type(); }
 
 DataType bool_like(DataType t) { return DataType::boolean().with_lanes(t.lanes); }
 

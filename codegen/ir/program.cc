@@ -69,6 +69,14 @@ DataType Program::dtype_of(std::string_view name) const {
   return s->dtype;
 }
 
+bool expr_reads(const Expr& e, std::string_view name) {
+  bool found = false;
+  visit_exprs(e, [&](const Expr& n) {
+    if (const Load* l = n.as<Load>()) found |= l->name == name;
+  });
+  return found;
+}
+
 std::vector<std::string> Program::reads_of(const StageDef& stage) const {
   std::vector<std::string> names;
   visit_exprs(stage.body, [&](const Expr& e) {

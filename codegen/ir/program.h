@@ -93,6 +93,9 @@ Expected<Program> parse_program(std::string_view text, const ProgramLimits& limi
 // Same inputs and stages (names, types, shapes, ranges, bodies compared structurally).
 bool structural_equal(const Program& a, const Program& b);
 
+// Whether `e` reads tensor `name`.
+bool expr_reads(const Expr& e, std::string_view name);
+
 // Number of elements of a shape.
 int64_t num_elements(const std::vector<int64_t>& shape);
 

@@ -1,0 +1,165 @@
+#include "codegen/interp/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+namespace tensorgym {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string dims_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 0) {
+      index[d] = flat % shape[d];
+      flat /= shape[d];
+    }
+  }
+  return index;
+}
+
+// |a - e|, with any NaN (or inf - inf) counted as infinite.
+double error_of(double e, double a) {
+  if (std::isnan(e) || std::isnan(a)) return std::numeric_limits<double>::infinity();
+  const double d = std::fabs(a - e);
+  return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
+}
+
+// Folds one element into `c`.
+void accumulate(Comparison& c, int64_t flat, double e, double a, bool exact, Tolerance tol) {
+  ++c.checked;
+  bool ok;
+  double abs_err = 0, rel_err = 0;
+  const bool e_nan = std::isnan(e), a_nan = std::isnan(a);
+  if (e_nan || a_nan) {
+    ok = e_nan && a_nan;
+    if (!ok) abs_err = rel_err = std::numeric_limits<double>::infinity();
+  } else if (e == a) {  // covers equal infinities
+    ok = true;
+  } else if (std::isinf(e) || std::isinf(a)) {
+    ok = false;
+    abs_err = rel_err = std::numeric_limits<double>::infinity();
+  } else {
+    abs_err = std::fabs(a - e);
+    rel_err = e == 0 ? std::numeric_limits<double>::infinity() : abs_err / std::fabs(e);
+    ok = !exact && abs_err <= tol.atol + tol.rtol * std::fabs(e);
+  }
+  if (abs_err > c.max_abs_error) c.max_abs_error = abs_err;
+  if (rel_err > c.max_rel_error) c.max_rel_error = rel_err;
+  if (ok) return;
+  c.match = false;
+  const bool worse = c.worst_index < 0 || abs_err > error_of(c.expected_value, c.actual_value);
+  ++c.mismatches;
+  if (worse) {
+    c.worst_index = flat;
+    c.expected_value = e;
+    c.actual_value = a;
+  }
+}
+
+double element(const HostBuffer& b, int64_t i) {
+  return b.dtype().is_float() ? b.get_float(i) : double(b.get_int(i));
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::string Comparison::describe() const {
+  if (!error.empty()) return "mismatch: " + error;
+  if (match)
+    return "match (" + std::to_string(checked) + " elements, max abs error " + number(max_abs_error) +
+           ", max rel error " + number(max_rel_error) + ")";
+  std::string s = std::to_string(mismatches) + " of " + std::to_string(checked) + " elements differ (max abs error " +
+                  number(max_abs_error) + ", max rel error " + number(max_rel_error) + "); worst at " +
+                  std::to_string(worst_index);
+  if (!shape.empty()) {
+    s += ' ';
+    s += dims_text(unravel(worst_index, shape));
+  }
+  return s + ": expected " + number(expected_value) + ", got " + number(actual_value);
+}
+
+Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual, Tolerance tol) {
+  Comparison c;
+  c.shape = expected.shape();
+  if (expected.dtype() != actual.dtype() || expected.shape() != actual.shape()) {
+    c.match = false;
+    c.error = "expected " + expected.describe() + ", got " + actual.describe();
+    return c;
+  }
+  const bool exact = !expected.dtype().is_float();
+  const int64_t n = expected.num_elements();
+  if (expected.dtype() == DataType::f32()) {
+    const float* e = expected.typed<float>();
+    const float* a = actual.typed<float>();
+    for (int64_t i = 0; i < n; ++i) accumulate(c, i, double(e[i]), double(a[i]), false, tol);
+  } else {
+    for (int64_t i = 0; i < n; ++i) accumulate(c, i, element(expected, i), element(actual, i), exact, tol);
+  }
+  return c;
+}
+
+Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual,
+                                  Tolerance tol, int64_t max_points, uint64_t seed) {
+  Comparison c;
+  c.shape = actual.shape();
+  auto fail = [&](std::string why) {
+    c.match = false;
+    c.error = std::move(why);
+    return c;
+  };
+  if (!evaluator.status().ok()) return fail("evaluator: " + evaluator.status().to_string());
+  const Program& program = evaluator.program();
+  if (!program.find_stage(output) && !program.find_input(output))
+    return fail("no tensor named " + std::string(output));
+  const DataType dtype = program.dtype_of(output);
+  const std::vector<int64_t> shape = program.shape_of(output);
+  if (dtype != actual.dtype() || shape != actual.shape())
+    return fail("expected " + dtype.str() + dims_text(shape) + ", got " + actual.describe());
+
+  const int64_t n = actual.num_elements();
+  std::vector<int64_t> points;
+  if (n <= max_points) {
+    points.reserve(size_t(n));
+    for (int64_t i = 0; i < n; ++i) points.push_back(i);
+  } else {
+    points.reserve(size_t(max_points) + 2);
+    points.push_back(0);
+    uint64_t state = seed;
+    for (int64_t k = 0; k < max_points; ++k)
+      points.push_back(int64_t((unsigned __int128)splitmix64(state) * uint64_t(n) >> 64));
+    points.push_back(n - 1);
+  }
+  const bool exact = !dtype.is_float();
+  for (int64_t flat : points) {
+    Expected<double> e = evaluator.value_at(output, unravel(flat, shape));
+    if (!e.ok()) return fail("evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " +
+                             e.status().to_string());
+    accumulate(c, flat, *e, element(actual, flat), exact, tol);
+  }
+  return c;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,75 @@
+// The text form of a Program (the program language) and structural equality of
+// programs. The text parses back to an equal program.
+#include <string>
+
+#include "codegen/ir/ir_equality.h"
+#include "codegen/ir/ir_printer.h"
+#include "codegen/ir/program.h"
+
+namespace tensorgym {
+namespace {
+
+bool equal_iter_vars(const std::vector<IterVar>& a, const std::vector<IterVar>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    // `declared` only says how the range was written; it is not part of the meaning.
+    if (a[i].name != b[i].name || a[i].min != b[i].min || a[i].extent != b[i].extent) return false;
+  }
+  return true;
+}
+
+void append_where(const std::vector<IterVar>& vars, bool* first, std::string* out) {
+  for (const IterVar& v : vars) {
+    if (!v.declared) continue;
+    *out += *first ? " where " : ", ";
+    *first = false;
+    *out += v.name + " in " + std::to_string(v.min) + ".." + std::to_string(v.min + v.extent);
+  }
+}
+
+}  // namespace
+
+std::string Program::to_text() const {
+  std::string out;
+  for (const TensorInput& in : inputs) {
+    out += "input " + in.name + ": " + in.dtype.str() + "[";
+    for (size_t i = 0; i < in.shape.size(); ++i) out += (i ? ", " : "") + std::to_string(in.shape[i]);
+    out += "]\n";
+  }
+  for (const StageDef& s : stages) {
+    out += s.name + "[";
+    for (size_t i = 0; i < s.axes.size(); ++i) out += (i ? ", " : "") + s.axes[i].name;
+    out += "] ";
+    out += reduce_kind_op(s.reduce);
+    out += " ";
+    out += to_string(s.body);
+    // Ranges that came from `where`: spatial ones first, then reduction ones (the
+    // Program does not keep the order they were written in).
+    bool first = true;
+    append_where(s.axes, &first, &out);
+    append_where(s.reduce_axes, &first, &out);
+    out += "\n";
+  }
+  return out;
+}
+
+bool structural_equal(const Program& a, const Program& b) {
+  if (a.inputs.size() != b.inputs.size() || a.stages.size() != b.stages.size() || a.outputs != b.outputs)
+    return false;
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const TensorInput& x = a.inputs[i];
+    const TensorInput& y = b.inputs[i];
+    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape) return false;
+  }
+  for (size_t i = 0; i < a.stages.size(); ++i) {
+    const StageDef& x = a.stages[i];
+    const StageDef& y = b.stages[i];
+    if (x.name != y.name || x.dtype != y.dtype || x.reduce != y.reduce) return false;
+    if (!equal_iter_vars(x.axes, y.axes) || !equal_iter_vars(x.reduce_axes, y.reduce_axes)) return false;
+    if (x.body.defined() != y.body.defined()) return false;
+    if (x.body.defined() && !structural_equal(x.body, y.body)) return false;
+  }
+  return true;
+}
+
+}  // namespace tensorgym

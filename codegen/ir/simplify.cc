@@ -1,0 +1,333 @@
+#include "codegen/ir/simplify.h"
+
+#include <cmath>
+#include <limits>
+
+#include "codegen/ir/ir_equality.h"
+#include "codegen/ir/ir_mutator.h"
+#include "codegen/ir/linear_form.h"
+#include "codegen/ir/substitute.h"
+
+namespace tensorgym {
+
+Expr fold_cast(DataType t, const Expr& value) {
+  if (t.is_vector()) return Expr();
+  if (const IntImm* i = value.as<IntImm>()) {
+    if (t.is_float()) return FloatImm::make(t, double(i->value));
+    return IntImm::make(t, i->value);
+  }
+  if (const FloatImm* f = value.as<FloatImm>()) {
+    if (t.is_float()) return FloatImm::make(t, f->value);
+    double v = f->value;
+    if (std::isnan(v)) return IntImm::make(t, 0);
+    double lo = double(as_const_int(make_lowest(t)) ? *as_const_int(make_lowest(t)) : 0);
+    double hi = double(as_const_int(make_highest(t)) ? *as_const_int(make_highest(t)) : 0);
+    if (v <= lo) return make_lowest(t);
+    if (v >= hi) return make_highest(t);
+    return IntImm::make(t, int64_t(std::trunc(v)));
+  }
+  return Expr();
+}
+
+namespace {
+
+bool is_index_int(DataType t) { return t.is_int() && t.is_scalar(); }
+
+double fold_float(NodeKind k, double a, double b, DataType t) {
+  double r = 0;
+  if (t.bits == 32) {
+    float x = float(a), y = float(b);
+    switch (k) {
+      case NodeKind::kAdd: r = x + y; break;
+      case NodeKind::kSub: r = x - y; break;
+      case NodeKind::kMul: r = x * y; break;
+      case NodeKind::kDiv: r = x / y; break;
+      default: break;
+    }
+    return double(float(r));
+  }
+  switch (k) {
+    case NodeKind::kAdd: return a + b;
+    case NodeKind::kSub: return a - b;
+    case NodeKind::kMul: return a * b;
+    case NodeKind::kDiv: return a / b;
+    default: return 0;
+  }
+}
+
+class Simplifier : public IRMutator {
+ public:
+  explicit Simplifier(const RangeScope& scope) : scope_(scope) {}
+
+  using IRMutator::mutate;
+
+ protected:
+  RangeScope scope_;
+
+  IntRange bounds(const Expr& e) const { return constant_bounds(e, scope_); }
+
+  // Canonical linear form for + - * on integers.
+  Expr linear(const Expr& self) {
+    LinearForm f = linearize(self);
+    return from_linear(f, self.type());
+  }
+
+  template <class T>
+  Expr arith(const T* op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    DataType t = op->type;
+    if (t.is_float()) {
+      const FloatImm* x = a.as<FloatImm>();
+      const FloatImm* y = b.as<FloatImm>();
+      if (x && y && t.is_scalar()) return FloatImm::make(t, fold_float(T::kKind, x->value, y->value, t));
+      if (a.same_as(op->a) && b.same_as(op->b)) return op;
+      return T::make(a, b);
+    }
+    Expr rebuilt = (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
+    if (!is_index_int(t)) return rebuilt;
+    return linear(rebuilt);
+  }
+
+  Expr visit(const Add* op) override { return arith(op); }
+  Expr visit(const Sub* op) override { return arith(op); }
+  Expr visit(const Mul* op) override { return arith(op); }
+
+  Expr visit(const Div* op) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    DataType t = op->type;
+    if (t.is_float()) {
+      const FloatImm* x = a.as<FloatImm>();
+      const FloatImm* y = b.as<FloatImm>();
+      if (x && y && t.is_scalar()) return FloatImm::make(t, fold_float(NodeKind::kDiv, x->value, y->value, t));
+      return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Div::make(a, b);
+    }
+    const int64_t* c = as_const_int(b);
+    if (!c || *c <= 0 || !is_index_int(t)) {
+      if (c && *c != 0 && as_const_int(a)) return IntImm::make(t, floor_div(*as_const_int(a), *c));
+      return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Div::make(a, b);
+    }
+    if (*c == 1) return a;
+    // (x / p) / q == x / (p * q) for positive p, q.
+    if (const Div* inner = a.as<Div>()) {
+      const int64_t* p = as_const_int(inner->b);
+      if (p && *p > 0) return mutate(Div::make(inner->a, IntImm::make(t, *p * *c)));
+    }
+    // floor((c*Q + R) / c) == Q + floor(R / c): split off the multiples of c.
+    LinearForm f = linearize(a), q, r;
+    for (const LinearTerm& term : f.terms) {
+      if (term.coeff % *c == 0) q.add_term(term.atom, term.coeff / *c);
+      else r.add_term(term.atom, term.coeff);
+    }
+    q.constant = floor_div(f.constant, *c);
+    r.constant = floor_mod(f.constant, *c);
+    Expr rest = from_linear(r, t);
+    IntRange rr = bounds(rest);
+    if (rr.bounded() && floor_div(rr.min, *c) == floor_div(rr.max, *c)) {
+      q.constant += floor_div(rr.min, *c);
+      return from_linear(q, t);
+    }
+    if (q.is_constant() && q.constant == 0) return Div::make(rest, b);
+    LinearForm out = q;
+    out.add_term(Div::make(rest, b), 1);
+    return from_linear(out, t);
+  }
+
+  Expr visit(const Mod* op) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    DataType t = op->type;
+    const int64_t* c = as_const_int(b);
+    if (!c || *c <= 0 || !is_index_int(t)) {
+      if (c && *c != 0 && as_const_int(a)) return IntImm::make(t, floor_mod(*as_const_int(a), *c));
+      return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Mod::make(a, b);
+    }
+    if (*c == 1) return IntImm::make(t, 0);
+    // Multiples of c vanish; within one period the modulo is a shift.
+    LinearForm f = linearize(a), r;
+    for (const LinearTerm& term : f.terms)
+      if (term.coeff % *c != 0) r.add_term(term.atom, term.coeff);
+    r.constant = floor_mod(f.constant, *c);
+    Expr rest = from_linear(r, t);
+    IntRange rr = bounds(rest);
+    if (rr.bounded() && floor_div(rr.min, *c) == floor_div(rr.max, *c)) {
+      r.constant -= floor_div(rr.min, *c) * *c;
+      return from_linear(r, t);
+    }
+    return Mod::make(rest, b);
+  }
+
+  template <class T, bool kIsMin>
+  Expr min_max(const T* op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    DataType t = op->type;
+    if (t.is_float()) {
+      const FloatImm* x = a.as<FloatImm>();
+      const FloatImm* y = b.as<FloatImm>();
+      if (x && y) return FloatImm::make(t, kIsMin ? std::fmin(x->value, y->value) : std::fmax(x->value, y->value));
+    } else if (is_index_int(t)) {
+      if (structural_equal(a, b)) return a;
+      LinearForm d = linearize(a);
+      d.add(linearize(b), -1);
+      IntRange r = IntRange::point(d.constant);
+      if (!d.is_constant()) r = bounds(Sub::make(a, b));
+      if (r.max <= 0) return kIsMin ? a : b;
+      if (r.min >= 0) return kIsMin ? b : a;
+    }
+    return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
+  }
+
+  Expr visit(const Min* op) override { return min_max<Min, true>(op); }
+  Expr visit(const Max* op) override { return min_max<Max, false>(op); }
+
+  template <class T>
+  Expr compare(const T* op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    Expr rebuilt = (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
+    if (a.type().is_float()) {
+      const FloatImm* x = a.as<FloatImm>();
+      const FloatImm* y = b.as<FloatImm>();
+      if (!x || !y) return rebuilt;
+      bool v = false;
+      switch (T::kKind) {
+        case NodeKind::kEQ: v = x->value == y->value; break;
+        case NodeKind::kNE: v = x->value != y->value; break;
+        case NodeKind::kLT: v = x->value < y->value; break;
+        case NodeKind::kLE: v = x->value <= y->value; break;
+        case NodeKind::kGT: v = x->value > y->value; break;
+        case NodeKind::kGE: v = x->value >= y->value; break;
+        default: return rebuilt;
+      }
+      return make_bool(v);
+    }
+    if (!a.type().is_scalar()) return rebuilt;
+    IntRange r = bounds(rebuilt);
+    if (r.is_point()) return make_bool(r.min != 0);
+    return rebuilt;
+  }
+
+  Expr visit(const EQ* op) override { return compare(op); }
+  Expr visit(const NE* op) override { return compare(op); }
+  Expr visit(const LT* op) override { return compare(op); }
+  Expr visit(const LE* op) override { return compare(op); }
+  Expr visit(const GT* op) override { return compare(op); }
+  Expr visit(const GE* op) override { return compare(op); }
+
+  Expr visit(const And* op) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_const(a, 0) || is_const(b, 0)) return make_bool(false);
+    if (is_const(a, 1)) return b;
+    if (is_const(b, 1)) return a;
+    return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : And::make(a, b);
+  }
+
+  Expr visit(const Or* op) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_const(a, 1) || is_const(b, 1)) return make_bool(true);
+    if (is_const(a, 0)) return b;
+    if (is_const(b, 0)) return a;
+    return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Or::make(a, b);
+  }
+
+  Expr visit(const Not* op) override {
+    Expr a = mutate(op->a);
+    if (const IntImm* i = a.as<IntImm>()) return make_bool(i->value == 0);
+    if (const Not* n = a.as<Not>()) return n->a;
+    return a.same_as(op->a) ? Expr(op) : Not::make(a);
+  }
+
+  Expr visit(const Select* op) override {
+    Expr c = mutate(op->condition);
+    if (const IntImm* i = c.as<IntImm>()) return mutate(i->value ? op->true_value : op->false_value);
+    // Each side is simplified knowing which way the condition went.
+    RangeScope saved = scope_;
+    narrow_by_condition(c, true, &scope_);
+    Expr t = mutate(op->true_value);
+    scope_ = saved;
+    narrow_by_condition(c, false, &scope_);
+    Expr f = mutate(op->false_value);
+    scope_ = std::move(saved);
+    if (structural_equal(t, f)) return t;
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return op;
+    return Select::make(c, t, f);
+  }
+
+  Expr visit(const Cast* op) override {
+    Expr v = mutate(op->value);
+    if (v.type() == op->type) return v;
+    if (Expr folded = fold_cast(op->type, v); folded.defined()) return folded;
+    return v.same_as(op->value) ? Expr(op) : Cast::make(op->type, v);
+  }
+
+  // Statements.
+
+  Stmt visit(const For* op) override {
+    Expr min = mutate(op->min), extent = mutate(op->extent);
+    const int64_t* e = as_const_int(extent);
+    if (e && *e <= 0) return Stmt();
+    if (e && *e == 1) {
+      // One iteration: the variable is the minimum.
+      return mutate(substitute(op->body, {{op->name, min}}));
+    }
+    IntRange mr = bounds(min), er = bounds(extent);
+    RangeScope saved = scope_;
+    IntRange r = IntRange::everything();
+    if (mr.bounded() && er.bounded()) r = {mr.min, mr.max + er.max - 1};
+    scope_[op->name] = r;
+    Stmt body = mutate(op->body);
+    scope_ = std::move(saved);
+    if (!body.defined()) return Stmt();
+    if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
+    return For::make(op->name, min, extent, op->kind, body);
+  }
+
+  // Affine in variables only: cheap to recompute, and substituting it lets index
+  // arithmetic cancel (x.min + i - x.min).
+  static bool is_affine_in_vars(const Expr& e) {
+    if (!is_index_int(e.type())) return false;
+    LinearForm f = linearize(e);
+    for (const LinearTerm& t : f.terms)
+      if (!t.atom.as<Variable>()) return false;
+    return true;
+  }
+
+  Stmt visit(const LetStmt* op) override {
+    Expr v = mutate(op->value);
+    if (is_affine_in_vars(v)) return mutate(substitute(op->body, {{op->name, v}}));
+    RangeScope saved = scope_;
+    scope_[op->name] = bounds(v);
+    Stmt body = mutate(op->body);
+    scope_ = std::move(saved);
+    if (!body.defined()) return Stmt();
+    if (v.same_as(op->value) && body.same_as(op->body)) return op;
+    return LetStmt::make(op->name, v, body);
+  }
+
+  Stmt visit(const IfThenElse* op) override {
+    Expr c = mutate(op->condition);
+    if (const IntImm* i = c.as<IntImm>()) return mutate(i->value ? op->then_case : op->else_case);
+    RangeScope saved = scope_;
+    narrow_by_condition(c, true, &scope_);
+    Stmt t = mutate(op->then_case);
+    scope_ = saved;
+    narrow_by_condition(c, false, &scope_);
+    Stmt f = mutate(op->else_case);
+    scope_ = std::move(saved);
+    if (!t.defined() && !f.defined()) return Stmt();
+    if (!t.defined()) return IfThenElse::make(mutate(Not::make(c)), f);
+    if (c.same_as(op->condition) && t.same_as(op->then_case) && f.same_as(op->else_case)) return op;
+    return IfThenElse::make(c, t, f);
+  }
+
+  Stmt visit(const Allocate* op) override {
+    Stmt body = mutate(op->body);
+    if (!body.defined()) return Stmt();
+    return body.same_as(op->body) ? Stmt(op) : Allocate::make(op->name, op->dtype, op->extents, body);
+  }
+};
+
+}  // namespace
+
+Expr simplify(const Expr& e, const RangeScope& scope) { return Simplifier(scope).mutate(e); }
+
+Stmt simplify(const Stmt& s, const RangeScope& scope) { return Simplifier(scope).mutate(s); }
+
+}  // namespace tensorgym

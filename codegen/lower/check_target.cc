@@ -1,0 +1,20 @@
+// Rejects what the target cannot run: thread-bound loops on the CPU.
+#include "codegen/lower/lowering_context.h"
+
+namespace tensorgym {
+
+Status check_target_support(const ScheduleState& state, const LowerOptions& options) {
+  if (options.allow_thread_binding) return Status();
+  for (const StageSchedule& s : state.stages()) {
+    if (s.attach == AttachKind::kInline) continue;
+    for (int l : s.leaf) {
+      const Loop& loop = s.loops[size_t(l)];
+      if (!loop.thread_tag.empty())
+        return failed_precondition("loop " + s.name() + "." + loop.name + " is bound to " + loop.thread_tag +
+                                   "; the CPU target does not support thread binding");
+    }
+  }
+  return Status();
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,31 @@
+// Substitutes compute_inline'd stages into their readers: a read S[e0, e1] becomes
+// S's expression with S's axes replaced by e0, e1.
+#include "codegen/ir/substitute.h"
+#include "codegen/lower/lowering_context.h"
+
+namespace tensorgym {
+
+void inline_stages(LoweringContext& ctx) {
+  std::unordered_map<std::string, const StageSchedule*> inlined;
+  for (const StageSchedule& s : ctx.state.stages()) {
+    Expr body = s.def.body;
+    // Producers come first, so their own inlined reads are already expanded.
+    for (const auto& [name, producer] : inlined) {
+      if (!expr_reads(body, name)) continue;
+      const Expr& producer_body = ctx.bodies.at(name);
+      body = replace_loads(body, name, [&](const Load* l) {
+        VarMap values;
+        for (size_t d = 0; d < producer->def.axes.size(); ++d) values[producer->def.axes[d].name] = l->indices[d];
+        return substitute(producer_body, values);
+      });
+    }
+    ctx.bodies[s.name()] = body;
+    if (s.attach == AttachKind::kInline) {
+      inlined[s.name()] = &s;
+    } else {
+      ctx.stages.push_back(&s);
+    }
+  }
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,29 @@
+// The lowering pipeline, in order. Each pass lives in its own file.
+#include "codegen/lower/lower.h"
+
+#include "codegen/ir/simplify.h"
+#include "codegen/lower/lowering_context.h"
+
+namespace tensorgym {
+
+Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options) {
+  TG_RETURN_IF_ERROR(check_target_support(state, options));  // check_target.cc
+
+  LoweringContext ctx(state);
+  inline_stages(ctx);                   // inline_stages.cc: compute_inline'd bodies substituted
+  TG_RETURN_IF_ERROR(infer_bounds(ctx));  // infer_bounds.cc: the region each stage computes
+  Stmt body = build_loop_nest(ctx);     // build_loop_nest.cc: loops, inits, guards, attachments
+  body = mark_auto_unroll(body, ctx);   // auto_unroll.cc: pragma(auto_unroll_max_step)
+
+  LoopNest nest;
+  const Program& program = state.program();
+  for (const TensorInput& in : program.inputs) nest.inputs.push_back({in.name, in.dtype, in.shape});
+  for (const std::string& out : program.outputs)
+    nest.outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
+  body = storage_flatten(body, ctx, nest.args());  // storage_flatten.cc: one flat index per access
+  if (options.simplify) body = simplify(body);     // codegen/ir/simplify.cc
+  nest.body = body;
+  return nest;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,46 @@
+#include "codegen/schedule/schedule.h"
+
+namespace tensorgym {
+
+Schedule::Schedule(ProgramPtr program) : state_(std::move(program)) {}
+
+Expected<Schedule> Schedule::from_text(ProgramPtr program, std::string_view trace_text) {
+  Schedule s(std::move(program));
+  TG_RETURN_IF_ERROR(s.apply_text(trace_text));
+  return s;
+}
+
+PrimitiveResult Schedule::apply(const Primitive& primitive) {
+  const PrimitiveInfo* info = find_primitive(primitive.name);
+  auto fail = [&](const Status& st) { return Status(st.code(), primitive.to_string() + ": " + st.message()); };
+  if (!info) return fail(invalid_argument("unknown primitive '" + primitive.name + "'"));
+  int n = int(primitive.args.size());
+  if (n < info->min_args || (info->max_args >= 0 && n > info->max_args))
+    return fail(invalid_argument("wrong number of arguments; usage: " + std::string(info->usage)));
+  ScheduleState next = state_;
+  PrimitiveResult r = info->apply(next, primitive.args);
+  if (!r.ok()) return fail(r.status());
+  if (*r == ApplyEffect::kNoEffect) return r;
+  if (Status st = validate_state(next); !st.ok()) return fail(st);
+  state_ = std::move(next);
+  Primitive recorded = primitive;
+  recorded.loc = {};
+  trace_.steps.push_back(std::move(recorded));
+  return r;
+}
+
+Status Schedule::apply_text(std::string_view trace_text) {
+  TG_ASSIGN_OR_RETURN(Trace trace, parse_trace(trace_text));
+  Schedule next = *this;
+  for (const Primitive& p : trace.steps) {
+    PrimitiveResult r = next.apply(p);
+    if (!r.ok()) {
+      std::string where = p.loc.line ? std::to_string(p.loc.line) + ":" + std::to_string(p.loc.column) + ": " : "";
+      return Status(r.status().code(), where + r.status().message());
+    }
+  }
+  *this = std::move(next);
+  return Status();
+}
+
+}  // namespace tensorgym

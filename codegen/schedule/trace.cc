@@ -1,0 +1,133 @@
+#include "codegen/schedule/trace.h"
+
+#include <cctype>
+
+namespace tensorgym {
+
+std::string Primitive::to_string() const {
+  std::string s = name + "(";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i) s += ", ";
+    s += args[i];
+  }
+  return s + ")";
+}
+
+std::string Trace::to_string() const {
+  std::string s;
+  for (const Primitive& p : steps) s += p.to_string() + "\n";
+  return s;
+}
+
+namespace {
+
+class TraceReader {
+ public:
+  explicit TraceReader(std::string_view text) : text_(text) {}
+
+  Expected<Trace> read() {
+    Trace trace;
+    for (;;) {
+      skip_blanks_and_separators();
+      if (at_end()) return trace;
+      Expected<Primitive> p = read_primitive();
+      if (!p.ok()) return p.status();
+      trace.steps.push_back(std::move(*p));
+      skip_spaces();
+      if (at_end()) return trace;
+      char c = peek();
+      if (c != ';' && c != '\n' && c != '\r' && c != '#') return error("expected ';' or a new line after " + trace.steps.back().to_string());
+    }
+  }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int col_ = 1;
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+  void advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++pos_;
+  }
+  Status error(const std::string& message) const {
+    return invalid_argument(std::to_string(line_) + ":" + std::to_string(col_) + ": " + message);
+  }
+  void skip_spaces() {
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) advance();
+  }
+  void skip_blanks_and_separators() {
+    for (;;) {
+      char c = peek();
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ';') {
+        advance();
+      } else if (c == '#') {
+        while (!at_end() && peek() != '\n') advance();
+      } else {
+        return;
+      }
+    }
+  }
+  static bool is_word_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+';
+  }
+
+  Expected<Primitive> read_primitive() {
+    Primitive p;
+    p.loc = {line_, col_};
+    if (!std::isalpha(static_cast<unsigned char>(peek())) && peek() != '_')
+      return error(std::string("expected a primitive name, found ") + describe(peek()));
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '_')) {
+      p.name += peek();
+      advance();
+    }
+    skip_spaces();
+    if (peek() != '(') return error("expected '(' after " + p.name);
+    advance();
+    skip_spaces();
+    if (peek() == ')') {
+      advance();
+      return p;
+    }
+    for (;;) {
+      skip_spaces();
+      std::string arg;
+      while (!at_end() && is_word_char(peek())) {
+        arg += peek();
+        advance();
+      }
+      if (arg.empty()) return error(std::string("expected an argument of ") + p.name + ", found " + describe(peek()));
+      p.args.push_back(std::move(arg));
+      skip_spaces();
+      if (peek() == ',') {
+        advance();
+        continue;
+      }
+      if (peek() == ')') {
+        advance();
+        return p;
+      }
+      return error("expected ',' or ')' in " + p.name + "(...), found " + describe(peek()));
+    }
+  }
+
+  static std::string describe(char c) {
+    if (c == '\0') return "the end of the text";
+    if (c == '\n') return "the end of the line";
+    if (std::isprint(static_cast<unsigned char>(c))) return std::string("'") + c + "'";
+    return "an unexpected byte";
+  }
+};
+
+}  // namespace
+
+Expected<Trace> parse_trace(std::string_view text) { return TraceReader(text).read(); }
+
+}  // namespace tensorgym
