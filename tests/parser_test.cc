@@ -115,10 +115,10 @@ TEST(Lexer, TokensCarryLineAndColumn) {
 
 TEST(Lexer, OperatorsAndErrors) {
   std::vector<Token> t = tokenize("== != <= >= < > && || ! = + - * / % ( ) [ ] , :");
-  std::vector<TokenKind> want = {TokenKind::kEq,     TokenKind::kNe,       TokenKind::kLe,      TokenKind::kGe,
-                                 TokenKind::kLt,     TokenKind::kGt,       TokenKind::kAndAnd,  TokenKind::kOrOr,
-                                 TokenKind::kBang,   TokenKind::kAssign,   TokenKind::kPlus,    TokenKind::kMinus,
-                                 TokenKind::kStar,   TokenKind::kSlash,    TokenKind::kPercent, TokenKind::kLParen,
+  std::vector<TokenKind> want = {TokenKind::kEq,     TokenKind::kNe,       TokenKind::kLe,       TokenKind::kGe,
+                                 TokenKind::kLt,     TokenKind::kGt,       TokenKind::kAndAnd,   TokenKind::kOrOr,
+                                 TokenKind::kBang,   TokenKind::kAssign,   TokenKind::kPlus,     TokenKind::kMinus,
+                                 TokenKind::kStar,   TokenKind::kSlash,    TokenKind::kPercent,  TokenKind::kLParen,
                                  TokenKind::kRParen, TokenKind::kLBracket, TokenKind::kRBracket, TokenKind::kComma,
                                  TokenKind::kColon,  TokenKind::kEnd};
   ASSERT_EQ(t.size(), want.size());
@@ -163,7 +163,8 @@ TEST(Parser, Gemm) {
   EXPECT_EQ(c.reduce_axes[0].min, 0);
   EXPECT_EQ(c.reduce_axes[0].extent, 1024);
   EXPECT_FALSE(c.reduce_axes[0].declared);
-  Expr want = Mul::make(load(DataType::f32(), "A", {var("i"), var("k")}), load(DataType::f32(), "B", {var("k"), var("j")}));
+  Expr want =
+      Mul::make(load(DataType::f32(), "A", {var("i"), var("k")}), load(DataType::f32(), "B", {var("k"), var("j")}));
   EXPECT_TRUE(structural_equal(c.body, want)) << c.body;
   EXPECT_EQ(p.outputs, (std::vector<std::string>{"C"}));
   EXPECT_EQ(p.to_text(), "input A: f32[1024, 1024]\ninput B: f32[1024, 1024]\nC[i, j] += A[i, k] * B[k, j]\n");
@@ -191,8 +192,8 @@ TEST(Parser, Conv2dWithPadding) {
 
   const StageDef& r = stage(p, "R");
   EXPECT_EQ(r.shape(), (std::vector<int64_t>{1, 64, 56, 56}));
-  EXPECT_TRUE(structural_equal(r.body, Max::make(load(DataType::f32(), "Y", {var("n"), var("f"), var("y"), var("x")}),
-                                                 f32(0.0))));
+  EXPECT_TRUE(structural_equal(
+      r.body, Max::make(load(DataType::f32(), "Y", {var("n"), var("f"), var("y"), var("x")}), f32(0.0))));
   EXPECT_EQ(p.outputs, (std::vector<std::string>{"R"}));
   EXPECT_EQ(p.reads_of(y), (std::vector<std::string>{"P", "W"}));
   EXPECT_EQ(p.to_text(),
@@ -252,7 +253,8 @@ TEST(Parser, EveryOperatorAndFunction) {
   EXPECT_EQ(stage(p, "G").dtype, DataType::i32());
   EXPECT_EQ(stage(p, "H").dtype, DataType::f32());
   EXPECT_EQ(stage(p, "K").dtype, DataType::i32());
-  EXPECT_EQ(to_string(stage(p, "G").body), "B[i] % 3 + B[i] / 2 * (0 - B[i]) + abs(B[i]) + min(B[i], 0) + max(0, B[i])");
+  EXPECT_EQ(to_string(stage(p, "G").body),
+            "B[i] % 3 + B[i] / 2 * (0 - B[i]) + abs(B[i]) + min(B[i], 0) + max(0, B[i])");
 }
 
 TEST(Parser, LiteralsAdoptTheOtherOperandsType) {
@@ -297,7 +299,8 @@ TEST(Parser, ConstantExpressionsAdoptTypesLikeLiterals) {
   EXPECT_EQ(to_string(stage(p, "E").body),
             "select(A[i] > 0.0, 1.0, -2.5) + A[i] + (0.0 - 1.5 * 2.0) + abs(-0.5) * max(1.0, 2.0)");
   EXPECT_EQ(stage(p, "F").dtype, DataType::f32());
-  // Integer constants stay integers: 7 / 2 is the i32 division 3.
+  // (7 / 2) adopts i32 from its neighbour; an integer constant expression never
+  // becomes a float (A[i] * (2 + 3) is a type error, see ParserErrors.Types).
   EXPECT_EQ(to_string(stage(p, "G").body), "f64(exp(1.0 / 3.0)) + f64(i32(C[i]) * (7 / 2))");
   EXPECT_EQ(stage(p, "G").dtype, DataType::f64());
 }
@@ -419,6 +422,28 @@ TEST(Printer, WhereOrderAfterOneRound) {
   EXPECT_EQ(p.to_text(), "input A: f32[8, 8]\nB[i, j] += A[i + r, j] where i in 0..7, r in 0..2\n");
 }
 
+TEST(Printer, ProgramBuiltInCodePrintsTheRangesItNeeds) {
+  // Nothing is marked declared, but B's i is only used in i + 1, so it needs a where.
+  Program p;
+  p.inputs.push_back({"A", DataType::f32(), {8}, {}});
+  StageDef b;
+  b.name = "B";
+  b.dtype = DataType::f32();
+  b.axes = {{"i", 0, 7, false}};
+  b.body = load(DataType::f32(), "A", {Add::make(var("i"), make_int(1))});
+  p.stages.push_back(b);
+  StageDef c;
+  c.name = "C";
+  c.dtype = DataType::f32();
+  c.axes = {{"i", 0, 7, false}};
+  c.body = load(DataType::f32(), "B", {var("i")});
+  p.stages.push_back(c);
+  p.outputs = {"C"};
+  EXPECT_EQ(p.to_text(), "input A: f32[8]\nB[i] = A[i + 1] where i in 0..7\nC[i] = B[i]\n");
+  Program back = parse_ok(p.to_text());
+  EXPECT_TRUE(structural_equal(p, back));
+}
+
 TEST(Printer, StructuralEqualityIgnoresLocationsAndDeclared) {
   Program a = parse_ok("input A: f32[8]\nB[i] = A[i] where i in 0..8\n");
   Program b = parse_ok("\n\ninput   A: f32[8]\n  B[i] = A[i]\n");
@@ -533,10 +558,10 @@ TEST(ParserErrors, RangesAndBounds) {
   expect_error("input A: f32[8]\nB[i] = A[i] where q in 0..4\n", "2:19", "'q' in the where clause does not occur");
   expect_error("input A: f32[8]\nB[i] = A[i + 1] where i in 0..4, i in 0..4\n", "2:34", "duplicate where range");
   expect_error("input A: f32[8]\nB[i] = A[i + 1] where i in 4..4\n", "2:28", "empty range");
-  expect_error("input A: f32[8]\nB[i] += A[i] + f32(r) where r in -2147483648..2147483647\n", "2:34",
-               "is too long");
+  expect_error("input A: f32[8]\nB[i] += A[i] + f32(r) where r in -2147483648..2147483647\n", "2:34", "is too long");
   expect_error("input A: f32[8]\nB[i] += A[i] + f32(r) where r in 0..2147483648\n", "2:37", "does not fit in i32");
-  expect_error("input A: f32[8, 8]\nB[i] = A[i, k]\n", "2:13", "reduction variable, which '=' does not allow (use '+='");
+  expect_error("input A: f32[8, 8]\nB[i] = A[i, k]\n", "2:13",
+               "reduction variable, which '=' does not allow (use '+='");
   expect_error("input A: f32[8]\nB[i] = A[i + 1] where i in 0..8\n", "2:8",
                "access A[i + 1] may be out of bounds: index 0 (i + 1) ranges over 1..8 but A has extent 8");
   expect_error(
@@ -577,8 +602,8 @@ TEST(ParserErrors, Caps) {
   std::string many_vars = "input A: f32[1]\nB[i] += A[i]";
   for (int k = 0; k < 70; ++k) many_vars += " + A[v" + std::to_string(k) + "]";
   // v64 is the 65th: after "B[i] += A[i]" (12), ten " + A[vK]" (8) and 54 " + A[vKK]" (9), then " + A[".
-  expect_error(many_vars, "2:" + std::to_string(12 + 10 * 8 + 54 * 9 + 5 + 1),
-               "more than 64 reduction variables", StatusCode::kResourceExhausted);
+  expect_error(many_vars, "2:" + std::to_string(12 + 10 * 8 + 54 * 9 + 5 + 1), "more than 64 reduction variables",
+               StatusCode::kResourceExhausted);
 }
 
 TEST(ParserErrors, DeepNesting) {
@@ -612,7 +637,9 @@ TEST(ParserErrors, DeepNesting) {
 
 TEST(ParserFuzz, MutationsFailCleanly) {
   const std::vector<std::string> seeds = {
-      kGemm, kConv2d, kSoftmax,
+      kGemm,
+      kConv2d,
+      kSoftmax,
       "input A: i8[16, 8]\ninput B: i8[8, 4]\nC[i, j] += i32(A[i, k]) * i32(B[k, j])\nD[i, j] = f64(C[i, j]) * 0.1\n",
       "input A: i32[4, 8]\nB[i] = A[i / 8, i % 8] * 3 - 7 where i in 0..32\n",
       "input A: f32[8]\ninput B: i32[8]\nC[i] = select(!(A[i] < 0.0) || B[i] == -1 && i != 3, -A[i], -2.5e-07)\n",

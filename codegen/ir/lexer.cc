@@ -191,8 +191,8 @@ Token Lexer::number(size_t start) {
     ++end;
     is_float = true;
     if (!digits()) {
-      return error(start, "malformed number " + quote(text_.substr(start, end - start)) +
-                              ": expected digits after '.'");
+      return error(start,
+                   "malformed number " + quote(text_.substr(start, end - start)) + ": expected digits after '.'");
     }
   }
   if (end < text_.size() && (text_[end] == 'e' || text_[end] == 'E')) {
@@ -202,8 +202,8 @@ Token Lexer::number(size_t start) {
     if (!digits()) {
       end = save + 1;
       while (end < text_.size() && is_ident_char(text_[end])) ++end;
-      return error(start, "malformed number " + quote(text_.substr(start, end - start)) +
-                              ": expected digits in the exponent");
+      return error(start,
+                   "malformed number " + quote(text_.substr(start, end - start)) + ": expected digits in the exponent");
     }
     is_float = true;
   }

@@ -10,47 +10,47 @@
 namespace tensorgym {
 
 enum class TokenKind : uint8_t {
-  kIdent,      // [A-Za-z_][A-Za-z0-9_]*, reserved words included
-  kInt,        // 123
-  kFloat,      // 1.5, 2e-3, 1.0e5
-  kLBracket,   // [
-  kRBracket,   // ]
-  kLParen,     // (
-  kRParen,     // )
-  kComma,      // ,
-  kColon,      // :
-  kPlus,       // +
-  kMinus,      // -
-  kStar,       // *
-  kSlash,      // /
-  kPercent,    // %
-  kAssign,     // =
-  kPlusAssign, // +=
-  kMaxAssign,  // max=
-  kMinAssign,  // min=
-  kEq,         // ==
-  kNe,         // !=
-  kLt,         // <
-  kLe,         // <=
-  kGt,         // >
-  kGe,         // >=
-  kAndAnd,     // &&
-  kOrOr,       // ||
-  kBang,       // !
-  kDotDot,     // ..
-  kNewline,    // end of a line (statements are one per line)
-  kEnd,        // end of the text
-  kError,      // a malformed token; `message` says why, and lexing stops there
+  kIdent,       // [A-Za-z_][A-Za-z0-9_]*, reserved words included
+  kInt,         // 123
+  kFloat,       // 1.5, 2e-3, 1.0e5
+  kLBracket,    // [
+  kRBracket,    // ]
+  kLParen,      // (
+  kRParen,      // )
+  kComma,       // ,
+  kColon,       // :
+  kPlus,        // +
+  kMinus,       // -
+  kStar,        // *
+  kSlash,       // /
+  kPercent,     // %
+  kAssign,      // =
+  kPlusAssign,  // +=
+  kMaxAssign,   // max=
+  kMinAssign,   // min=
+  kEq,          // ==
+  kNe,          // !=
+  kLt,          // <
+  kLe,          // <=
+  kGt,          // >
+  kGe,          // >=
+  kAndAnd,      // &&
+  kOrOr,        // ||
+  kBang,        // !
+  kDotDot,      // ..
+  kNewline,     // end of a line (statements are one per line)
+  kEnd,         // end of the text
+  kError,       // a malformed token; `message` says why, and lexing stops there
 };
 
 struct Token {
   TokenKind kind = TokenKind::kEnd;
-  std::string_view text;  // the token's bytes in the source (empty for kNewline / kEnd)
-  int line = 1;           // 1-based
-  int column = 1;         // 1-based, in bytes
-  uint64_t int_value = 0; // kInt: the value (at most INT64_MAX)
-  double float_value = 0; // kFloat: the value (finite)
-  std::string message;    // kError: what is wrong
+  std::string_view text;   // the token's bytes in the source (empty for kNewline / kEnd)
+  int line = 1;            // 1-based
+  int column = 1;          // 1-based, in bytes
+  uint64_t int_value = 0;  // kInt: the value (at most INT64_MAX)
+  double float_value = 0;  // kFloat: the value (finite)
+  std::string message;     // kError: what is wrong
 };
 
 // The spelling of a token kind for messages ("'['", "end of line", "a number").

@@ -41,9 +41,7 @@ constexpr size_t kMaxReductionVariables = 64;
 std::string loc_prefix(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": "; }
 
 Status error_at(SourceLoc loc, const std::string& message) { return invalid_argument(loc_prefix(loc) + message); }
-Status exhausted_at(SourceLoc loc, const std::string& message) {
-  return resource_exhausted(loc_prefix(loc) + message);
-}
+Status exhausted_at(SourceLoc loc, const std::string& message) { return resource_exhausted(loc_prefix(loc) + message); }
 
 SourceLoc loc_of(const Token& t) { return {t.line, t.column}; }
 std::string loc_text(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column); }
@@ -134,8 +132,8 @@ enum class BinOp : uint8_t { kAdd, kSub, kMul, kDiv, kMod, kMin, kMax };
 // One variable of the stage being parsed.
 struct VarInfo {
   std::string name;
-  SourceLoc first_loc;      // first occurrence (left side, else body)
-  bool spatial = false;     // on the left side
+  SourceLoc first_loc;   // first occurrence (left side, else body)
+  bool spatial = false;  // on the left side
   // The first use as a whole index: its range is [0, extent) of that dimension.
   bool has_lone_use = false;
   int64_t lone_extent = 0;
@@ -332,8 +330,8 @@ class Parser {
   // Adds a variable first seen at `loc`; fails past kMaxReductionVariables.
   Expected<VarInfo*> add_var(std::string_view name, SourceLoc loc, bool spatial) {
     if (!spatial && ++reduction_vars_ > kMaxReductionVariables) {
-      return exhausted_at(loc, "stage " + stage_name_ + " uses more than " +
-                                   std::to_string(kMaxReductionVariables) + " reduction variables");
+      return exhausted_at(loc, "stage " + stage_name_ + " uses more than " + std::to_string(kMaxReductionVariables) +
+                                   " reduction variables");
     }
     VarInfo v;
     v.name = std::string(name);
@@ -384,8 +382,7 @@ class Parser {
     }
     if (int64_t(vars_.size()) > limits_.max_rank) {
       return exhausted_at(loc_of(name), "stage " + stage_name_ + " has rank " + std::to_string(vars_.size()) +
-                                            ", over the limit of " + std::to_string(limits_.max_rank) +
-                                            " (max_rank)");
+                                            ", over the limit of " + std::to_string(limits_.max_rank) + " (max_rank)");
     }
     const Token op = cur();
     ReduceKind reduce;
@@ -483,12 +480,12 @@ class Parser {
       VarInfo* info = find_var(v.text);
       if (!info) {
         if (is_reserved_word(v.text)) return unexpected(v, "a variable name in the where clause");
-        return error_at(loc_of(v), "variable " + quoted(v.text) + " in the where clause does not occur in stage " +
-                                       stage_name_);
+        return error_at(loc_of(v),
+                        "variable " + quoted(v.text) + " in the where clause does not occur in stage " + stage_name_);
       }
       if (info->has_where) {
-        return error_at(loc_of(v), "duplicate where range for " + quoted(v.text) + " (first at " +
-                                       loc_text(info->where_loc) + ")");
+        return error_at(
+            loc_of(v), "duplicate where range for " + quoted(v.text) + " (first at " + loc_text(info->where_loc) + ")");
       }
       advance();
       if (!at_word("in")) return unexpected(cur(), "'in' after the variable name (as in 'where h in 0..58')");
@@ -561,8 +558,8 @@ class Parser {
                                        " levels of parentheses, calls, indices or unary operators)");
   }
   Status depth_error(SourceLoc loc) const {
-    return error_at(loc, "expression too large: nested more than " + std::to_string(kMaxExprDepth) +
-                             " operations deep");
+    return error_at(loc,
+                    "expression too large: nested more than " + std::to_string(kMaxExprDepth) + " operations deep");
   }
 
   // What a message calls an operand: its type, or what kind of constant it is.
@@ -889,8 +886,8 @@ class Parser {
 
   Expected<Operand> parse_variable(const Token& t) {
     if (is_tensor(t.text) || t.text == stage_name_) {
-      return error_at(loc_of(t), "tensor " + quoted(t.text) + " must be indexed, as in " + std::string(t.text) +
-                                     "[...]");
+      return error_at(loc_of(t),
+                      "tensor " + quoted(t.text) + " must be indexed, as in " + std::string(t.text) + "[...]");
     }
     advance();
     if (!find_var(t.text)) TG_RETURN_IF_ERROR(add_var(t.text, loc_of(t), /*spatial=*/false).status());
@@ -913,8 +910,8 @@ class Parser {
           continue;
         }
         if (!at(TokenKind::kRParen)) {
-          return unexpected(cur(), "',' or ')' to close the '(' of " + std::string(fn.text) + " at " +
-                                       loc_text(loc_of(open)));
+          return unexpected(cur(),
+                            "',' or ')' to close the '(' of " + std::string(fn.text) + " at " + loc_text(loc_of(open)));
         }
         break;
       }
@@ -961,8 +958,8 @@ class Parser {
     if (std::optional<DataType> cast_to = parse_dtype(name)) {
       TG_RETURN_IF_ERROR(finalize(x));
       if (x.expr.type().is_bool()) {
-        return error_at(loc, "cannot cast a condition (bool) to " + cast_to->str() +
-                                 "; use select(cond, 1, 0) to get a number");
+        return error_at(
+            loc, "cannot cast a condition (bool) to " + cast_to->str() + "; use select(cond, 1, 0) to get a number");
       }
       return typed(Cast::make(*cast_to, x.expr), loc, loc, x.depth + 1);
     }
@@ -1003,8 +1000,8 @@ class Parser {
     if (tensor == stage_name_) return error_at(loc, "stage " + tensor + " cannot read itself");
     auto found = tensors_.find(tensor);
     if (found == tensors_.end()) {
-      return error_at(loc, "unknown tensor " + quoted(tensor) +
-                               " (a stage reads only inputs and stages defined above it)");
+      return error_at(loc,
+                      "unknown tensor " + quoted(tensor) + " (a stage reads only inputs and stages defined above it)");
     }
     const DataType dtype = found->second.dtype;
     const std::vector<int64_t>& shape = found->second.shape;
@@ -1014,8 +1011,8 @@ class Parser {
     int depth = 1;
     while (true) {
       if (at(TokenKind::kRBracket) && indices.empty()) {
-        return error_at(loc_of(cur()), "access to " + tensor + " needs " + std::to_string(shape.size()) +
-                                           " indices, found none");
+        return error_at(loc_of(cur()),
+                        "access to " + tensor + " needs " + std::to_string(shape.size()) + " indices, found none");
       }
       const Token start = cur();
       TG_ASSIGN_OR_RETURN(Operand idx, parse_expr());
@@ -1048,8 +1045,7 @@ class Parser {
     return typed(Load::make(dtype, tensor, std::move(indices)), loc, loc, depth);
   }
 
-  Status record_lone_use(const std::string& var, const std::string& tensor, int dim, int64_t extent,
-                         SourceLoc loc) {
+  Status record_lone_use(const std::string& var, const std::string& tensor, int dim, int64_t extent, SourceLoc loc) {
     VarInfo* info = find_var(var);
     if (!info) return Status();  // cannot happen: the variable was recorded when parsed
     if (!info->has_lone_use) {
@@ -1061,10 +1057,10 @@ class Parser {
       return Status();
     }
     if (info->lone_extent != extent) {
-      return error_at(loc, "conflicting ranges for " + quoted(var) + ": 0.." + std::to_string(extent) +
-                               " as index " + std::to_string(dim) + " of " + tensor + ", but 0.." +
-                               std::to_string(info->lone_extent) + " as index " + std::to_string(info->lone_dim) +
-                               " of " + info->lone_tensor + " at " + loc_text(info->lone_loc));
+      return error_at(loc, "conflicting ranges for " + quoted(var) + ": 0.." + std::to_string(extent) + " as index " +
+                               std::to_string(dim) + " of " + tensor + ", but 0.." + std::to_string(info->lone_extent) +
+                               " as index " + std::to_string(info->lone_dim) + " of " + info->lone_tensor + " at " +
+                               loc_text(info->lone_loc));
     }
     return Status();
   }
@@ -1138,16 +1134,15 @@ class Parser {
       case NodeKind::kSelect: return error_at(loc, "select is not allowed in an index of " + tensor + rule);
       case NodeKind::kMin:
       case NodeKind::kMax:
-      case NodeKind::kCall:
-        return error_at(loc, "function calls are not allowed in an index of " + tensor + rule);
+      case NodeKind::kCall: return error_at(loc, "function calls are not allowed in an index of " + tensor + rule);
       case NodeKind::kCast: return error_at(loc, "casts are not allowed in an index of " + tensor + rule);
       default:
-        return error_at(loc, "index " + to_string(e) + " of " + tensor + " must be an i32 expression, found " +
-                                 e.type().str());
+        return error_at(
+            loc, "index " + to_string(e) + " of " + tensor + " must be an i32 expression, found " + e.type().str());
     }
     if (e.type() != DataType::i32()) {
-      return error_at(loc, "index " + to_string(e) + " of " + tensor + " must be an i32 expression, found " +
-                               e.type().str());
+      return error_at(
+          loc, "index " + to_string(e) + " of " + tensor + " must be an i32 expression, found " + e.type().str());
     }
     return Status();
   }
@@ -1174,11 +1169,11 @@ class Parser {
         for (size_t d = 0; d < l->indices.size() && d < shape.size(); ++d) {
           IntRange r = constant_bounds(l->indices[d], scope);
           if (r.min < 0 || r.max > shape[d] - 1) {
-            return error_at(node_loc(e, fallback),
-                            "access " + to_string(e) + " may be out of bounds: index " + std::to_string(d) + " (" +
-                                to_string(l->indices[d]) + ") ranges over " + bound_text(r.min) + ".." +
-                                bound_text(r.max) + " but " + l->name + " has extent " + std::to_string(shape[d]) +
-                                " in that dimension");
+            return error_at(node_loc(e, fallback), "access " + to_string(e) + " may be out of bounds: index " +
+                                                       std::to_string(d) + " (" + to_string(l->indices[d]) +
+                                                       ") ranges over " + bound_text(r.min) + ".." + bound_text(r.max) +
+                                                       " but " + l->name + " has extent " + std::to_string(shape[d]) +
+                                                       " in that dimension");
           }
         }
         return Status();
@@ -1188,11 +1183,11 @@ class Parser {
       case NodeKind::kCall:
         for (const Expr& a : e.as<Call>()->args) TG_RETURN_IF_ERROR(check_bounds(a, scope, fallback));
         return Status();
-#define TG_BOUNDS_BINARY(Node)                                      \
-  case NodeKind::k##Node: {                                         \
-    const Node* b = e.as<Node>();                                   \
-    TG_RETURN_IF_ERROR(check_bounds(b->a, scope, fallback));        \
-    return check_bounds(b->b, scope, fallback);                     \
+#define TG_BOUNDS_BINARY(Node)                               \
+  case NodeKind::k##Node: {                                  \
+    const Node* b = e.as<Node>();                            \
+    TG_RETURN_IF_ERROR(check_bounds(b->a, scope, fallback)); \
+    return check_bounds(b->b, scope, fallback);              \
   }
         TG_BOUNDS_BINARY(Add)
         TG_BOUNDS_BINARY(Sub)

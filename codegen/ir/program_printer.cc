@@ -4,6 +4,7 @@
 
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
+#include "codegen/ir/ir_visitor.h"
 #include "codegen/ir/program.h"
 
 namespace tensorgym {
@@ -18,9 +19,42 @@ bool equal_iter_vars(const std::vector<IterVar>& a, const std::vector<IterVar>& 
   return true;
 }
 
-void append_where(const std::vector<IterVar>& vars, bool* first, std::string* out) {
+// Shape of an input or stage of `p`, or null when there is none.
+const std::vector<int64_t>* find_shape(const Program& p, const std::string& name, std::vector<int64_t>* stage_shape) {
+  if (const TensorInput* in = p.find_input(name)) return &in->shape;
+  if (const StageDef* s = p.find_stage(name)) {
+    *stage_shape = s->shape();
+    return stage_shape;
+  }
+  return nullptr;
+}
+
+// Whether the parser infers exactly v's range from the body: v is used alone as an
+// index and every such use is a dimension of extent v.extent (and v starts at 0).
+bool range_is_inferred(const Program& p, const Expr& body, const IterVar& v) {
+  if (v.min != 0) return false;
+  bool used_alone = false, agrees = true;
+  visit_exprs(body, [&](const Expr& e) {
+    const Load* l = e.as<Load>();
+    if (!l) return;
+    for (size_t d = 0; d < l->indices.size(); ++d) {
+      const Variable* var = l->indices[d].as<Variable>();
+      if (!var || var->name != v.name) continue;
+      used_alone = true;
+      std::vector<int64_t> stage_shape;
+      const std::vector<int64_t>* shape = find_shape(p, l->name, &stage_shape);
+      if (!shape || d >= shape->size() || (*shape)[d] != v.extent) agrees = false;
+    }
+  });
+  return used_alone && agrees;
+}
+
+// ` where v in lo..hi, ...` for the ranges written with `where`, and for any range
+// the parser could not infer (stages built in code rather than parsed).
+void append_where(const Program& p, const StageDef& s, const std::vector<IterVar>& vars, bool* first,
+                  std::string* out) {
   for (const IterVar& v : vars) {
-    if (!v.declared) continue;
+    if (!v.declared && range_is_inferred(p, s.body, v)) continue;
     *out += *first ? " where " : ", ";
     *first = false;
     *out += v.name + " in " + std::to_string(v.min) + ".." + std::to_string(v.min + v.extent);
@@ -46,16 +80,15 @@ std::string Program::to_text() const {
     // Ranges that came from `where`: spatial ones first, then reduction ones (the
     // Program does not keep the order they were written in).
     bool first = true;
-    append_where(s.axes, &first, &out);
-    append_where(s.reduce_axes, &first, &out);
+    append_where(*this, s, s.axes, &first, &out);
+    append_where(*this, s, s.reduce_axes, &first, &out);
     out += "\n";
   }
   return out;
 }
 
 bool structural_equal(const Program& a, const Program& b) {
-  if (a.inputs.size() != b.inputs.size() || a.stages.size() != b.stages.size() || a.outputs != b.outputs)
-    return false;
+  if (a.inputs.size() != b.inputs.size() || a.stages.size() != b.stages.size() || a.outputs != b.outputs) return false;
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const TensorInput& x = a.inputs[i];
     const TensorInput& y = b.inputs[i];

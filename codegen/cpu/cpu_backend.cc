@@ -1,0 +1,78 @@
+#include "codegen/cpu/cpu_backend.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "codegen/cpu/jit_engine.h"
+#include "codegen/cpu/runtime.h"
+#include "codegen/lower/vectorize_loops.h"
+
+namespace tensorgym {
+namespace {
+
+class LlvmKernel : public CpuKernel {
+ public:
+  LlvmKernel(JitEngine* engine, JitEngine::Added added, LoopNest nest, std::string ir, double compile_ms)
+      : engine_(engine), added_(added) {
+    nest_ = std::move(nest);
+    llvm_ir_ = std::move(ir);
+    compile_ms_ = compile_ms;
+  }
+  ~LlvmKernel() override { engine_->remove(added_.dylib); }
+
+  void run(void* const* args, int num_threads) const override {
+    set_kernel_threads(num_threads);
+    added_.entry(const_cast<void**>(args));
+  }
+
+ private:
+  JitEngine* engine_;
+  JitEngine::Added added_;
+};
+
+}  // namespace
+
+const CpuTarget& CpuTarget::host() {
+  static const CpuTarget target = [] {
+    Expected<JitEngine*> engine = JitEngine::get();
+    return engine.ok() ? (*engine)->target() : CpuTarget{};
+  }();
+  return target;
+}
+
+std::string CpuTarget::fingerprint() const {
+  // FNV-1a over the fields that change generated code.
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string* s : {&triple, &cpu_name, &features, &llvm_version}) {
+    for (unsigned char c : *s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& nest, const CpuCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  TG_ASSIGN_OR_RETURN(JitEngine * engine, JitEngine::get());
+
+  Stmt body = vectorize_loops(nest.body);
+  auto context = std::make_unique<llvm::LLVMContext>();
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
+                      emit_llvm_module(nest, body, *context, engine->data_layout(), engine->emit_target()));
+  TG_RETURN_IF_ERROR(engine->optimize(*module));
+  std::string ir;
+  if (options.keep_llvm_ir) {
+    llvm::raw_string_ostream os(ir);
+    module->print(os, nullptr);
+  }
+  TG_ASSIGN_OR_RETURN(JitEngine::Added added, engine->add(std::move(module), std::move(context)));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::shared_ptr<const CpuKernel>(std::make_shared<LlvmKernel>(engine, added, nest, std::move(ir), ms));
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,54 @@
+// The CPU backend: a lowered loop nest compiled to machine code for this machine by
+// LLVM 19 (IR emission, O3, ORC LLJIT). No LLVM header leaks out of this interface.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codegen/lower/loop_nest.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+// What code is generated for: the host's triple, CPU and features.
+struct CpuTarget {
+  std::string triple;        // "x86_64-pc-linux-gnu"
+  std::string cpu_name;      // "znver4"
+  std::string features;      // "+avx2,+fma,..." (the enabled ones)
+  std::string llvm_version;  // "19.1.7"
+  int vector_bits = 128;     // widest usable vector register
+  int num_cores = 1;
+
+  static const CpuTarget& host();
+  // A stable hash of everything above (kernel cache keys, result provenance).
+  std::string fingerprint() const;
+};
+
+struct CpuCompileOptions {
+  bool keep_llvm_ir = false;  // keep the optimized module's text
+};
+
+// A compiled loop nest, callable any number of times from any thread.
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  // `args` holds one pointer per buffer, the nest's inputs then its outputs, each
+  // dense row-major and 64-byte aligned. `num_threads` <= 0 means every core.
+  virtual void run(void* const* args, int num_threads) const = 0;
+
+  const LoopNest& nest() const { return nest_; }
+  const std::string& llvm_ir() const { return llvm_ir_; }  // empty unless kept
+  double compile_ms() const { return compile_ms_; }
+
+ protected:
+  LoopNest nest_;
+  std::string llvm_ir_;
+  double compile_ms_ = 0;
+};
+
+// Compiles a nest. Errors (INTERNAL, with LLVM's message) are COMPILE errors.
+Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& nest,
+                                                              const CpuCompileOptions& options = {});
+
+}  // namespace tensorgym

@@ -1,0 +1,36 @@
+// Error classes of a measurement (proto MeasureError) and the words used in their
+// diagnostics: class names, signal names, how a worker process ended.
+//
+//   INSTANTIATION  parse, schedule or lowering failed; the message is theirs
+//                  (line:column for program and schedule text)
+//   COMPILE        compile_cpu_kernel failed, or the worker died while compiling
+//                  (an LLVM crash or fatal error is a property of the module)
+//   RUNTIME_CRASH  the worker died during the run phase (signal or exit status),
+//                  with the tail of its stderr
+//   WRONG_ANSWER   an output differs from the reference evaluator: the point,
+//                  expected and actual values
+//   TIMEOUT        compile or run passed its deadline (which one is said), or the
+//                  caller cancelled the job; the worker was killed
+//   WORKER_LOST    the worker could not start, died while idle, or broke the protocol
+#pragma once
+
+#include <string>
+
+#include "proto/tensorgym.pb.h"
+
+namespace tensorgym {
+
+// "WRONG_ANSWER"; "MEASURE_OK" for no error.
+std::string measure_error_name(proto::MeasureError error);
+
+// A result holding only an error class and its message.
+proto::MeasureResult error_result(proto::MeasureError error, std::string message);
+
+// "SIGSEGV" (or "signal 42" for one without a name).
+std::string signal_name(int sig);
+
+// How a process ended, from a waitpid status: "killed by SIGSEGV (Segmentation
+// fault)" or "exited with status 3".
+std::string describe_wait_status(int wait_status);
+
+}  // namespace tensorgym

@@ -1,0 +1,79 @@
+// One measurement, start to finish, in the current process: the pipeline a worker
+// runs for each MeasureRequest (and that tests and `eval --emit llvm` call directly).
+//
+//   instantiate  parse the program, apply the schedule, lower      -> INSTANTIATION
+//   compile      compile_cpu_kernel (test faults *_IN_COMPILE here)  -> COMPILE
+//   -- hooks.on_compiled: the worker reports progress and waits for the go --
+//   run          seeded random inputs, poisoned outputs, one run that is both the
+//                warm-up and the correctness check (test faults *_IN_RUN here)
+//   check        every output against the reference evaluator at sampled points
+//                                                                  -> WRONG_ANSWER
+//   time         time_runs() with the request's settings
+//
+// Crashes, hangs and exits are not caught here: they take the process down, which is
+// why workers run this, and why the runner classifies a dead worker by the phase it
+// was in.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/ir/program.h"
+#include "codegen/lower/loop_nest.h"
+#include "proto/tensorgym.pb.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+// A parsed, scheduled and lowered request.
+struct InstantiatedJob {
+  ProgramPtr program;
+  LoopNest nest;
+};
+
+// Parses `program_text`, applies `schedule_text` and lowers for the CPU. Errors keep
+// their codes; messages are "program:LINE:COLUMN: ...", "schedule:LINE:COLUMN: ..." or
+// "lowering: ...".
+Expected<InstantiatedJob> instantiate_job(std::string_view program_text, std::string_view schedule_text);
+
+// Compiled kernels of recent requests, keyed by (program text, schedule text, whether
+// the LLVM IR was kept), least recently used evicted first. Not thread-safe: a worker
+// runs one job at a time.
+class KernelCache {
+ public:
+  explicit KernelCache(size_t capacity = 8) : capacity_(capacity) {}
+
+  struct Entry {
+    std::shared_ptr<const CpuKernel> kernel;
+    double compile_ms = 0;
+  };
+  const Entry* find(const std::string& key);
+  void insert(const std::string& key, Entry entry);
+  size_t size() const { return entries_.size(); }
+
+  static std::string key(const proto::MeasureRequest& request);
+
+ private:
+  size_t capacity_;
+  std::list<std::pair<std::string, Entry>> entries_;  // most recent first
+  std::unordered_map<std::string, std::list<std::pair<std::string, Entry>>::iterator> index_;
+};
+
+struct MeasureJobHooks {
+  // Called when compilation succeeded, with the result so far (compile_ms, llvm_ir,
+  // kernel_cache_hit). Returning false abandons the job (its result is WORKER_LOST).
+  std::function<bool(const proto::MeasureResult& compiled)> on_compiled;
+};
+
+// Runs the pipeline. Always returns a result with provenance (worker_pid is this
+// process); `cache` may be null.
+proto::MeasureResult run_measure_job(const proto::MeasureRequest& request, const MeasureJobHooks& hooks = {},
+                                     KernelCache* cache = nullptr);
+
+}  // namespace tensorgym

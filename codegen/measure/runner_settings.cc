@@ -1,0 +1,69 @@
+#include "codegen/measure/runner_settings.h"
+
+#include <sched.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+
+namespace tensorgym {
+namespace {
+
+Status check_range(const char* name, double v, double max) {
+  if (!std::isfinite(v) || v < 0 || v > max) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "runner setting %s = %g is out of range [0, %g]", name, v, max);
+    return invalid_argument(buf);
+  }
+  return Status();
+}
+
+}  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? int(hw) : 1;
+}
+
+Expected<proto::RunnerSettings> resolve_runner_settings(const proto::RunnerSettings& settings) {
+  TG_RETURN_IF_ERROR(check_range("number", settings.number(), kMaxNumber));
+  TG_RETURN_IF_ERROR(check_range("repeat", settings.repeat(), kMaxRepeat));
+  TG_RETURN_IF_ERROR(check_range("min_repeat_ms", settings.min_repeat_ms(), kMaxMinRepeatMs));
+  TG_RETURN_IF_ERROR(check_range("threads", settings.threads(), kMaxThreads));
+  TG_RETURN_IF_ERROR(check_range("compile_timeout_s", settings.compile_timeout_s(), kMaxTimeoutS));
+  TG_RETURN_IF_ERROR(check_range("run_timeout_s", settings.run_timeout_s(), kMaxTimeoutS));
+  TG_RETURN_IF_ERROR(check_range("check_points", double(settings.check_points()), double(kMaxCheckPoints)));
+  TG_RETURN_IF_ERROR(check_range("rtol", settings.rtol(), 1));
+  TG_RETURN_IF_ERROR(check_range("atol", settings.atol(), 1e30));
+
+  proto::RunnerSettings r = settings;
+  if (r.number() == 0) r.set_number(1);
+  if (r.repeat() == 0) r.set_repeat(kDefaultRepeat);
+  if (r.min_repeat_ms() == 0) r.set_min_repeat_ms(kDefaultMinRepeatMs);
+  if (r.threads() == 0) r.set_threads(available_cores());
+  if (r.compile_timeout_s() == 0) r.set_compile_timeout_s(kDefaultCompileTimeoutS);
+  if (r.run_timeout_s() == 0) r.set_run_timeout_s(kDefaultRunTimeoutS);
+  if (r.check_points() == 0) r.set_check_points(kDefaultCheckPoints);
+  if (r.rtol() == 0) r.set_rtol(kDefaultRtol);
+  if (r.atol() == 0) r.set_atol(kDefaultAtol);
+  return r;
+}
+
+TimingOptions timing_options(const proto::RunnerSettings& resolved) {
+  TimingOptions t;
+  t.warmup_runs = 1;
+  t.number = resolved.number();
+  t.repeat = resolved.repeat();
+  t.min_repeat_ms = resolved.min_repeat_ms();
+  t.flush_cache = resolved.flush_cache();
+  t.max_number = kMaxNumber;
+  return t;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,167 @@
+#include "codegen/measure/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tensorgym {
+namespace {
+
+double steady_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string format_seconds(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+// "32768K", "32M", "1G" or plain bytes, as sysfs writes cache sizes.
+int64_t parse_cache_size(const std::string& text) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || v <= 0) return 0;
+  switch (*end) {
+    case 'K': case 'k': return int64_t(v) << 10;
+    case 'M': case 'm': return int64_t(v) << 20;
+    case 'G': case 'g': return int64_t(v) << 30;
+    default: return int64_t(v);
+  }
+}
+
+}  // namespace
+
+Expected<TimingStats> summarize_samples(std::vector<double> samples_s, int number) {
+  if (samples_s.empty()) return invalid_argument("no timing samples");
+  for (double s : samples_s) {
+    if (!std::isfinite(s) || s <= 0) return invalid_argument("timing sample " + format_seconds(s) + " s is not a positive finite time");
+  }
+  TimingStats st;
+  st.number = number;
+  st.repeat = int(samples_s.size());
+  std::vector<double> sorted = samples_s;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  st.min_s = sorted.front();
+  st.max_s = sorted.back();
+  st.median_s = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  double sum = 0;
+  for (double s : sorted) sum += s;
+  st.mean_s = sum / double(n);
+  if (n > 1) {
+    double ss = 0;
+    for (double s : sorted) ss += (s - st.mean_s) * (s - st.mean_s);
+    st.cv = std::sqrt(ss / double(n - 1)) / st.mean_s;
+  }
+  st.samples_s = std::move(samples_s);
+  return st;
+}
+
+Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOptions& options) {
+  if (!fn) return invalid_argument("time_runs: no function to time");
+  if (options.warmup_runs < 0) return invalid_argument("time_runs: warmup_runs must be >= 0");
+  if (options.repeat < 1) return invalid_argument("time_runs: repeat must be >= 1");
+  if (options.number < 0 || options.max_number < 1) return invalid_argument("time_runs: number must be >= 0");
+  if (!std::isfinite(options.min_repeat_ms)) return invalid_argument("time_runs: min_repeat_ms must be finite");
+  const std::function<double()>& clock = options.clock ? options.clock : std::function<double()>(steady_seconds);
+
+  std::unique_ptr<CacheFlusher> flusher;
+  if (options.flush_cache) flusher = std::make_unique<CacheFlusher>();
+
+  // One timed repeat of `n` back-to-back runs; the flush stays outside the clock.
+  auto time_repeat = [&](int n) -> Expected<double> {
+    if (flusher) flusher->flush();
+    const double t0 = clock();
+    for (int i = 0; i < n; ++i) fn();
+    const double t1 = clock();
+    const double elapsed = t1 - t0;
+    if (!std::isfinite(elapsed) || elapsed <= 0) {
+      return internal_error("the clock reported an elapsed time of " + format_seconds(elapsed) + " s for " +
+                            std::to_string(n) + " run(s); a timing must be a positive finite number");
+    }
+    return elapsed;
+  };
+
+  double estimate_s = options.expected_run_s > 0 && std::isfinite(options.expected_run_s) ? options.expected_run_s : 0;
+  for (int i = 0; i < options.warmup_runs; ++i) {
+    const double t0 = clock();
+    fn();
+    const double t = clock() - t0;
+    if (std::isfinite(t) && t > 0) estimate_s = t;  // the last (warmest) run is the best guess
+  }
+
+  const int max_number = options.max_number;
+  int number = std::clamp(options.number, 1, max_number);
+  const double min_repeat_s = options.min_repeat_ms / 1e3;
+  std::vector<double> samples;
+  samples.reserve(size_t(options.repeat));
+  if (min_repeat_s > 0) {
+    if (estimate_s > 0) {
+      const double wanted = std::ceil(min_repeat_s / estimate_s);
+      number = int(std::clamp(wanted, double(number), double(max_number)));
+    }
+    // Grow until a repeat is long enough; that repeat is the first sample.
+    for (;;) {
+      TG_ASSIGN_OR_RETURN(double elapsed, time_repeat(number));
+      if (elapsed >= min_repeat_s || number >= max_number) {
+        samples.push_back(elapsed / number);
+        break;
+      }
+      // Aim a little past the target; grow by at least 1 and at most 1000x per step
+      // so that one noisy short repeat cannot blow the count up.
+      const double factor = std::clamp(1.25 * min_repeat_s / elapsed, 1.0, 1000.0);
+      const double grown = std::max(double(number) + 1, std::ceil(double(number) * factor));
+      number = int(std::min(grown, double(max_number)));
+    }
+  }
+  while (int(samples.size()) < options.repeat) {
+    TG_ASSIGN_OR_RETURN(double elapsed, time_repeat(number));
+    samples.push_back(elapsed / number);
+  }
+  return summarize_samples(std::move(samples), number);
+}
+
+int64_t last_level_cache_bytes() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir("/sys/devices/system/cpu/cpu0/cache");
+  int64_t best = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("index", 0) != 0) continue;
+    std::ifstream in(it->path() / "size");
+    std::string text;
+    if (in >> text) best = std::max(best, parse_cache_size(text));
+  }
+  return best;
+}
+
+CacheFlusher::CacheFlusher(int64_t bytes) {
+  if (bytes <= 0) {
+    const int64_t llc = last_level_cache_bytes();
+    bytes = llc > 0 ? llc + llc / 4 : int64_t(64) << 20;
+    bytes = std::clamp(bytes, int64_t(8) << 20, int64_t(1) << 30);
+  }
+  bytes_ = (bytes + 63) / 64 * 64;
+  buffer_ = static_cast<unsigned char*>(std::aligned_alloc(64, size_t(bytes_)));
+  if (!buffer_) bytes_ = 0;
+}
+
+CacheFlusher::~CacheFlusher() { std::free(buffer_); }
+
+void CacheFlusher::flush() {
+  if (!buffer_) return;
+  // A different byte each time so no write is redundant; the buffer escapes through
+  // the member, so the stores cannot be elided.
+  std::memset(buffer_, ++pattern_, size_t(bytes_));
+  __asm__ __volatile__("" : : "r"(buffer_) : "memory");
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,161 @@
+// The LLVM backend computes what the reference interpreter computes: for every
+// operator of the schedule property suite under random legal schedules (vectorize
+// with tails, unroll, parallel on 1 and 2 threads, caches, compute_at, rfactor).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/interp/compare.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/interp/interpreter.h"
+#include "codegen/ir/ir_printer.h"
+#include "codegen/lower/lower.h"
+#include "codegen/schedule/random_schedule.h"
+
+namespace tensorgym {
+namespace {
+
+ProgramPtr parse(const char* text) {
+  Expected<Program> p = parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return std::make_shared<const Program>(std::move(*p));
+}
+
+// Runs `kernel` on the inputs and returns its outputs.
+std::vector<HostBuffer> run_kernel(const CpuKernel& kernel, const std::vector<HostBuffer>& inputs, int threads) {
+  std::vector<HostBuffer> outputs = make_output_buffers(kernel.nest());
+  std::vector<void*> args;
+  for (const HostBuffer& b : inputs) args.push_back(const_cast<void*>(b.data()));
+  for (HostBuffer& b : outputs) args.push_back(b.data());
+  kernel.run(args.data(), threads);
+  return outputs;
+}
+
+const char* kGemm =
+    "input A: f32[13, 17]\n"
+    "input B: f32[17, 11]\n"
+    "C[i, j] += A[i, k] * B[k, j]\n";
+
+TEST(CpuBackend, TargetIsTheHost) {
+  const CpuTarget& t = CpuTarget::host();
+  EXPECT_FALSE(t.triple.empty());
+  EXPECT_FALSE(t.cpu_name.empty());
+  EXPECT_EQ(t.llvm_version.substr(0, 3), "19.");
+  EXPECT_EQ(t.fingerprint().size(), 16u);
+}
+
+TEST(CpuBackend, UnscheduledGemmMatchesInterpreter) {
+  ProgramPtr p = parse(kGemm);
+  Expected<LoopNest> nest = lower(Schedule(p));
+  ASSERT_TRUE(nest.ok());
+  CpuCompileOptions opts;
+  opts.keep_llvm_ir = true;
+  auto kernel = compile_cpu_kernel(*nest, opts);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  EXPECT_NE((*kernel)->llvm_ir().find("define void @tg_kernel"), std::string::npos);
+  EXPECT_GT((*kernel)->compile_ms(), 0.0);
+  std::vector<HostBuffer> in = make_random_inputs(*p, 1);
+  std::vector<HostBuffer> expected = make_output_buffers(*nest);
+  ASSERT_TRUE(interpret(*nest, const_pointers(in), pointers(expected)).ok());
+  std::vector<HostBuffer> got = run_kernel(**kernel, in, 1);
+  Comparison c = compare_buffers(expected[0], got[0], Tolerance{1e-5, 1e-6});
+  EXPECT_TRUE(c.match) << c.describe();
+}
+
+TEST(CpuBackend, VectorizedTailsParallelAndCaches) {
+  ProgramPtr p = parse(kGemm);
+  Expected<Schedule> s = Schedule::from_text(p,
+                                             "split(C.i, 4, io, ii); split(C.j, 8, jo, ji)\n"
+                                             "reorder(C, io, jo, ii, ji)\n"
+                                             "cache_write(C, CL); compute_at(CL, C.jo)\n"
+                                             "split(CL.j, 4, cjo, cji); vectorize(CL.cji); parallel(C.io)\n"
+                                             "cache_read(B, CL, BP); compute_at(BP, C.jo)\n"
+                                             "unroll(CL.cjo); vectorize(C.ji)\n");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Expected<LoopNest> nest = lower(*s);
+  ASSERT_TRUE(nest.ok());
+  CpuCompileOptions opts;
+  opts.keep_llvm_ir = true;
+  auto kernel = compile_cpu_kernel(*nest, opts);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  // Vector code and an outlined parallel body.
+  EXPECT_NE((*kernel)->llvm_ir().find("<4 x float>"), std::string::npos);
+  EXPECT_NE((*kernel)->llvm_ir().find("tg_parallel_for"), std::string::npos);
+  std::vector<HostBuffer> in = make_random_inputs(*p, 2);
+  std::vector<HostBuffer> expected = make_output_buffers(*nest);
+  ASSERT_TRUE(interpret(*nest, const_pointers(in), pointers(expected)).ok());
+  for (int threads : {1, 2}) {
+    std::vector<HostBuffer> got = run_kernel(**kernel, in, threads);
+    Comparison c = compare_buffers(expected[0], got[0], Tolerance{1e-5, 1e-6});
+    EXPECT_TRUE(c.match) << threads << " threads: " << c.describe();
+  }
+}
+
+struct Operator {
+  const char* name;
+  const char* text;
+};
+
+const Operator kOperators[] = {
+    {"gemm", "input A: f32[13, 17]\ninput B: f32[17, 11]\nC[i, j] += A[i, k] * B[k, j]\n"},
+    {"gemm_i8", "input A: i8[9, 20]\ninput B: i8[20, 7]\nC[i, j] += i32(A[i, k]) * i32(B[k, j])\n"},
+    {"conv2d",
+     "input X: f32[1, 3, 7, 7]\ninput W: f32[4, 3, 3, 3]\n"
+     "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0) where h in 0..9, w in 0..9\n"
+     "Y[n, f, y, x] += P[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..7, x in 0..7\n"
+     "R[n, f, y, x] = max(Y[n, f, y, x], 0.0)\n"},
+    {"depthwise",
+     "input X: f32[1, 4, 9, 9]\ninput W: f32[4, 3, 3]\n"
+     "P[n, c, h, w] = select(h >= 1 && h <= 9 && w >= 1 && w <= 9, X[n, c, h - 1, w - 1], 0.0) where h in 0..11, w in 0..11\n"
+     "D[n, c, y, x] += P[n, c, y * 2 + r, x * 2 + s] * W[c, r, s] where y in 0..5, x in 0..5\n"},
+    {"softmax",
+     "input X: f32[6, 10]\nM[i] max= X[i, j]\nE[i, j] = exp(X[i, j] - M[i])\nS[i] += E[i, j]\nO[i, j] = E[i, j] / S[i]\n"},
+    {"elementwise",
+     "input A: f32[5, 12]\ninput B: f32[5, 12]\nT1[i, j] = A[i, j] * B[i, j]\nT2[i, j] = T1[i, j] + 1.0\n"
+     "T3[i, j] = max(T2[i, j], 0.0)\nT4[i, j] = tanh(T3[i, j]) * A[i, j]\n"},
+};
+
+constexpr int kSchedulesPerOperator = 100;
+
+class CpuBackendPropertyTest : public ::testing::TestWithParam<Operator> {};
+
+TEST_P(CpuBackendPropertyTest, RandomSchedulesMatchTheInterpreter) {
+  const Operator& op = GetParam();
+  ProgramPtr p = parse(op.text);
+  std::vector<HostBuffer> in = make_random_inputs(*p, 11);
+  Expected<LoopNest> reference = lower(Schedule(p));
+  ASSERT_TRUE(reference.ok());
+  std::vector<HostBuffer> expected = make_output_buffers(*reference);
+  ASSERT_TRUE(interpret(*reference, const_pointers(in), pointers(expected)).ok());
+  int vectorized = 0, parallel = 0;
+  for (int t = 0; t < kSchedulesPerOperator; ++t) {
+    Rng rng(uint64_t(t) * 104729 + 3);
+    Schedule s(p);
+    apply_random_primitives(s, rng, int(rng.range(1, 10)));
+    std::string trace = s.trace().to_string();
+    vectorized += trace.find("vectorize") != std::string::npos;
+    parallel += trace.find("parallel") != std::string::npos;
+    SCOPED_TRACE(std::string(op.name) + " schedule " + std::to_string(t) + ":\n" + trace);
+    Expected<LoopNest> nest = lower(s);
+    ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+    auto kernel = compile_cpu_kernel(*nest);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().to_string() << "\n" << to_string(nest->body);
+    for (int threads : {1, 2}) {
+      std::vector<HostBuffer> got = run_kernel(**kernel, in, threads);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        Comparison c = compare_buffers(expected[i], got[i], Tolerance{1e-4, 1e-5});
+        ASSERT_TRUE(c.match) << threads << " threads, " << nest->outputs[i].name << ": " << c.describe() << "\n"
+                             << to_string(nest->body);
+      }
+    }
+  }
+  EXPECT_GT(vectorized, 5);
+  EXPECT_GT(parallel, 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Operators, CpuBackendPropertyTest, ::testing::ValuesIn(kOperators),
+                         [](const ::testing::TestParamInfo<Operator>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tensorgym
