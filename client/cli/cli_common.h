@@ -33,5 +33,7 @@ int report_error(const Status& status);
 // Registration of each subcommand (one file per command).
 void add_lower_command(CLI::App& app);
 void add_interp_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_worker_command(CLI::App& app);
 
 }  // namespace tensorgym::cli

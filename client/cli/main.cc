@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tensorgym ") + TENSORGYM_VERSION);
   tensorgym::cli::add_lower_command(app);
   tensorgym::cli::add_interp_command(app);
+  tensorgym::cli::add_eval_command(app);
+  tensorgym::cli::add_worker_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

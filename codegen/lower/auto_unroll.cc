@@ -29,13 +29,13 @@ int64_t steps_of(const Stmt& s) {
 
 class AutoUnroll : public IRMutator {
  public:
-  explicit AutoUnroll(const LoweringContext& ctx) : ctx_(ctx) {}
+  explicit AutoUnroll(std::unordered_map<std::string, int64_t> pragmas) : pragmas_(std::move(pragmas)) {}
 
  protected:
   Stmt visit(const For* op) override {
     int64_t saved = max_step_;
     bool marks = false;
-    if (auto it = ctx_.auto_unroll.find(op->name); it != ctx_.auto_unroll.end()) {
+    if (auto it = pragmas_.find(op->name); it != pragmas_.end()) {
       max_step_ = it->second;
       marks = true;
     }
@@ -51,15 +51,20 @@ class AutoUnroll : public IRMutator {
   }
 
  private:
-  const LoweringContext& ctx_;
+  std::unordered_map<std::string, int64_t> pragmas_;  // loop variable -> max step
   int64_t max_step_ = 0;
 };
 
 }  // namespace
 
 Stmt mark_auto_unroll(const Stmt& s, const LoweringContext& ctx) {
-  if (ctx.auto_unroll.empty()) return s;
-  return AutoUnroll(ctx).mutate(s);
+  std::unordered_map<std::string, int64_t> pragmas;
+  for (const StageSchedule* stage : ctx.stages)
+    for (const Loop& loop : stage->loops)
+      for (const auto& [key, value] : loop.pragmas)
+        if (key == "auto_unroll_max_step") pragmas[LoweringContext::loop_var(*stage, loop)] = value;
+  if (pragmas.empty()) return s;
+  return AutoUnroll(std::move(pragmas)).mutate(s);
 }
 
 }  // namespace tensorgym

@@ -9,9 +9,9 @@ namespace tensorgym {
 Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options) {
   TG_RETURN_IF_ERROR(check_target_support(state, options));  // check_target.cc
 
-  LoweringContext ctx(state);
-  inline_stages(ctx);                   // inline_stages.cc: compute_inline'd bodies substituted
-  TG_RETURN_IF_ERROR(infer_bounds(ctx));  // infer_bounds.cc: the region each stage computes
+  // codegen/schedule/bound_inference.cc: inlined bodies, the region each stage computes.
+  TG_ASSIGN_OR_RETURN(ScheduleBounds bounds, infer_bounds(state));
+  LoweringContext ctx(state, std::move(bounds));
   Stmt body = build_loop_nest(ctx);     // build_loop_nest.cc: loops, inits, guards, attachments
   body = mark_auto_unroll(body, ctx);   // auto_unroll.cc: pragma(auto_unroll_max_step)
 

@@ -6,9 +6,7 @@ namespace tensorgym {
 
 PrimitiveResult apply_unroll(ScheduleState& state, const PrimitiveArgs& args) {
   TG_ASSIGN_OR_RETURN(LoopRef ref, parse_loop(state, args[0]));
-  if (ref.get().extent > kMaxUnrollExtent)
-    return out_of_range("cannot unroll " + ref.text() + " with " + std::to_string(ref.get().extent) +
-                        " iterations; at most " + std::to_string(kMaxUnrollExtent) + " (split it first)");
+  // The extent is checked by validate_state, as bounds inference sizes the stage.
   return set_loop_kind(ref, ForKind::kUnrolled);
 }
 

@@ -1,8 +1,46 @@
 // The invariants every schedule state keeps; a primitive that would break one is
 // rejected, so any state reachable by primitives lowers.
+#include "codegen/schedule/bound_inference.h"
 #include "codegen/schedule/primitive.h"
 
 namespace tensorgym {
+
+namespace {
+
+// Vectorized and unrolled loops within their caps, measured on the extents bounds
+// inference gives (a loop of a stage computed inside another is often much shorter
+// than the stage's domain). Inference runs only when a domain extent is over a cap.
+Status check_annotated_extents(const ScheduleState& state) {
+  auto cap = [](const Loop& l) {
+    return l.kind == ForKind::kVectorized ? kMaxVectorLanes : l.kind == ForKind::kUnrolled ? kMaxUnrollExtent : 0;
+  };
+  bool needed = false;
+  for (const StageSchedule& s : state.stages())
+    for (int leaf : s.leaf) {
+      const Loop& l = s.loops[size_t(leaf)];
+      needed |= cap(l) > 0 && l.extent > cap(l) && s.attach != AttachKind::kInline;
+    }
+  if (!needed) return Status();
+  TG_ASSIGN_OR_RETURN(ScheduleBounds bounds, infer_bounds(state));
+  for (const StageSchedule& s : state.stages()) {
+    if (s.attach == AttachKind::kInline) continue;
+    for (int leaf : s.leaf) {
+      const Loop& l = s.loops[size_t(leaf)];
+      if (cap(l) == 0) continue;
+      int64_t extent = bounds.loop_extent(s, leaf);
+      if (extent <= cap(l)) continue;
+      std::string ref = s.name() + "." + l.name;
+      if (l.kind == ForKind::kVectorized)
+        return out_of_range("cannot vectorize " + ref + " with " + std::to_string(extent) + " iterations; at most " +
+                            std::to_string(kMaxVectorLanes) + " lanes (split it first)");
+      return out_of_range("cannot unroll " + ref + " with " + std::to_string(extent) + " iterations; at most " +
+                          std::to_string(kMaxUnrollExtent) + " (split it first)");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
 
 Status validate_state(const ScheduleState& state) {
   for (const StageSchedule& s : state.stages()) {
@@ -45,7 +83,7 @@ Status validate_state(const ScheduleState& state) {
         return failed_precondition("stage " + r + " would read " + s.name() + " outside " + at->name() + "." +
                                    s.attach_loop + ", where " + s.name() + " is computed");
   }
-  return Status();
+  return check_annotated_extents(state);
 }
 
 }  // namespace tensorgym

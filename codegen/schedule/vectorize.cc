@@ -12,9 +12,8 @@ PrimitiveResult apply_vectorize(ScheduleState& state, const PrimitiveArgs& args)
   if (ref.get().is_reduce)
     return invalid_argument("cannot vectorize reduction loop " + ref.text() +
                             " (vectorize a spatial loop, or rfactor the reduction first)");
-  if (ref.get().extent > kMaxVectorLanes)
-    return out_of_range("cannot vectorize " + ref.text() + " with " + std::to_string(ref.get().extent) +
-                        " iterations; at most " + std::to_string(kMaxVectorLanes) + " lanes (split it first)");
+  // The lane count is checked by validate_state, on the extent the loop has once
+  // bounds inference sizes its stage.
   for (size_t p = size_t(stage.leaf_position(ref.loop)); p < stage.leaf.size(); ++p) {
     int inner = stage.leaf[p];
     TG_RETURN_IF_ERROR(check_nothing_attached_at(state, stage, inner, "cannot vectorize " + ref.text()));

@@ -1,4 +1,4 @@
-#include "codegen/lower/symbolic_bounds.h"
+#include "codegen/schedule/symbolic_bounds.h"
 
 #include "codegen/ir/ir_visitor.h"
 #include "codegen/ir/linear_form.h"

@@ -1,6 +1,6 @@
 // Bounds of an integer expression while some variables vary over constant ranges and
 // the others stay fixed (symbolic): [y + 0, y + 2] for y + r with r in [0, 2]. Bounds
-// inference sizes compute_at regions with it. Internal to codegen/lower.
+// inference sizes compute_at regions with it. Used by bounds inference.
 #pragma once
 
 #include "codegen/ir/expr.h"

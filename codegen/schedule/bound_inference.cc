@@ -5,8 +5,8 @@
 #include "codegen/ir/ir_visitor.h"
 #include "codegen/ir/simplify.h"
 #include "codegen/ir/substitute.h"
-#include "codegen/lower/lowering_context.h"
-#include "codegen/lower/symbolic_bounds.h"
+#include "codegen/schedule/bound_inference.h"
+#include "codegen/schedule/symbolic_bounds.h"
 
 namespace tensorgym {
 namespace {
@@ -30,25 +30,25 @@ Region full_region(const StageSchedule& s) {
 // The region of `s` its readers use while loop `s.attach_loop` of `c` runs one
 // iteration: c's loops inside it vary, and so do all loops of the stages computed
 // within it (whose region minimums are rewritten in terms of c's loops).
-Region region_needed_at(const LoweringContext& ctx, const StageSchedule& s, const StageSchedule& c) {
+Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, const StageSchedule& s, const StageSchedule& c) {
   int attach_loop = c.find_loop(s.attach_loop);
   int attach_pos = c.leaf_position(attach_loop);
 
   RangeScope varying;
   VarMap inner_mins;
   for (size_t p = size_t(attach_pos) + 1; p < c.leaf.size(); ++p) {
-    std::string var = LoweringContext::loop_var(c, c.loops[size_t(c.leaf[p])]);
+    std::string var = ScheduleBounds::loop_var(c, c.loops[size_t(c.leaf[p])]);
     varying[var] = ctx.ranges.at(var);
   }
   for (const StageSchedule* r : ctx.stages) {
-    if (r == &c || r == &s || !ctx.regions.count(r->name()) || !ctx.state.runs_within(*r, c, attach_loop)) continue;
+    if (r == &c || r == &s || !ctx.regions.count(r->name()) || !state.runs_within(*r, c, attach_loop)) continue;
     for (int l : r->leaf) {
-      std::string var = LoweringContext::loop_var(*r, r->loops[size_t(l)]);
+      std::string var = ScheduleBounds::loop_var(*r, r->loops[size_t(l)]);
       varying[var] = ctx.ranges.at(var);
     }
     const Region& rr = ctx.regions.at(r->name());
     for (size_t d = 0; d < rr.min.size(); ++d)
-      if (rr.min_value[d].defined()) inner_mins[LoweringContext::min_var(*r, d)] = rr.min_value[d];
+      if (rr.min_value[d].defined()) inner_mins[ScheduleBounds::min_var(*r, d)] = rr.min_value[d];
   }
 
   size_t n = s.def.axes.size();
@@ -110,7 +110,7 @@ Region region_needed_at(const LoweringContext& ctx, const StageSchedule& s, cons
     if (as_const_int(min)) {
       region.min[d] = min;
     } else {
-      region.min[d] = make_var(LoweringContext::min_var(s, d));
+      region.min[d] = make_var(ScheduleBounds::min_var(s, d));
       region.min_value[d] = min;
     }
   }
@@ -119,37 +119,37 @@ Region region_needed_at(const LoweringContext& ctx, const StageSchedule& s, cons
 
 }  // namespace
 
-Status infer_bounds(LoweringContext& ctx) {
+Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
+  ScheduleBounds ctx;
+  inline_bodies(state, &ctx);
   // Consumers before producers: a stage's region depends on its consumer's loops.
   for (auto it = ctx.stages.rbegin(); it != ctx.stages.rend(); ++it) {
     const StageSchedule& s = **it;
     Region region;
     if (s.attach == AttachKind::kAt) {
-      const StageSchedule* c = ctx.state.find_stage(s.attach_stage);
+      const StageSchedule* c = state.find_stage(s.attach_stage);
       if (!c || !ctx.regions.count(c->name()))
         return internal_error("stage " + s.name() + " is computed at " + s.attach_stage + ", which has no loops");
-      region = region_needed_at(ctx, s, *c);
+      region = region_needed_at(state, ctx, s, *c);
     } else {
       region = full_region(s);
     }
     for (size_t d = 0; d < region.min.size(); ++d)
       if (region.min_value[d].defined())
-        ctx.ranges[LoweringContext::min_var(s, d)] = constant_bounds(region.min_value[d], ctx.ranges);
+        ctx.ranges[ScheduleBounds::min_var(s, d)] = constant_bounds(region.min_value[d], ctx.ranges);
 
     std::vector<int64_t> root_extents = region.extent;
     for (const IterVar& v : s.def.reduce_axes) root_extents.push_back(v.extent);
-    LoopGeometry g = loop_geometry(s, root_extents, [&](const Loop& l) { return LoweringContext::loop_var(s, l); });
+    LoopGeometry g = loop_geometry(s, root_extents, [&](const Loop& l) { return ScheduleBounds::loop_var(s, l); });
     for (int l : s.leaf) {
       const Loop& loop = s.loops[size_t(l)];
-      std::string var = LoweringContext::loop_var(s, loop);
+      std::string var = ScheduleBounds::loop_var(s, loop);
       ctx.ranges[var] = {0, g.extents[size_t(l)] - 1};
-      for (const auto& [key, value] : loop.pragmas)
-        if (key == "auto_unroll_max_step") ctx.auto_unroll[var] = value;
     }
     ctx.geometry.emplace(s.name(), std::move(g));
     ctx.regions.emplace(s.name(), std::move(region));
   }
-  return Status();
+  return ctx;
 }
 
 }  // namespace tensorgym

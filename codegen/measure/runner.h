@@ -1,0 +1,115 @@
+// The Runner: a pool of sandboxed worker processes that measure MeasureRequests.
+//
+//   proto::MeasureResult r = runner.measure(request);   // thread-safe
+//
+// Each call takes a free worker (concurrent calls use different workers; with
+// serialize_runs one run phase at a time across the pool, so timings do not disturb
+// each other while compilations still overlap), sends the request and waits under the
+// compile deadline, then the run deadline. A worker that crashes, hangs past a
+// deadline or breaks the protocol is killed (SIGKILL) and reaped; the next call gets a
+// fresh one. Workers are recycled after max_jobs_per_worker jobs or when their
+// resident memory passes max_worker_rss_bytes (JIT-heavy processes grow). Every
+// result carries provenance; errors are values (measure_error.h), never exceptions.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/measure/spawn_thread.h"
+#include "codegen/measure/worker_process.h"
+#include "proto/tensorgym.pb.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+struct RunnerOptions {
+  int num_workers = 1;
+  // The tensorgym executable to run as `tensorgym worker`; empty means
+  // $TENSORGYM_WORKER_BINARY, else this process's own executable.
+  std::string worker_binary;
+  std::vector<std::string> worker_args;  // extra `tensorgym worker` flags
+  int max_jobs_per_worker = 200;                      // 0: never recycle by count
+  int64_t max_worker_rss_bytes = int64_t(2) << 30;    // 0: never recycle by memory
+  bool serialize_runs = true;
+  double startup_timeout_s = 30;
+  size_t stderr_tail_bytes = 8192;
+};
+
+class Runner {
+ public:
+  explicit Runner(RunnerOptions options = {});
+  ~Runner();  // shutdown()
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Measures one request. A zero job_id is replaced by a fresh one (the result
+  // carries it). Settings are resolved (runner_settings.h) before anything runs;
+  // invalid settings are INSTANTIATION errors.
+  proto::MeasureResult measure(proto::MeasureRequest request);
+
+  // Starts every worker that is not running yet, now rather than on first use (a
+  // warm pool: the first measurements do not pay for process start-up).
+  Status start_workers();
+
+  // Cancels every in-flight or waiting measure() of this job id: its worker is killed
+  // and the call returns TIMEOUT "cancelled ...". Returns whether a job was found.
+  bool cancel(uint64_t job_id);
+
+  // Cancels in-flight jobs, waits for their calls to return, kills and reaps every
+  // worker. Later measure() calls return WORKER_LOST. Idempotent.
+  void shutdown();
+
+  // Pids of the live workers (started lazily, on first use).
+  std::vector<pid_t> worker_pids() const;
+
+  struct Stats {
+    int64_t jobs = 0;
+    int64_t workers_started = 0;
+    int64_t workers_recycled = 0;  // retired after max jobs or memory
+    int64_t workers_lost = 0;      // killed or found dead
+  };
+  Stats stats() const;
+  const RunnerOptions& options() const { return options_; }
+
+ private:
+  struct Job {
+    uint64_t id = 0;
+    std::atomic<bool> cancelled{false};
+    WorkerProcess* worker = nullptr;  // while its exchange runs (guarded by mu_)
+  };
+  struct Slot {
+    std::unique_ptr<WorkerProcess> worker;
+    bool busy = false;
+  };
+
+  WorkerLaunch launch() const;
+  bool acquire_run(const Job& job);
+  void release_run();
+  proto::MeasureResult run_on_slot(size_t slot, Job& job, const proto::MeasureRequest& request);
+
+  const RunnerOptions options_;
+  SpawnThread spawner_;
+
+  mutable std::mutex mu_;
+  std::condition_variable slot_free_;
+  std::vector<Slot> slots_;
+  std::multimap<uint64_t, Job*> jobs_;
+  bool shut_down_ = false;
+  int busy_ = 0;
+  uint64_t next_job_id_ = 1;
+  Stats stats_;
+
+  std::mutex run_mu_;
+  std::condition_variable run_free_;
+  bool run_busy_ = false;
+};
+
+}  // namespace tensorgym

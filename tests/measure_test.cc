@@ -1,0 +1,523 @@
+// The measurement layer in-process: the timing protocol, settings, frames, error
+// words, and the measure pipeline run directly (no worker process). Worker processes
+// and their failures are tested in worker_isolation_test.cc.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codegen/measure/frame.h"
+#include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_job.h"
+#include "codegen/measure/provenance.h"
+#include "codegen/measure/runner_settings.h"
+#include "codegen/measure/timing.h"
+
+namespace tensorgym {
+namespace {
+
+#define EXPECT_CONTAINS(text, part)                                                                         \
+  do {                                                                                                      \
+    const std::string tg_text_ = (text);                                                                    \
+    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
+  } while (0)
+
+// A clock the test drives: each call of the timed function advances it.
+struct FakeClock {
+  double now = 100.0;
+  std::function<double()> fn() {
+    return [this] { return now; };
+  }
+};
+
+// ---- timing protocol ---------------------------------------------------------------
+
+TEST(TimingTest, NumberGrowsUntilOneRepeatLastsMinRepeat) {
+  FakeClock clock;
+  int calls = 0;
+  auto work = [&] {
+    ++calls;
+    clock.now += 1e-3;  // every run takes exactly 1 ms
+  };
+  TimingOptions o;
+  o.warmup_runs = 0;  // no estimate: calibration has to grow from 1
+  o.number = 1;
+  o.repeat = 4;
+  o.min_repeat_ms = 10;
+  o.clock = clock.fn();
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_GE(st->number, 10);
+  EXPECT_GE(st->number * st->median_s, 10e-3 - 1e-12);
+  EXPECT_EQ(st->repeat, 4);
+  ASSERT_EQ(st->samples_s.size(), 4u);
+  for (double s : st->samples_s) EXPECT_NEAR(s, 1e-3, 1e-12);
+  EXPECT_NEAR(st->median_s, 1e-3, 1e-12);
+  EXPECT_NEAR(st->min_s, 1e-3, 1e-12);
+  EXPECT_NEAR(st->max_s, 1e-3, 1e-12);
+  EXPECT_NEAR(st->cv, 0, 1e-6);
+  // The calibration repeats that were too short are not samples; the first long
+  // enough one is. Every other sample ran exactly `number` times.
+  EXPECT_GE(calls, 4 * st->number);
+}
+
+TEST(TimingTest, WarmupRunSeedsTheEstimate) {
+  FakeClock clock;
+  int calls = 0;
+  auto work = [&] {
+    ++calls;
+    clock.now += 2e-3;
+  };
+  TimingOptions o;
+  o.warmup_runs = 1;
+  o.repeat = 3;
+  o.min_repeat_ms = 19.5;
+  o.clock = clock.fn();
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  // ceil(19.5 ms / 2 ms per run): the first calibration repeat is already long enough.
+  EXPECT_EQ(st->number, 10);
+  EXPECT_EQ(calls, 1 + 3 * 10);
+}
+
+TEST(TimingTest, NoGrowthWhenMinRepeatIsZero) {
+  FakeClock clock;
+  auto work = [&] { clock.now += 1e-6; };
+  TimingOptions o;
+  o.number = 3;
+  o.repeat = 2;
+  o.min_repeat_ms = 0;
+  o.clock = clock.fn();
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_EQ(st->number, 3);
+  EXPECT_EQ(st->repeat, 2);
+}
+
+TEST(TimingTest, RealClockOnACheapFunction) {
+  volatile double sink = 0;
+  auto work = [&] {
+    double x = sink;
+    for (int i = 0; i < 200; ++i) x = x * 0.999 + 1.0;
+    sink = x;
+  };
+  TimingOptions o;
+  o.repeat = 5;
+  o.min_repeat_ms = 5;
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_GT(st->number, 1);  // one run is far below 5 ms: the count grew
+  ASSERT_EQ(st->samples_s.size(), 5u);
+  EXPECT_LE(st->min_s, st->median_s);
+  EXPECT_LE(st->median_s, st->max_s);
+  EXPECT_LE(st->min_s, st->mean_s);
+  EXPECT_LE(st->mean_s, st->max_s);
+  EXPECT_GT(st->min_s, 0);
+  EXPECT_TRUE(std::isfinite(st->cv));
+  EXPECT_GE(st->cv, 0);
+  // The first sample is the calibration repeat that reached min_repeat_ms.
+  EXPECT_GE(st->samples_s[0] * st->number, 5e-3 * 0.999);
+}
+
+TEST(TimingTest, StatisticsOfKnownSamples) {
+  Expected<TimingStats> st = summarize_samples({4, 1, 3, 2}, 7);
+  ASSERT_TRUE(st.ok());
+  EXPECT_DOUBLE_EQ(st->median_s, 2.5);
+  EXPECT_DOUBLE_EQ(st->min_s, 1);
+  EXPECT_DOUBLE_EQ(st->max_s, 4);
+  EXPECT_DOUBLE_EQ(st->mean_s, 2.5);
+  // Sample standard deviation sqrt(5/3) over the mean 2.5.
+  EXPECT_NEAR(st->cv, std::sqrt(5.0 / 3.0) / 2.5, 1e-12);
+  EXPECT_EQ(st->number, 7);
+  EXPECT_EQ(st->repeat, 4);
+  EXPECT_EQ(st->samples_s, (std::vector<double>{4, 1, 3, 2}));  // in measured order
+
+  Expected<TimingStats> odd = summarize_samples({5, 1, 3}, 1);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_DOUBLE_EQ(odd->median_s, 3);
+  Expected<TimingStats> one = summarize_samples({2}, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_DOUBLE_EQ(one->cv, 0);
+}
+
+TEST(TimingTest, BadSamplesAreErrors) {
+  EXPECT_FALSE(summarize_samples({}, 1).ok());
+  EXPECT_FALSE(summarize_samples({1, 0}, 1).ok());
+  EXPECT_FALSE(summarize_samples({1, -1}, 1).ok());
+  EXPECT_FALSE(summarize_samples({1, std::numeric_limits<double>::quiet_NaN()}, 1).ok());
+  EXPECT_FALSE(summarize_samples({std::numeric_limits<double>::infinity()}, 1).ok());
+}
+
+TEST(TimingTest, ZeroElapsedTimeIsAnErrorNeverAResult) {
+  TimingOptions o;
+  o.clock = [] { return 5.0; };  // a stopped clock
+  Expected<TimingStats> st = time_runs([] {}, o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), StatusCode::kInternal);
+  EXPECT_CONTAINS(st.status().message(), "positive finite");
+
+  o.min_repeat_ms = 0;  // also without calibration
+  EXPECT_FALSE(time_runs([] {}, o).ok());
+}
+
+TEST(TimingTest, NegativeOrNonFiniteElapsedTimeIsAnError) {
+  double t = 10;
+  TimingOptions o;
+  o.clock = [&] { return t -= 1; };  // runs backwards
+  EXPECT_FALSE(time_runs([] {}, o).ok());
+
+  TimingOptions nan;
+  nan.clock = [] { return std::numeric_limits<double>::quiet_NaN(); };
+  Expected<TimingStats> st = time_runs([] {}, nan);
+  ASSERT_FALSE(st.ok());
+  EXPECT_CONTAINS(st.status().message(), "nan");
+
+  TimingOptions inf;
+  int n = 0;
+  inf.clock = [&] { return n++ % 2 ? std::numeric_limits<double>::infinity() : 0.0; };
+  EXPECT_FALSE(time_runs([] {}, inf).ok());
+}
+
+TEST(TimingTest, BadOptionsAreRejected) {
+  TimingOptions o;
+  o.repeat = 0;
+  EXPECT_EQ(time_runs([] {}, o).status().code(), StatusCode::kInvalidArgument);
+  TimingOptions w;
+  w.warmup_runs = -1;
+  EXPECT_EQ(time_runs([] {}, w).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(time_runs(nullptr, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TimingTest, FlushingCachesBetweenRepeatsStillTimes) {
+  FakeClock clock;
+  auto work = [&] { clock.now += 1e-3; };
+  TimingOptions o;
+  o.flush_cache = true;
+  o.repeat = 2;
+  o.min_repeat_ms = 1;
+  o.clock = clock.fn();
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_NEAR(st->median_s, 1e-3, 1e-12);  // the flush is outside the timed region
+}
+
+TEST(CacheFlusherTest, LargerThanTheLastLevelCache) {
+  const int64_t llc = last_level_cache_bytes();
+  CacheFlusher flusher;
+  EXPECT_GE(flusher.bytes(), int64_t(8) << 20);
+  EXPECT_LE(flusher.bytes(), int64_t(1) << 30);
+  if (llc > 0 && llc < (int64_t(1) << 30)) {
+    EXPECT_GT(flusher.bytes(), llc);
+  }
+  flusher.flush();
+  flusher.flush();
+  CacheFlusher small(1000);
+  EXPECT_EQ(small.bytes(), 1024);
+  small.flush();
+}
+
+// ---- settings ------------------------------------------------------------------------
+
+TEST(RunnerSettingsTest, ZeroFieldsTakeTheDefaults) {
+  Expected<proto::RunnerSettings> r = resolve_runner_settings(proto::RunnerSettings());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->number(), 1);
+  EXPECT_EQ(r->repeat(), kDefaultRepeat);
+  EXPECT_EQ(r->min_repeat_ms(), kDefaultMinRepeatMs);
+  EXPECT_EQ(r->threads(), available_cores());
+  EXPECT_GE(r->threads(), 1);
+  EXPECT_EQ(r->compile_timeout_s(), kDefaultCompileTimeoutS);
+  EXPECT_EQ(r->run_timeout_s(), kDefaultRunTimeoutS);
+  EXPECT_EQ(r->check_points(), kDefaultCheckPoints);
+  EXPECT_EQ(r->rtol(), kDefaultRtol);
+  EXPECT_EQ(r->atol(), kDefaultAtol);
+  EXPECT_FALSE(r->flush_cache());
+
+  proto::RunnerSettings s;
+  s.set_repeat(3);
+  s.set_threads(1);
+  s.set_seed(42);
+  Expected<proto::RunnerSettings> kept = resolve_runner_settings(s);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->repeat(), 3);
+  EXPECT_EQ(kept->threads(), 1);
+  EXPECT_EQ(kept->seed(), 42u);
+  TimingOptions t = timing_options(*kept);
+  EXPECT_EQ(t.repeat, 3);
+  EXPECT_EQ(t.min_repeat_ms, kDefaultMinRepeatMs);
+}
+
+TEST(RunnerSettingsTest, OutOfRangeValuesAreRejected) {
+  proto::RunnerSettings s;
+  s.set_repeat(-1);
+  EXPECT_EQ(resolve_runner_settings(s).status().code(), StatusCode::kInvalidArgument);
+  s.set_repeat(kMaxRepeat + 1);
+  EXPECT_FALSE(resolve_runner_settings(s).ok());
+  proto::RunnerSettings t;
+  t.set_run_timeout_s(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(resolve_runner_settings(t).ok());
+  proto::RunnerSettings u;
+  u.set_check_points(-5);
+  Expected<proto::RunnerSettings> r = resolve_runner_settings(u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.status().message(), "check_points");
+}
+
+// ---- frames --------------------------------------------------------------------------
+
+TEST(FrameTest, EncodeDecodeRoundTrip) {
+  const std::string bytes = encode_frame(FrameType::kResult, "payload");
+  ASSERT_EQ(bytes.size(), kFrameHeaderBytes + 7);
+  Expected<FrameHeader> h = decode_frame_header(reinterpret_cast<const unsigned char*>(bytes.data()));
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  EXPECT_EQ(h->type, FrameType::kResult);
+  EXPECT_EQ(h->payload_bytes, 7u);
+}
+
+TEST(FrameTest, MalformedHeadersAreDataLoss) {
+  std::string bad = encode_frame(FrameType::kGo, "");
+  bad[0] = 'X';
+  EXPECT_EQ(decode_frame_header(reinterpret_cast<const unsigned char*>(bad.data())).status().code(),
+            StatusCode::kDataLoss);
+  std::string type = encode_frame(FrameType::kGo, "");
+  type[3] = 99;
+  EXPECT_FALSE(decode_frame_header(reinterpret_cast<const unsigned char*>(type.data())).ok());
+  std::string version = encode_frame(FrameType::kGo, "");
+  version[2] = 7;
+  EXPECT_FALSE(decode_frame_header(reinterpret_cast<const unsigned char*>(version.data())).ok());
+  std::string huge = encode_frame(FrameType::kGo, "");
+  huge[7] = char(0x7f);  // ~2 GiB
+  Expected<FrameHeader> h = decode_frame_header(reinterpret_cast<const unsigned char*>(huge.data()));
+  ASSERT_FALSE(h.ok());
+  EXPECT_CONTAINS(h.status().message(), "exceeds");
+}
+
+TEST(FrameTest, BlockingIoOverASocketPair) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  proto::MeasureRequest request;
+  request.set_job_id(7);
+  request.set_program("input A: f32[4]\nB[i] = A[i]\n");
+  ASSERT_TRUE(write_frame(sv[0], FrameType::kRequest, request.SerializeAsString()).ok());
+  ASSERT_TRUE(write_frame(sv[0], FrameType::kGo, "").ok());
+  Expected<Frame> f = read_frame(sv[1]);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ(f->type, FrameType::kRequest);
+  proto::MeasureRequest back;
+  ASSERT_TRUE(back.ParseFromString(f->payload));
+  EXPECT_EQ(back.job_id(), 7u);
+  EXPECT_EQ(back.program(), request.program());
+  Expected<Frame> go = read_frame(sv[1]);
+  ASSERT_TRUE(go.ok());
+  EXPECT_EQ(go->type, FrameType::kGo);
+  EXPECT_TRUE(go->payload.empty());
+
+  // A frame cut short, then the end of the stream.
+  const std::string partial = encode_frame(FrameType::kResult, "0123456789").substr(0, 12);
+  ASSERT_EQ(::write(sv[0], partial.data(), partial.size()), ssize_t(partial.size()));
+  ::close(sv[0]);
+  EXPECT_EQ(read_frame(sv[1]).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(read_frame(sv[1]).status().code(), StatusCode::kUnavailable);
+  ::close(sv[1]);
+}
+
+TEST(FrameTest, WritingToAClosedPeerIsAnErrorNotSigpipe) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ::close(sv[1]);
+  Status st = write_frame(sv[0], FrameType::kGo, "");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  ::close(sv[0]);
+}
+
+// ---- error words -----------------------------------------------------------------------
+
+TEST(MeasureErrorTest, NamesAndWaitStatuses) {
+  EXPECT_EQ(measure_error_name(proto::WRONG_ANSWER), "WRONG_ANSWER");
+  EXPECT_EQ(measure_error_name(proto::MEASURE_OK), "MEASURE_OK");
+  EXPECT_EQ(signal_name(SIGSEGV), "SIGSEGV");
+  EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
+  EXPECT_EQ(signal_name(SIGBUS), "SIGBUS");
+
+  const pid_t child = fork();  // single-threaded test process: a bare fork is fine here
+  if (child == 0) {
+    ::raise(SIGABRT);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_CONTAINS(describe_wait_status(status), "killed by SIGABRT");
+  const pid_t exits = fork();
+  if (exits == 0) _exit(7);
+  ASSERT_EQ(waitpid(exits, &status, 0), exits);
+  EXPECT_EQ(describe_wait_status(status), "exited with status 7");
+
+  proto::MeasureResult r = error_result(proto::TIMEOUT, "late");
+  EXPECT_EQ(r.error(), proto::TIMEOUT);
+  EXPECT_EQ(r.error_message(), "late");
+  EXPECT_FALSE(r.correct());
+}
+
+TEST(ProvenanceTest, NamesTheMachineAndTheSettings) {
+  proto::RunnerSettings s;
+  s.set_threads(3);
+  s.set_seed(9);
+  proto::Provenance p = make_provenance(s, 1234);
+  EXPECT_EQ(p.tensorgym_version(), TENSORGYM_VERSION);
+  EXPECT_EQ(p.threads(), 3);
+  EXPECT_EQ(p.settings().seed(), 9u);
+  EXPECT_EQ(p.worker_pid(), 1234);
+  EXPECT_EQ(p.hostname(), host_name());
+}
+
+// ---- the pipeline in-process -------------------------------------------------------------
+
+const char* kGemm32 =
+    "input A: f32[32, 32]\n"
+    "input B: f32[32, 32]\n"
+    "C[i, j] += A[i, k] * B[k, j]\n";
+
+proto::MeasureRequest quick_request(const std::string& program, const std::string& schedule = "") {
+  proto::MeasureRequest r;
+  r.set_job_id(11);
+  r.set_program(program);
+  r.set_schedule(schedule);
+  r.mutable_settings()->set_repeat(2);
+  r.mutable_settings()->set_min_repeat_ms(1);
+  r.mutable_settings()->set_threads(1);
+  r.mutable_settings()->set_seed(3);
+  return r;
+}
+
+TEST(MeasureJobTest, BadProgramIsInstantiationWithLineAndColumn) {
+  proto::MeasureResult r = run_measure_job(quick_request("input A: f32[4]\nB[i] = A[i] +* 2\n"));
+  EXPECT_EQ(r.error(), proto::INSTANTIATION);
+  EXPECT_CONTAINS(r.error_message(), "program:2:14:");
+  EXPECT_FALSE(r.correct());
+  EXPECT_EQ(r.job_id(), 11u);
+  EXPECT_EQ(r.provenance().worker_pid(), int64_t(getpid()));
+  EXPECT_EQ(r.provenance().settings().repeat(), 2);
+}
+
+TEST(MeasureJobTest, BadScheduleIsInstantiationWithLineAndColumn) {
+  proto::MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.i, 4, io, ii)\nsplit(C.q, 4, a, b)"));
+  EXPECT_EQ(r.error(), proto::INSTANTIATION);
+  EXPECT_CONTAINS(r.error_message(), "schedule:2:1:");
+  EXPECT_CONTAINS(r.error_message(), "no loop 'q'");
+}
+
+TEST(MeasureJobTest, BadSettingsAreInstantiationErrors) {
+  proto::MeasureRequest req = quick_request(kGemm32);
+  req.mutable_settings()->set_repeat(-3);
+  proto::MeasureResult r = run_measure_job(req);
+  EXPECT_EQ(r.error(), proto::INSTANTIATION);
+  EXPECT_CONTAINS(r.error_message(), "repeat");
+}
+
+TEST(MeasureJobTest, InstantiateReportsWhereTextWasWrong) {
+  Expected<InstantiatedJob> ok = instantiate_job(kGemm32, "split(C.i, 8, io, ii)");
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->nest.outputs.size(), 1u);
+  Expected<InstantiatedJob> bad = instantiate_job("input A f32[4]\n", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_CONTAINS(bad.status().message(), "program:1:");
+}
+
+// Needs the LLVM backend (compile_cpu_kernel).
+TEST(MeasureJobTest, CorrectKernelIsTimedWithStatsAndProvenance) {
+  bool compiled_hook = false;
+  MeasureJobHooks hooks;
+  hooks.on_compiled = [&](const proto::MeasureResult& partial) {
+    compiled_hook = true;
+    EXPECT_GE(partial.compile_ms(), 0);
+    return true;
+  };
+  proto::MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.j, 8, jo, ji)\nvectorize(C.ji)"), hooks);
+  ASSERT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
+  EXPECT_TRUE(compiled_hook);
+  EXPECT_TRUE(r.correct());
+  EXPECT_EQ(r.checked_points(), 32 * 32);  // small output: every point
+  EXPECT_GT(r.compile_ms(), 0);
+  EXPECT_EQ(r.runtime().repeat(), 2);
+  EXPECT_EQ(r.runtime().samples_s_size(), 2);
+  EXPECT_GT(r.runtime().median_s(), 0);
+  EXPECT_LE(r.runtime().min_s(), r.runtime().median_s());
+  EXPECT_LE(r.runtime().median_s(), r.runtime().max_s());
+  EXPECT_DOUBLE_EQ(r.flops(), 2.0 * 32 * 32 * 32);
+  EXPECT_NEAR(r.gflops(), r.flops() / r.runtime().median_s() / 1e9, 1e-9 * r.gflops());
+  EXPECT_EQ(r.provenance().threads(), 1);
+  EXPECT_FALSE(r.provenance().target_triple().empty());
+  EXPECT_FALSE(r.provenance().llvm_version().empty());
+  EXPECT_FALSE(r.provenance().cpu_name().empty());
+}
+
+// Needs the LLVM backend.
+TEST(MeasureJobTest, CorruptOutputIsWrongAnswerNeverARuntime) {
+  proto::MeasureRequest req = quick_request(kGemm32);
+  req.set_test_fault(proto::CORRUPT_OUTPUT);
+  proto::MeasureResult r = run_measure_job(req);
+  ASSERT_EQ(r.error(), proto::WRONG_ANSWER) << r.error_message();
+  EXPECT_FALSE(r.correct());
+  EXPECT_FALSE(r.has_runtime());
+  EXPECT_EQ(r.gflops(), 0);
+  EXPECT_CONTAINS(r.error_message(), "output C");
+  EXPECT_CONTAINS(r.error_message(), "expected");
+  EXPECT_CONTAINS(r.error_message(), "[0, 0]");
+}
+
+// Needs the LLVM backend.
+TEST(MeasureJobTest, KernelCacheServesRepeatedRequests) {
+  KernelCache cache(2);
+  proto::MeasureRequest req = quick_request(kGemm32);
+  proto::MeasureResult first = run_measure_job(req, {}, &cache);
+  ASSERT_EQ(first.error(), proto::MEASURE_OK) << first.error_message();
+  EXPECT_FALSE(first.kernel_cache_hit());
+  proto::MeasureResult second = run_measure_job(req, {}, &cache);
+  ASSERT_EQ(second.error(), proto::MEASURE_OK) << second.error_message();
+  EXPECT_TRUE(second.kernel_cache_hit());
+  EXPECT_DOUBLE_EQ(second.compile_ms(), first.compile_ms());
+}
+
+// Needs the LLVM backend.
+TEST(MeasureJobTest, EmitsLlvmIrWhenAsked) {
+  proto::MeasureRequest req = quick_request(kGemm32);
+  req.set_emit_llvm_ir(true);
+  proto::MeasureResult r = run_measure_job(req);
+  ASSERT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
+  EXPECT_CONTAINS(r.llvm_ir(), "define");
+}
+
+TEST(KernelCacheTest, EvictsTheLeastRecentlyUsed) {
+  KernelCache cache(2);
+  cache.insert("a", {nullptr, 1});
+  cache.insert("b", {nullptr, 2});
+  ASSERT_NE(cache.find("a"), nullptr);  // a is now the most recent
+  cache.insert("c", {nullptr, 3});
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.find("b"), nullptr);
+  ASSERT_NE(cache.find("a"), nullptr);
+  EXPECT_EQ(cache.find("a")->compile_ms, 1);
+  ASSERT_NE(cache.find("c"), nullptr);
+  KernelCache none(0);
+  none.insert("a", {nullptr, 1});
+  EXPECT_EQ(none.find("a"), nullptr);
+
+  proto::MeasureRequest x, y;
+  x.set_program("p");
+  x.set_schedule("s");
+  y.set_program("p");
+  y.set_schedule("s");
+  y.set_emit_llvm_ir(true);
+  EXPECT_NE(KernelCache::key(x), KernelCache::key(y));
+}
+
+}  // namespace
+}  // namespace tensorgym
