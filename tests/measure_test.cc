@@ -23,9 +23,9 @@
 namespace tensorgym {
 namespace {
 
-#define EXPECT_CONTAINS(text, part)                                                                         \
-  do {                                                                                                      \
-    const std::string tg_text_ = (text);                                                                    \
+#define EXPECT_CONTAINS(text, part)                                                                           \
+  do {                                                                                                        \
+    const std::string tg_text_ = (text);                                                                      \
     EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
   } while (0)
 

@@ -31,9 +31,9 @@ extern char** environ;
 namespace tensorgym {
 namespace {
 
-#define EXPECT_CONTAINS(text, part)                                                                         \
-  do {                                                                                                      \
-    const std::string tg_text_ = (text);                                                                    \
+#define EXPECT_CONTAINS(text, part)                                                                           \
+  do {                                                                                                        \
+    const std::string tg_text_ = (text);                                                                      \
     EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
   } while (0)
 
@@ -44,9 +44,7 @@ const char* kGemm32 =
     "input B: f32[32, 32]\n"
     "C[i, j] += A[i, k] * B[k, j]\n";
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 proto::MeasureRequest request(proto::TestFault fault = proto::NO_FAULT, uint64_t job_id = 0) {
   proto::MeasureRequest r;
@@ -143,9 +141,8 @@ int run_capture(const std::vector<std::string>& args, std::string* out) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text, bool executable = false) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("tg_isolation_" + std::to_string(getpid()) + "_" + name))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tg_isolation_" + std::to_string(getpid()) + "_" + name)).string();
   std::ofstream(path) << text;
   if (executable) chmod(path.c_str(), 0755);
   return path;
@@ -490,8 +487,8 @@ TEST(WorkerIsolationTest, AWorkerThatBreaksTheProtocolIsWorkerLost) {
 
 TEST(WorkerIsolationTest, KillingTheParentKillsItsWorker) {
   const std::string program = write_temp("gemm32.tg", kGemm32);
-  std::vector<std::string> args = {kCli, "eval", "--program", program, "--test-fault", "hang-in-compile",
-                                   "--compile-timeout", "60"};
+  std::vector<std::string> args = {
+      kCli, "eval", "--program", program, "--test-fault", "hang-in-compile", "--compile-timeout", "60"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

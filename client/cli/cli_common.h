@@ -35,5 +35,9 @@ void add_lower_command(CLI::App& app);
 void add_interp_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_worker_command(CLI::App& app);
+void add_datasets_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
 
 }  // namespace tensorgym::cli

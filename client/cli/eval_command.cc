@@ -75,10 +75,14 @@ std::string json_number(double v) {
 // "1.23 ms", "45.6 us", "2.1 s"
 std::string human_time(double s) {
   char buf[48];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.4g s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.4g ms", s * 1e3);
-  else if (s >= 1e-6) std::snprintf(buf, sizeof buf, "%.4g us", s * 1e6);
-  else std::snprintf(buf, sizeof buf, "%.4g ns", s * 1e9);
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.4g s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.4g ms", s * 1e3);
+  else if (s >= 1e-6)
+    std::snprintf(buf, sizeof buf, "%.4g us", s * 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g ns", s * 1e9);
   return buf;
 }
 
@@ -162,7 +166,8 @@ Expected<proto::TestFault> parse_fault(const std::string& text) {
   std::string name = text;
   for (char& c : name) c = c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
   proto::TestFault fault = proto::NO_FAULT;
-  if (!name.empty() && !proto::TestFault_Parse(name, &fault)) return invalid_argument("unknown test fault '" + text + "'");
+  if (!name.empty() && !proto::TestFault_Parse(name, &fault))
+    return invalid_argument("unknown test fault '" + text + "'");
   return fault;
 }
 

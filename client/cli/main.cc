@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   tensorgym::cli::add_interp_command(app);
   tensorgym::cli::add_eval_command(app);
   tensorgym::cli::add_worker_command(app);
+  tensorgym::cli::add_datasets_command(app);
+  tensorgym::cli::add_run_command(app);
+  tensorgym::cli::add_replay_command(app);
+  tensorgym::cli::add_validate_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

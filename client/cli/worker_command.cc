@@ -10,11 +10,11 @@ namespace tensorgym::cli {
 void add_worker_command(CLI::App& app) {
   auto opts = std::make_shared<WorkerOptions>();
   auto fd = std::make_shared<int>(-1);
-  CLI::App* cmd = app.add_subcommand(
-      "worker",
-      "Internal: a sandboxed measurement worker. The runner starts it with --fd; it reads "
-      "length-prefixed MeasureRequest frames, compiles and times them, and writes MeasureResult "
-      "frames (see docs/measurement.md). Without --fd it speaks on stdin/stdout.");
+  CLI::App* cmd =
+      app.add_subcommand("worker",
+                         "Internal: a sandboxed measurement worker. The runner starts it with --fd; it reads "
+                         "length-prefixed MeasureRequest frames, compiles and times them, and writes MeasureResult "
+                         "frames (see docs/measurement.md). Without --fd it speaks on stdin/stdout.");
   cmd->add_option("--fd", *fd, "Descriptor of the channel to the runner (a socket, read and written)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parent-pid", opts->parent_pid,

@@ -61,7 +61,7 @@ struct ProgramLimits {
   int64_t max_text_bytes = int64_t(1) << 20;
   int64_t max_tensor_bytes = int64_t(1) << 30;  // any single tensor
   int64_t max_total_bytes = int64_t(4) << 30;   // all tensors together
-  int64_t max_stage_iterations = int64_t(1) << 36;  // product of a stage's ranges
+  int64_t max_stage_iterations = int64_t(1) << 37;  // product of a stage's ranges (batch-16 3-D convs need 2^37)
   int max_rank = 8;
   int max_stages = 256;
 };

@@ -19,7 +19,8 @@ Status write_all(int fd, const char* data, size_t n) {
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Status(StatusCode::kUnavailable, std::string("write to the peer failed: ") + std::strerror(errno));
+    if (w <= 0)
+      return Status(StatusCode::kUnavailable, std::string("write to the peer failed: ") + std::strerror(errno));
     data += w;
     n -= size_t(w);
   }
@@ -32,7 +33,8 @@ Expected<size_t> read_all(int fd, char* data, size_t n) {
   while (got < n) {
     ssize_t r = ::read(fd, data + got, n - got);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status(StatusCode::kUnavailable, std::string("read from the peer failed: ") + std::strerror(errno));
+    if (r < 0)
+      return Status(StatusCode::kUnavailable, std::string("read from the peer failed: ") + std::strerror(errno));
     if (r == 0) break;
     got += size_t(r);
   }
@@ -65,10 +67,11 @@ std::string encode_frame(FrameType type, std::string_view payload) {
 }
 
 Expected<FrameHeader> decode_frame_header(const unsigned char* h) {
-  if (h[0] != 'T' || h[1] != 'G') return Status(StatusCode::kDataLoss, "bad frame magic (not a TensorGym worker stream)");
+  if (h[0] != 'T' || h[1] != 'G')
+    return Status(StatusCode::kDataLoss, "bad frame magic (not a TensorGym worker stream)");
   if (h[2] != kFrameVersion) {
-    return Status(StatusCode::kDataLoss, "frame protocol version " + std::to_string(h[2]) + ", expected " +
-                                             std::to_string(kFrameVersion));
+    return Status(StatusCode::kDataLoss,
+                  "frame protocol version " + std::to_string(h[2]) + ", expected " + std::to_string(kFrameVersion));
   }
   if (h[3] < uint8_t(FrameType::kHello) || h[3] > uint8_t(FrameType::kResult)) {
     return Status(StatusCode::kDataLoss, "unknown frame type " + std::to_string(h[3]));
@@ -77,8 +80,8 @@ Expected<FrameHeader> decode_frame_header(const unsigned char* h) {
   header.type = FrameType(h[3]);
   header.payload_bytes = uint32_t(h[4]) | uint32_t(h[5]) << 8 | uint32_t(h[6]) << 16 | uint32_t(h[7]) << 24;
   if (header.payload_bytes > kMaxFramePayload) {
-    return Status(StatusCode::kDataLoss, "frame of " + std::to_string(header.payload_bytes) + " bytes exceeds the cap of " +
-                                             std::to_string(kMaxFramePayload));
+    return Status(StatusCode::kDataLoss, "frame of " + std::to_string(header.payload_bytes) +
+                                             " bytes exceeds the cap of " + std::to_string(kMaxFramePayload));
   }
   return header;
 }

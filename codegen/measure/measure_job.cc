@@ -25,9 +25,7 @@ namespace {
 
 using proto::MeasureResult;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // The test faults: real failures, not simulated ones.
 [[noreturn]] void crash_for_real() {
@@ -122,6 +120,8 @@ MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::Ru
     r.set_compile_ms(result.compile_ms());
     return r;
   }
+
+  if (request.compile_only()) return result;  // llvm_ir-style requests: nothing runs
 
   // ---- run: the warm-up run is also the correctness run --------------------------
   phase = Phase::kRun;

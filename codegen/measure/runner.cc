@@ -1,6 +1,7 @@
 #include "codegen/measure/runner.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "codegen/measure/measure_error.h"
@@ -36,36 +37,40 @@ proto::MeasureResult Runner::measure(proto::MeasureRequest request) {
   Job job;
   size_t slot = 0;
   std::unique_lock<std::mutex> lock(mu_);
-    if (request.job_id() == 0) request.set_job_id(kRunnerJobIdBit | next_job_id_++);
-    job.id = request.job_id();
-    if (shut_down_) return finish_result(error_result(proto::WORKER_LOST, "the runner is shut down"), request, 0);
-    auto registered = jobs_.emplace(job.id, &job);
-    auto free_slot = [&] {
-      return std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; });
-    };
-    slot_free_.wait(lock, [&] { return shut_down_ || job.cancelled.load() || free_slot() != slots_.end(); });
-    if (shut_down_ || job.cancelled.load()) {
-      jobs_.erase(registered);
-      return finish_result(
-          shut_down_ ? error_result(proto::WORKER_LOST, "the runner is shut down")
-                     : error_result(proto::TIMEOUT, "cancelled by the caller while waiting for a worker"),
-          request, 0);
-    }
-    slot = size_t(free_slot() - slots_.begin());
-    slots_[slot].busy = true;
-    ++busy_;
-    lock.unlock();
-
-    proto::MeasureResult result = run_on_slot(slot, job, request);
-
-    lock.lock();
+  if (request.job_id() == 0) request.set_job_id(kRunnerJobIdBit | next_job_id_++);
+  job.id = request.job_id();
+  if (shut_down_) return finish_result(error_result(proto::WORKER_LOST, "the runner is shut down"), request, 0);
+  auto registered = jobs_.emplace(job.id, &job);
+  auto free_slot = [&] { return std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; }); };
+  slot_free_.wait(lock, [&] { return shut_down_ || job.cancelled.load() || free_slot() != slots_.end(); });
+  if (shut_down_ || job.cancelled.load()) {
     jobs_.erase(registered);
-    slots_[slot].busy = false;
-    --busy_;
-    ++stats_.jobs;
-    lock.unlock();
-    slot_free_.notify_all();
-    return result;
+    return finish_result(shut_down_
+                             ? error_result(proto::WORKER_LOST, "the runner is shut down")
+                             : error_result(proto::TIMEOUT, "cancelled by the caller while waiting for a worker"),
+                         request, 0);
+  }
+  slot = size_t(free_slot() - slots_.begin());
+  slots_[slot].busy = true;
+  ++busy_;
+  lock.unlock();
+
+  proto::MeasureResult result;
+  try {
+    result = run_on_slot(slot, job, request);
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc; the slot must still be freed
+    result = finish_result(error_result(proto::WORKER_LOST, std::string("runner error: ") + e.what()), request, 0);
+  }
+
+  lock.lock();
+  jobs_.erase(registered);
+  slots_[slot].busy = false;
+  --busy_;
+  ++stats_.jobs;
+  // Notified under the lock: once shutdown() sees busy_ == 0 the runner may be
+  // destroyed, condition variable included.
+  slot_free_.notify_all();
+  return result;
 }
 
 proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::MeasureRequest& request) {
@@ -152,8 +157,8 @@ Status Runner::start_workers() {
       }
       slots_[i].busy = false;
       --busy_;
+      slot_free_.notify_all();
     }
-    slot_free_.notify_all();
     if (!started.ok()) return started.status();
   }
   return Status();
@@ -206,9 +211,7 @@ void Runner::shutdown() {
     }
   }
   slot_free_.notify_all();
-  {
-    std::lock_guard<std::mutex> lock(run_mu_);
-  }
+  { std::lock_guard<std::mutex> lock(run_mu_); }
   run_free_.notify_all();
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   {

@@ -35,9 +35,9 @@ struct RunnerOptions {
   // The tensorgym executable to run as `tensorgym worker`; empty means
   // $TENSORGYM_WORKER_BINARY, else this process's own executable.
   std::string worker_binary;
-  std::vector<std::string> worker_args;  // extra `tensorgym worker` flags
-  int max_jobs_per_worker = 200;                      // 0: never recycle by count
-  int64_t max_worker_rss_bytes = int64_t(2) << 30;    // 0: never recycle by memory
+  std::vector<std::string> worker_args;             // extra `tensorgym worker` flags
+  int max_jobs_per_worker = 200;                    // 0: never recycle by count
+  int64_t max_worker_rss_bytes = int64_t(2) << 30;  // 0: never recycle by memory
   bool serialize_runs = true;
   double startup_timeout_s = 30;
   size_t stderr_tail_bytes = 8192;

@@ -29,9 +29,12 @@ int64_t parse_cache_size(const std::string& text) {
   long long v = std::strtoll(text.c_str(), &end, 10);
   if (end == text.c_str() || v <= 0) return 0;
   switch (*end) {
-    case 'K': case 'k': return int64_t(v) << 10;
-    case 'M': case 'm': return int64_t(v) << 20;
-    case 'G': case 'g': return int64_t(v) << 30;
+    case 'K':
+    case 'k': return int64_t(v) << 10;
+    case 'M':
+    case 'm': return int64_t(v) << 20;
+    case 'G':
+    case 'g': return int64_t(v) << 30;
     default: return int64_t(v);
   }
 }
@@ -41,7 +44,8 @@ int64_t parse_cache_size(const std::string& text) {
 Expected<TimingStats> summarize_samples(std::vector<double> samples_s, int number) {
   if (samples_s.empty()) return invalid_argument("no timing samples");
   for (double s : samples_s) {
-    if (!std::isfinite(s) || s <= 0) return invalid_argument("timing sample " + format_seconds(s) + " s is not a positive finite time");
+    if (!std::isfinite(s) || s <= 0)
+      return invalid_argument("timing sample " + format_seconds(s) + " s is not a positive finite time");
   }
   TimingStats st;
   st.number = number;

@@ -24,10 +24,10 @@ namespace tensorgym {
 
 struct TimingOptions {
   int warmup_runs = 1;
-  int number = 1;             // initial runs per repeat (grows during calibration)
-  int repeat = 5;             // timed samples
-  double min_repeat_ms = 100; // the shortest a repeat may take; <= 0: no growth
-  bool flush_cache = false;   // evict the caches before every timed repeat
+  int number = 1;              // initial runs per repeat (grows during calibration)
+  int repeat = 5;              // timed samples
+  double min_repeat_ms = 100;  // the shortest a repeat may take; <= 0: no growth
+  bool flush_cache = false;    // evict the caches before every timed repeat
   // When > 0, the caller already knows roughly how long one run takes (e.g. it just
   // ran the function once to check its outputs); calibration starts from it.
   double expected_run_s = 0;

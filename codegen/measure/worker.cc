@@ -68,8 +68,10 @@ int run_worker(WorkerOptions options) {
     bool channel_broken = false;
     MeasureJobHooks hooks;
     hooks.on_compiled = [&](const proto::MeasureResult& compiled) {
+      proto::MeasureResult progress = compiled;
+      progress.clear_llvm_ir();  // it travels once, with the result
       std::string bytes;
-      compiled.SerializeToString(&bytes);
+      progress.SerializeToString(&bytes);
       if (Status st = write_frame(out, FrameType::kCompiled, bytes); !st.ok()) {
         log_error("cannot report compilation: " + st.message());
         channel_broken = true;
@@ -88,6 +90,10 @@ int run_worker(WorkerOptions options) {
     if (channel_broken) return 1;
     std::string bytes;
     result.SerializeToString(&bytes);
+    if (bytes.size() > kMaxFramePayload) {
+      result.set_llvm_ir("(LLVM IR of " + std::to_string(result.llvm_ir().size()) + " bytes left out: too large)");
+      result.SerializeToString(&bytes);
+    }
     if (Status st = write_frame(out, FrameType::kResult, bytes); !st.ok()) {
       log_error("cannot send the result: " + st.message());
       return 1;

@@ -7,6 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -15,10 +18,6 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/provenance.h"
@@ -330,8 +329,8 @@ Status WorkerProcess::await_hello(double timeout_s) {
   if (outcome_ == Outcome::kResult) return Status();
   const int status = outcome_ == Outcome::kChannelClosed ? reap_after_channel_closed() : kill_and_reap();
   drain_stderr_nonblocking();
-  std::string why = outcome_ == Outcome::kTimeout ? "it did not say hello within " + format_seconds(timeout_s)
-                                                  : detail_;
+  std::string why =
+      outcome_ == Outcome::kTimeout ? "it did not say hello within " + format_seconds(timeout_s) : detail_;
   return Status(StatusCode::kUnavailable, "worker " + launch_.binary + " (pid " + std::to_string(pid_) +
                                               ") did not start: " + why + " (" + describe_wait_status(status) + ")" +
                                               stderr_report());
@@ -349,8 +348,8 @@ proto::MeasureResult WorkerProcess::run_job(const proto::MeasureRequest& request
 
   proto::MeasureResult out;
   if (!alive()) {
-    out = error_result(proto::WORKER_LOST, "the worker (pid " + std::to_string(pid_) + ") had already ended: " +
-                                               describe_wait_status(wait_status_));
+    out = error_result(proto::WORKER_LOST, "the worker (pid " + std::to_string(pid_) +
+                                               ") had already ended: " + describe_wait_status(wait_status_));
   } else if (control.cancelled && control.cancelled->load()) {
     out = error_result(proto::TIMEOUT, "cancelled by the caller before it started");
   } else {
@@ -397,10 +396,9 @@ proto::MeasureResult WorkerProcess::failure_result(const proto::MeasureRequest& 
   proto::MeasureResult r;
   switch (outcome_) {
     case Outcome::kTimeout:
-      r = error_result(proto::TIMEOUT,
-                       std::string(compiling ? "compilation" : "the run") + " passed its deadline of " +
-                           format_seconds(phase_timeout_s_) + "; the worker was killed (" + pid + ")" +
-                           stderr_report());
+      r = error_result(proto::TIMEOUT, std::string(compiling ? "compilation" : "the run") + " passed its deadline of " +
+                                           format_seconds(phase_timeout_s_) + "; the worker was killed (" + pid + ")" +
+                                           stderr_report());
       break;
     case Outcome::kCancelled:
       r = error_result(proto::TIMEOUT, std::string("cancelled by the caller while ") +
@@ -419,8 +417,8 @@ proto::MeasureResult WorkerProcess::failure_result(const proto::MeasureRequest& 
     case Outcome::kProtocol:
     case Outcome::kNone:
     case Outcome::kResult:
-      r = error_result(proto::WORKER_LOST, "the worker broke the protocol: " + detail_ + " (" + pid + ")" +
-                                               stderr_report());
+      r = error_result(proto::WORKER_LOST,
+                       "the worker broke the protocol: " + detail_ + " (" + pid + ")" + stderr_report());
       break;
   }
   if (!compiling) {

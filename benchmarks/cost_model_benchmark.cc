@@ -1,0 +1,526 @@
+// The analytical cost model and the feature extractor: how fast they are (Google
+// Benchmark) and how well est_cycles ranks real runtimes (--spearman).
+//
+//   build/bin/cost_model_benchmark                      # speed
+//   build/bin/cost_model_benchmark --spearman [options] # quality
+//
+// Quality: for each of three programs equal to ops-v0 gmm-4 (GEMM 1024^3), c2d-2
+// (NCHW conv2d 1x1, 64 -> 64, 56 x 56) and dep-1 (depthwise 3x3, 32 channels,
+// 112 x 112, pad 1, with a padding stage), `--count` random schedules
+// (apply_random_primitives, 1-10 primitives, seeded) are lowered, ranked by
+// est_cycles on MachineModel::reference() with one core, compiled by the LLVM
+// backend and timed on one thread; the program prints Spearman's rank correlation
+// between the estimates and the measured medians, per program.
+//
+// Each schedule is compiled and measured in a forked child so that a pathological
+// schedule cannot stall the run: a child whose first run uses more than --cap-s
+// seconds of CPU time is killed and its runtime is recorded as the cap (a tie at the
+// slow end: ranks are averaged); one whose compile runs past --compile-cap-s is left
+// out. Timing follows codegen/measure/timing.h with the thread's CPU time as the
+// clock (the development machine is shared: other processes' time slices must not
+// count): one first run (which also sizes the rest); runs longer than
+// --single-run-s are reported from that run alone; shorter ones get time_runs with 5
+// repeats of at least 10 ms each and report the fastest (on a shared machine noise
+// only ever adds time, so the minimum is the least disturbed sample).
+//
+// Options of --spearman:
+//   --count N         schedules per program (200)
+//   --seed S          seed of the schedule generator (1)
+//   --cap-s T         CPU-time cap of one measurement's first run (2)
+//   --compile-cap-s T CPU-time cap of one compile (20); past it the schedule is
+//                     left out (counted as failed)
+//   --single-run-s T  runs at least this long are measured once (0.3)
+//   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1
+//   --csv FILE        writes one line per schedule: program, index, steps, status,
+//                     est_cycles, runtime_s, trace
+//   --runtimes FILE   reuses the runtimes of an earlier --csv for schedules whose
+//                     program, index and trace match (no compiling or timing): for
+//                     iterating on the model against fixed measurements
+//   --reuse-only      with --runtimes: leaves out schedules without a stored runtime
+//   --host            ranks with MachineModel::from_host() (one core) instead
+#include <benchmark/benchmark.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/analysis/cost_model.h"
+#include "codegen/analysis/features.h"
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/ir/program.h"
+#include "codegen/lower/lower.h"
+#include "codegen/measure/timing.h"
+#include "codegen/schedule/random_schedule.h"
+#include "codegen/schedule/schedule.h"
+#include "support/random.h"
+
+namespace tensorgym {
+namespace {
+
+struct Workload {
+  const char* name;
+  const char* text;
+};
+
+// Written inline (equal to the ops-v0 definitions) so this program does not depend
+// on the datasets library.
+const Workload kWorkloads[] = {
+    {"gmm-4",
+     "input A: f32[1024, 1024]\n"
+     "input B: f32[1024, 1024]\n"
+     "C[i, j] += A[i, k] * B[k, j]\n"},
+    {"c2d-2",
+     "input X: f32[1, 64, 56, 56]\n"
+     "input W: f32[64, 64, 1, 1]\n"
+     "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n"},
+    {"dep-1",
+     "input X: f32[1, 32, 112, 112]\n"
+     "input W: f32[32, 3, 3]\n"
+     "P[n, c, h, w] = select(h >= 1 && h <= 112 && w >= 1 && w <= 112, X[n, c, h - 1, w - 1], 0.0)"
+     " where h in 0..114, w in 0..114\n"
+     "D[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..112, x in 0..112\n"},
+};
+
+ProgramPtr parse_or_die(const char* text) {
+  Expected<Program> p = parse_program(text);
+  if (!p.ok()) {
+    std::fprintf(stderr, "program: %s\n", p.status().to_string().c_str());
+    std::exit(2);
+  }
+  return std::make_shared<const Program>(std::move(*p));
+}
+
+LoopNest lower_or_die(const ProgramPtr& program, const char* schedule_text) {
+  Expected<Schedule> s = Schedule::from_text(program, schedule_text);
+  if (!s.ok()) {
+    std::fprintf(stderr, "schedule: %s\n", s.status().to_string().c_str());
+    std::exit(2);
+  }
+  Expected<LoopNest> nest = lower(*s);
+  if (!nest.ok()) {
+    std::fprintf(stderr, "lower: %s\n", nest.status().to_string().c_str());
+    std::exit(2);
+  }
+  return std::move(*nest);
+}
+
+// ---- speed ------------------------------------------------------------------------
+
+// The tiled GEMM of the README (cache_write, cache_read, vectorize, unroll, parallel).
+const LoopNest& gemm_nest() {
+  static const LoopNest nest = lower_or_die(parse_or_die(kWorkloads[0].text),
+                                            "split(C.i, 32, io, ii); split(C.j, 32, jo, ji)\n"
+                                            "reorder(C, io, jo, ii, ji)\n"
+                                            "cache_write(C, CL); compute_at(CL, C.jo)\n"
+                                            "split(CL.j, 8, cjo, cji); vectorize(CL.cji); parallel(C.io)\n"
+                                            "cache_read(B, CL, BP); compute_at(BP, C.jo)\n"
+                                            "unroll(CL.cjo)\n");
+  return nest;
+}
+
+// Ten stages: a chain of elementwise, reduction and softmax-like stages over 256 x 256.
+const LoopNest& ten_stage_nest() {
+  static const LoopNest nest = lower_or_die(parse_or_die("input X: f32[256, 256]\n"
+                                                         "input W: f32[256, 256]\n"
+                                                         "S1[i, j] = X[i, j] * 2.0\n"
+                                                         "S2[i, j] += S1[i, k] * W[k, j]\n"
+                                                         "S3[i, j] = max(S2[i, j], 0.0)\n"
+                                                         "S4[i] max= S3[i, j]\n"
+                                                         "S5[i, j] = exp(S3[i, j] - S4[i])\n"
+                                                         "S6[i] += S5[i, j]\n"
+                                                         "S7[i, j] = S5[i, j] / S6[i]\n"
+                                                         "S8[i, j] += S7[i, k] * W[j, k]\n"
+                                                         "S9[i, j] = S8[i, j] + X[i, j]\n"
+                                                         "S10[i, j] = tanh(S9[i, j])\n"),
+                                            "split(S2.j, 16, jo, ji); reorder(S2, i, jo, k, ji); vectorize(S2.ji)\n"
+                                            "compute_at(S1, S2.i)\n"
+                                            "split(S8.j, 8, jo, ji); unroll(S8.ji); parallel(S8.i)\n"
+                                            "split(S10.j, 16, jo, ji); vectorize(S10.ji); compute_at(S9, S10.i)\n");
+  return nest;
+}
+
+void BM_Features_Gemm(benchmark::State& state) {
+  const LoopNest& nest = gemm_nest();
+  for (auto _ : state) benchmark::DoNotOptimize(extract_features(nest));
+}
+BENCHMARK(BM_Features_Gemm)->Unit(benchmark::kMicrosecond);
+
+void BM_EstCycles_Gemm(benchmark::State& state) {
+  const LoopNest& nest = gemm_nest();
+  const MachineModel machine = MachineModel::reference();
+  for (auto _ : state) benchmark::DoNotOptimize(est_cycles(nest, machine));
+}
+BENCHMARK(BM_EstCycles_Gemm)->Unit(benchmark::kMicrosecond);
+
+void BM_Features_TenStage(benchmark::State& state) {
+  const LoopNest& nest = ten_stage_nest();
+  for (auto _ : state) benchmark::DoNotOptimize(extract_features(nest));
+}
+BENCHMARK(BM_Features_TenStage)->Unit(benchmark::kMicrosecond);
+
+void BM_EstCycles_TenStage(benchmark::State& state) {
+  const LoopNest& nest = ten_stage_nest();
+  const MachineModel machine = MachineModel::reference();
+  for (auto _ : state) benchmark::DoNotOptimize(est_cycles(nest, machine));
+}
+BENCHMARK(BM_EstCycles_TenStage)->Unit(benchmark::kMicrosecond);
+
+// Lowering the same GEMM schedule, for scale: est_cycles should cost a small
+// fraction of what an environment step already spends.
+void BM_Lower_Gemm(benchmark::State& state) {
+  ProgramPtr p = parse_or_die(kWorkloads[0].text);
+  Expected<Schedule> s = Schedule::from_text(p,
+                                             "split(C.i, 32, io, ii); split(C.j, 32, jo, ji)\n"
+                                             "reorder(C, io, jo, ii, ji)\n"
+                                             "cache_write(C, CL); compute_at(CL, C.jo)\n"
+                                             "split(CL.j, 8, cjo, cji); vectorize(CL.cji); parallel(C.io)\n"
+                                             "cache_read(B, CL, BP); compute_at(BP, C.jo)\n"
+                                             "unroll(CL.cjo)\n");
+  for (auto _ : state) benchmark::DoNotOptimize(lower(*s));
+}
+BENCHMARK(BM_Lower_Gemm)->Unit(benchmark::kMicrosecond);
+
+// ---- quality ----------------------------------------------------------------------
+
+struct QualityOptions {
+  int count = 200;
+  uint64_t seed = 1;
+  double cap_s = 2;
+  double compile_cap_s = 20;
+  double single_run_s = 0.3;
+  std::vector<std::string> programs = {"gmm-4", "c2d-2", "dep-1"};
+  std::string csv;
+  std::string runtimes;
+  bool host = false;
+  bool reuse_only = false;
+};
+
+// Average ranks (1-based), ties sharing the mean of their positions.
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double avg = 0.5 * double(i + j) + 1;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = avg;
+    i = j + 1;
+  }
+  return r;
+}
+
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = double(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) { return pearson(ranks(x), ranks(y)); }
+
+// Seconds of CPU time the calling thread has used: the clock every measurement here
+// is taken with, so that other processes sharing the machine (time slicing) do not
+// inflate the figures. For these one-thread runs it equals wall time on an idle
+// machine.
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Kills the process (SIGPROF) once it has used `seconds` more CPU time; 0 disarms.
+void arm_cpu_limit(double seconds) {
+  itimerval t{};
+  t.it_value.tv_sec = time_t(seconds);
+  t.it_value.tv_usec = suseconds_t((seconds - double(time_t(seconds))) * 1e6);
+  setitimer(ITIMER_PROF, &t, nullptr);
+}
+
+// Reads one double from `fd` within `timeout_s` of wall time; false on timeout, error
+// or EOF (the child died).
+bool read_within(int fd, double timeout_s, double* value) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, int(timeout_s * 1000)) <= 0) return false;
+  return read(fd, value, sizeof *value) == ssize_t(sizeof *value);
+}
+
+struct ChildResult {
+  std::string status = "ok";  // ok, timeout, compile_timeout, compile_error, run_error
+  double runtime_s = -1;
+  double compile_ms = 0;
+};
+
+// Compiles and times `nest` in a forked child, so that neither a pathological compile
+// (huge unrolled bodies) nor a pathological run can stall the sweep, and the parent's
+// JIT does not grow with every kernel. The child reports the compile time, then the
+// runtime. CPU-time limits end it: --compile-cap-s for the compile, --cap-s for the
+// first run (a killed run is recorded as the cap).
+ChildResult measure_in_child(const LoopNest& nest, void* const* args, const QualityOptions& o) {
+  ChildResult res;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    res.status = "run_error";
+    return res;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    res.status = "run_error";
+    return res;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    arm_cpu_limit(o.compile_cap_s);
+    Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(nest);
+    double compile_ms = kernel.ok() ? (*kernel)->compile_ms() : -1;
+    ssize_t w = write(fds[1], &compile_ms, sizeof compile_ms);
+    if (!kernel.ok()) _exit(0);
+    const CpuKernel& k = **kernel;
+    arm_cpu_limit(o.cap_s);
+    const double start = thread_cpu_seconds();
+    k.run(args, 1);
+    const double first = thread_cpu_seconds() - start;
+    arm_cpu_limit(0);
+    double result = first;
+    if (first < o.single_run_s) {
+      TimingOptions t;
+      t.warmup_runs = 0;
+      t.repeat = 5;
+      t.min_repeat_ms = 10;
+      t.expected_run_s = first;
+      t.clock = thread_cpu_seconds;
+      Expected<TimingStats> stats = time_runs([&] { k.run(args, 1); }, t);
+      result = stats.ok() ? stats->min_s : -1;
+    }
+    w = write(fds[1], &result, sizeof result);
+    (void)w;
+    _exit(0);
+  }
+  close(fds[1]);
+  // Wall-clock limits only guard against a child that stops making progress: the
+  // machine may be shared, so CPU time (in the child) is what is capped.
+  const double wall_guard_s = 600;
+  double compile_ms = -1;
+  if (!read_within(fds[0], wall_guard_s, &compile_ms)) {
+    res.status = "compile_timeout";
+  } else if (compile_ms < 0) {
+    res.status = "compile_error";
+  } else {
+    res.compile_ms = compile_ms;
+    double r = -1;
+    if (!read_within(fds[0], wall_guard_s, &r)) {
+      res.status = "timeout";
+      res.runtime_s = o.cap_s;
+    } else if (r <= 0) {
+      res.status = "run_error";
+    } else {
+      res.runtime_s = r;
+    }
+  }
+  kill(pid, SIGKILL);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return res;
+}
+
+std::string one_line(const std::string& trace) {
+  std::string s;
+  for (char c : trace) {
+    if (c == '\n') {
+      if (!s.empty() && s.back() != ' ') s += "; ";
+    } else if (c != ',') {
+      s += c;
+    } else {
+      s += ' ';
+    }
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == ';')) s.pop_back();
+  return s;
+}
+
+struct Stored {
+  std::string status;
+  double runtime_s = 0;
+};
+
+// program,index -> (trace, stored result) from an earlier --csv.
+std::map<std::pair<std::string, int>, std::pair<std::string, Stored>> load_runtimes(const std::string& path) {
+  std::map<std::pair<std::string, int>, std::pair<std::string, Stored>> m;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    if (f.size() < 7 || f[0] == "program") continue;
+    Stored s;
+    s.status = f[3];
+    s.runtime_s = std::atof(f[5].c_str());
+    m[{f[0], std::atoi(f[1].c_str())}] = {f[6], s};
+  }
+  return m;
+}
+
+int run_quality(const QualityOptions& o) {
+  MachineModel machine = o.host ? MachineModel::from_host() : MachineModel::reference();
+  machine.cores = 1;
+  auto stored = o.runtimes.empty() ? decltype(load_runtimes("")){} : load_runtimes(o.runtimes);
+  std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+  if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms\n");
+  std::printf("machine: %s, 1 core; %d random schedules per program, seed %llu\n", machine.name.c_str(), o.count,
+              (unsigned long long)o.seed);
+  int w = 0;
+  for (const Workload& wl : kWorkloads) {
+    ++w;
+    if (std::find(o.programs.begin(), o.programs.end(), wl.name) == o.programs.end()) continue;
+    ProgramPtr program = parse_or_die(wl.text);
+    std::vector<HostBuffer> inputs = make_random_inputs(*program, 1);
+    Rng rng(o.seed * 1000 + uint64_t(w));
+    std::vector<double> est, runtime;
+    int timeouts = 0, failures = 0, reused = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.count; ++i) {
+      Schedule schedule(program);
+      const int steps = int(rng.range(1, 10));
+      apply_random_primitives(schedule, rng, steps);
+      const std::string trace = one_line(schedule.trace().to_string());
+      Expected<LoopNest> nest = lower(schedule);
+      if (!nest.ok()) {
+        ++failures;
+        if (csv) std::fprintf(csv, "%s,%d,%d,lower_error,0,0,%s,0\n", wl.name, i, steps, trace.c_str());
+        continue;
+      }
+      const double e = est_cycles(*nest, machine);
+      std::string status = "ok";
+      double r = -1, compile_ms = 0;
+      auto it = stored.find({wl.name, i});
+      if (it != stored.end() && it->second.first == trace) {
+        status = it->second.second.status;
+        r = it->second.second.runtime_s;
+        ++reused;
+      } else if (o.reuse_only) {
+        continue;
+      } else {
+        std::vector<HostBuffer> outputs = make_output_buffers(*nest);
+        std::vector<void*> args;
+        for (HostBuffer& b : inputs) args.push_back(b.data());
+        for (HostBuffer& b : outputs) args.push_back(b.data());
+        ChildResult c = measure_in_child(*nest, args.data(), o);
+        status = c.status;
+        r = c.runtime_s;
+        compile_ms = c.compile_ms;
+      }
+      if (status == "timeout") ++timeouts;
+      if (status == "ok" || status == "timeout") {
+        est.push_back(e);
+        runtime.push_back(r);
+      } else {
+        ++failures;
+      }
+      if (csv) {
+        std::fprintf(csv, "%s,%d,%d,%s,%.6g,%.6g,%s,%.0f\n", wl.name, i, steps, status.c_str(), e, r, trace.c_str(),
+                     compile_ms);
+        std::fflush(csv);
+      }
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%-6s spearman %.3f over %zu schedules (%d capped at %.1f s, %d failed, %d reused) in %.0f s\n",
+                wl.name, spearman(est, runtime), est.size(), timeouts, o.cap_s, failures, reused, secs);
+    std::fflush(stdout);
+  }
+  if (csv) std::fclose(csv);
+  return 0;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+}  // namespace tensorgym
+
+int main(int argc, char** argv) {
+  using namespace tensorgym;
+  bool quality = false;
+  QualityOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--spearman") {
+      quality = true;
+    } else if (a == "--count") {
+      o.count = std::atoi(next().c_str());
+    } else if (a == "--seed") {
+      o.seed = std::strtoull(next().c_str(), nullptr, 10);
+    } else if (a == "--cap-s") {
+      o.cap_s = std::atof(next().c_str());
+    } else if (a == "--compile-cap-s") {
+      o.compile_cap_s = std::atof(next().c_str());
+    } else if (a == "--single-run-s") {
+      o.single_run_s = std::atof(next().c_str());
+    } else if (a == "--programs") {
+      o.programs = split_list(next());
+    } else if (a == "--csv") {
+      o.csv = next();
+    } else if (a == "--runtimes") {
+      o.runtimes = next();
+    } else if (a == "--reuse-only") {
+      o.reuse_only = true;
+    } else if (a == "--host") {
+      o.host = true;
+    } else if (quality) {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (quality) return run_quality(o);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,66 @@
+// What run, replay and validate share: options naming an episode, running it in the
+// in-process environment, and printing its outcome.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "envs/env.h"
+#include "spaces/event.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tensorgym::cli {
+
+struct EpisodeOptions {
+  std::string env = "schedule-v0";
+  std::string benchmark;
+  std::string actions;       // text form: primitives, or cursor action names
+  std::string actions_file;
+  std::string action_space = "primitives";
+  std::string observe;       // comma-separated observation names
+  std::string step_observe;  // observations printed after every step
+  std::string reward;        // a reward space
+  int threads = 0;
+  void add_options(CLI::App& app);
+};
+
+struct EpisodeOutcome {
+  std::vector<std::string> observation_names;
+  std::vector<Event> observations;
+  std::string reward_name;
+  double last_reward = 0;
+  bool terminated = false;
+  bool truncated = false;
+  Status error;
+  EpisodeState state;
+};
+
+// The action texts of a text form: primitives split by ';' and new lines (comments
+// dropped); cursor names by ';', ',' and white space.
+Expected<std::vector<std::string>> split_actions(const std::string& text, const std::string& action_space);
+
+// Shared context of the commands (worker binary = this executable).
+std::shared_ptr<EnvContext> cli_env_context(int threads);
+
+// Resets, applies the actions one per step, then observes. With print_steps, prints
+// each step's action, its reward and the step observations.
+Expected<EpisodeOutcome> run_episode(const EpisodeOptions& options, bool print_steps);
+
+// Rebuilds an episode from its state: reset, then every action in order, computing the
+// state's reward along the way (and every deterministic reward it recorded).
+struct Replayed {
+  std::unique_ptr<Env> env;
+  std::map<std::string, double> cumulative;  // reward name -> sum over the actions
+};
+Expected<Replayed> replay_state(const EpisodeState& state, std::shared_ptr<EnvContext> context);
+
+std::string outcome_json(const EpisodeOutcome& outcome);
+void print_outcome(const EpisodeOutcome& outcome, std::ostream& os);
+
+}  // namespace tensorgym::cli

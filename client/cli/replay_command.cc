@@ -1,0 +1,37 @@
+// tensorgym replay FILE
+// Rebuilds every EpisodeState of a JSON Lines file and prints its schedule and
+// estimated cycles.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "client/cli/cli_common.h"
+#include "client/cli/env_runner.h"
+
+namespace tensorgym::cli {
+
+void add_replay_command(CLI::App& app) {
+  auto file = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("replay", "Rebuild the episodes of a state file and print their schedules");
+  cmd->add_option("FILE", *file, "EpisodeState JSON Lines file")->required();
+  cmd->callback([file] {
+    Expected<std::vector<EpisodeState>> states = read_episode_states(*file);
+    if (!states.ok()) throw CLI::RuntimeError(report_error(states.status()));
+    int failed = 0;
+    for (size_t i = 0; i < states->size(); ++i) {
+      const EpisodeState& s = (*states)[i];
+      std::cout << "state " << i + 1 << ": " << s.benchmark << " (" << s.actions.size() << " actions)\n";
+      Expected<Replayed> r = replay_state(s, cli_env_context(0));
+      if (!r.ok()) {
+        std::cout << "  error: " << r.status().to_string() << "\n";
+        ++failed;
+        continue;
+      }
+      StepResult obs = r->env->step({}, {"schedule", "est_cycles"}, {});
+      std::cout << obs.observations[0].as<std::string>();
+      std::cout << "  est_cycles: " << event_to_json(obs.observations[1]) << "\n";
+    }
+    if (failed) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace tensorgym::cli

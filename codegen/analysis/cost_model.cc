@@ -1,0 +1,862 @@
+#include "codegen/analysis/cost_model.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <string>
+
+#include "codegen/analysis/features.h"
+
+namespace tensorgym {
+
+// ---- machines -------------------------------------------------------------------------
+
+MachineModel MachineModel::reference() { return MachineModel(); }
+
+namespace {
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+// "48K", "2048K", "32M" or plain bytes, as sysfs writes cache sizes.
+int64_t parse_size(const std::string& text) {
+  if (text.empty()) return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || v <= 0) return 0;
+  switch (*end) {
+    case 'K':
+    case 'k': return int64_t(v) << 10;
+    case 'M':
+    case 'm': return int64_t(v) << 20;
+    case 'G':
+    case 'g': return int64_t(v) << 30;
+    default: return int64_t(v);
+  }
+}
+
+void read_host_caches(MachineModel* m) {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = read_line(dir + "level");
+    if (level.empty()) break;
+    const std::string type = read_line(dir + "type");
+    if (type == "Instruction") continue;
+    const int64_t size = parse_size(read_line(dir + "size"));
+    const int ways = std::atoi(read_line(dir + "ways_of_associativity").c_str());
+    const int line = std::atoi(read_line(dir + "coherency_line_size").c_str());
+    if (size <= 0) continue;
+    if (line > 0) m->line_bytes = line;
+    if (level == "1") {
+      m->l1_bytes = size;
+      if (ways > 0) m->l1_ways = ways;
+    } else if (level == "2") {
+      m->l2_bytes = size;
+      if (ways > 0) m->l2_ways = ways;
+    } else if (level == "3") {
+      m->l3_bytes = size;
+      if (ways > 0) m->l3_ways = ways;
+    }
+  }
+}
+
+}  // namespace
+
+MachineModel MachineModel::from_host() {
+  int bits = 128;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    bits = 512;
+  } else if (__builtin_cpu_supports("avx2")) {
+    bits = 256;
+  }
+#endif
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return from_host(bits, n > 0 ? int(n) : 1);
+}
+
+MachineModel MachineModel::from_host(int vector_bits, int cores) {
+  MachineModel m;
+  m.name = "host";
+  m.vector_bits = std::max(vector_bits, 128);
+  // LLVM's loop vectorizer prefers 256-bit vectors on AVX-512 parts.
+  m.auto_vector_bits = std::min(m.vector_bits, 256);
+  m.vector_registers = m.vector_bits >= 512 ? 32 : 16;
+  m.cores = std::max(cores, 1);
+  read_host_caches(&m);
+  return m;
+}
+
+// ---- the model ------------------------------------------------------------------------
+
+namespace {
+
+// Operations of one evaluation of a stored value, as the machine executes them.
+struct ValueOps {
+  double fp = 0;     // FP pipe operations (an FMA, add, multiply, min/max, compare, blend, convert)
+  double div = 0;    // divides and square roots
+  double calls = 0;  // scalar math library calls (exp, log, tanh)
+  double alu = 0;    // integer and boolean operations on data
+};
+
+void count_value(const Expr& e, ValueOps* o) {
+  if (!e.defined()) return;
+  switch (e.kind()) {
+    case NodeKind::kAdd:
+    case NodeKind::kSub: {
+      const Expr& a = e.kind() == NodeKind::kAdd ? e.as<Add>()->a : e.as<Sub>()->a;
+      const Expr& b = e.kind() == NodeKind::kAdd ? e.as<Add>()->b : e.as<Sub>()->b;
+      if (!e.type().is_float()) {
+        o->alu += 1;
+        count_value(a, o);
+        count_value(b, o);
+        return;
+      }
+      // a * b + c contracts into one FMA.
+      const Mul* m = a.as<Mul>() ? a.as<Mul>() : b.as<Mul>();
+      o->fp += 1;
+      if (m) {
+        count_value(m->a, o);
+        count_value(m->b, o);
+        count_value(a.as<Mul>() ? b : a, o);
+      } else {
+        count_value(a, o);
+        count_value(b, o);
+      }
+      return;
+    }
+#define TG_ARITH(Node, float_field, int_cost)              \
+  case NodeKind::k##Node: {                                \
+    const Node* op = e.as<Node>();                         \
+    if (op->a.type().is_float()) {                         \
+      o->float_field += 1;                                 \
+    } else {                                               \
+      o->alu += int_cost;                                  \
+    }                                                      \
+    count_value(op->a, o);                                 \
+    count_value(op->b, o);                                 \
+    return;                                                \
+  }
+      TG_ARITH(Mul, fp, 1)
+      TG_ARITH(Div, div, 4)
+      TG_ARITH(Mod, div, 5)
+      TG_ARITH(Min, fp, 1)
+      TG_ARITH(Max, fp, 1)
+      TG_ARITH(EQ, fp, 1)
+      TG_ARITH(NE, fp, 1)
+      TG_ARITH(LT, fp, 1)
+      TG_ARITH(LE, fp, 1)
+      TG_ARITH(GT, fp, 1)
+      TG_ARITH(GE, fp, 1)
+#undef TG_ARITH
+    case NodeKind::kAnd:
+      o->alu += 1;
+      count_value(e.as<And>()->a, o);
+      count_value(e.as<And>()->b, o);
+      return;
+    case NodeKind::kOr:
+      o->alu += 1;
+      count_value(e.as<Or>()->a, o);
+      count_value(e.as<Or>()->b, o);
+      return;
+    case NodeKind::kNot:
+      o->alu += 1;
+      count_value(e.as<Not>()->a, o);
+      return;
+    case NodeKind::kSelect: {
+      const Select* s = e.as<Select>();
+      if (e.type().is_float()) {
+        o->fp += 1;
+      } else {
+        o->alu += 1;
+      }
+      count_value(s->condition, o);
+      count_value(s->true_value, o);
+      count_value(s->false_value, o);
+      return;
+    }
+    case NodeKind::kCast: {
+      const Cast* c = e.as<Cast>();
+      if (c->type.is_float() != c->value.type().is_float()) o->fp += 1;
+      count_value(c->value, o);
+      return;
+    }
+    case NodeKind::kCall: {
+      const Call* c = e.as<Call>();
+      switch (c->op) {
+        case CallOp::kAbs: o->fp += 1; break;
+        case CallOp::kSqrt: o->div += 1; break;
+        default: o->calls += 1; break;
+      }
+      for (const Expr& a : c->args) count_value(a, o);
+      return;
+    }
+    case NodeKind::kBroadcast: count_value(e.as<Broadcast>()->value, o); return;
+    default: return;  // loads (their indices are addressing), constants, variables
+  }
+}
+
+double ceil_div(double a, double b) { return std::ceil(a / b); }
+
+int64_t gcd64(int64_t a, int64_t b) {
+  a = std::abs(a);
+  b = std::abs(b);
+  while (b) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// Per-iteration demand of a region's straight-line code on the core's resources.
+struct Demand {
+  double fp = 0, loads = 0, stores = 0, alu = 0, divide = 0, calls = 0;
+  double chains = 0;        // independent accumulator chains advanced per iteration
+  double chain_latency = 0; // cycles one step of the slowest chain takes
+  double hoisted = 0;       // loads hoisted out of the loop: once per loop execution
+  double uops() const { return fp + loads + stores + alu + divide; }
+};
+
+struct CacheSpec {
+  double capacity_lines;
+  double sets;
+  double ways;
+  bool conflicts;  // set-associative indexing (L3 slices hash their addresses)
+};
+
+class Model {
+ public:
+  Model(const NestSummary& s, const MachineModel& m) : S(s), M(m) {}
+
+  CostBreakdown run() {
+    prepare();
+    compute_working_sets();
+    CostBreakdown out;
+    out.loops.resize(S.loops.size());
+    out.stores.resize(S.stores.size());
+    for (size_t i = 0; i < S.stores.size(); ++i) {
+      out.stores[i].buffer = S.buffers[size_t(S.stores[i].buffer)].name;
+      out.stores[i].instances = store_instances(int(i));
+    }
+    for (size_t l = 0; l < S.loops.size(); ++l) {
+      LoopCost& lc = out.loops[l];
+      const NestLoop& L = S.loops[l];
+      lc.loop = L.name;
+      lc.depth = L.depth;
+      lc.kind = L.kind;
+      lc.extent = L.extent;
+      lc.executions = execs_[l];
+      lc.working_set_bytes = ws_lines_[l] * M.line_bytes;
+      lc.fits = ws_lines_[l] <= caches_[0].capacity_lines   ? 1
+                : ws_lines_[l] <= caches_[1].capacity_lines ? 2
+                : ws_lines_[l] <= caches_[2].capacity_lines ? 3
+                                                            : 4;
+      lc.vectorized = vec_ok_[l] || autovec_[l] > 0;
+    }
+
+    // Memory traffic per access, grouped by region.
+    std::vector<double> region_mem(S.loops.size() + 1, 0.0), region_dram(S.loops.size() + 1, 0.0);
+    for (size_t si = 0; si < S.stores.size(); ++si) {
+      const NestStore& st = S.stores[si];
+      double mem_private = 0, dram_lines = 0;
+      for (const NestAccess& a : st.accesses) {
+        double misses[3];
+        access_misses(int(si), a, misses);
+        const double frac = a.fraction * st.fraction;
+        // A write fills its line (unless the store read it first) and writes it back;
+        // write-backs mostly overlap with fills.
+        double write_factor = 1;
+        if (a.kind == AccessKind::kWrite) {
+          bool rmw = false;
+          for (const NestAccess& b : st.accesses)
+            rmw |= b.kind == AccessKind::kRead && b.buffer == a.buffer && same_index(b.index, a.index);
+          write_factor = rmw ? 0.2 : 1.2;
+        }
+        out.stores[si].l1_misses += misses[0] * frac;
+        out.stores[si].l2_misses += misses[1] * frac;
+        out.stores[si].l3_misses += misses[2] * frac;
+        const bool streamed = prefetched(int(si), a);
+        const double line = M.line_bytes;
+        auto per_line = [&](double bandwidth, double latency) {
+          const double b = line / bandwidth;
+          return streamed ? b : std::max(b, latency / M.memory_parallelism);
+        };
+        const double t2 = misses[0] * frac * write_factor * per_line(M.l2_bandwidth, M.l2_latency);
+        const double t3 = misses[1] * frac * write_factor * per_line(M.l3_bandwidth, M.l3_latency);
+        const double td = misses[2] * frac * write_factor * per_line(M.dram_bandwidth, M.dram_latency);
+        const double private_cycles = std::max(t2, t3) + 0.5 * std::min(t2, t3);
+        mem_private += private_cycles;
+        // DRAM lines, weighted by how much slower than streaming they arrive.
+        dram_lines += td / (line / M.dram_bandwidth);
+        out.stores[si].memory_cycles += std::max(private_cycles, td);
+        const double tlb = tlb_cycles(int(si), a) * frac;
+        mem_private += tlb;
+        out.stores[si].memory_cycles += tlb;
+      }
+      const int r = region_[si] + 1;
+      region_mem[size_t(r)] += mem_private;
+      region_dram[size_t(r)] += dram_lines;
+    }
+
+    // Compute per region, combined with memory; parallel loops scale what is inside them.
+    const int n = int(S.loops.size());
+    std::vector<double> region_total(size_t(n) + 1, 0.0);
+    for (int r = -1; r < n; ++r) {
+      if (r >= 0 && !real_[size_t(r)]) continue;
+      const std::vector<int>& stores = region_stores_[size_t(r + 1)];
+      const double compute = region_compute(r, stores, out);
+      double mem = region_mem[size_t(r + 1)];
+      const double dram_lines = region_dram[size_t(r + 1)];
+      // Threads running this region: those of the outermost parallel loop around it.
+      const int p = r >= 0 ? outer_parallel_[size_t(r)] : -1;
+      double scale = 1, threads = 1;
+      if (p >= 0) {
+        const double ext = double(S.loops[size_t(p)].extent);
+        threads = std::min(double(std::max(M.cores, 1)), ext);
+        scale = std::ceil(ext / threads) / ext;
+      }
+      const double dram_bw = std::min(threads * M.dram_bandwidth, M.dram_bandwidth_total);
+      const double dram = dram_lines * M.line_bytes / dram_bw * scale * threads;
+      mem = std::max(mem * scale, dram);
+      const double c = compute * scale;
+      const double total = std::max(c, mem) + 0.1 * std::min(c, mem);
+      region_total[size_t(r + 1)] = total;
+      out.compute_cycles += compute;
+      out.memory_cycles += std::max(region_mem[size_t(r + 1)], dram_lines * M.line_bytes / M.dram_bandwidth);
+      const char* bound = c >= mem ? (chain_bound_[size_t(r + 1)] ? "latency" : calls_bound_[size_t(r + 1)] ? "calls" : "compute")
+                                   : "memory";
+      for (int si : stores) out.stores[size_t(si)].bound = bound;
+    }
+
+    // Overheads: loop entries, fork/join, heap allocations.
+    double overhead = 0;
+    std::vector<double> loop_overhead(size_t(n), 0.0);
+    for (int l = 0; l < n; ++l) {
+      if (!real_[size_t(l)]) continue;
+      double o = execs_[size_t(l)] * M.loop_entry_cycles;
+      if (S.loops[size_t(l)].kind == ForKind::kParallel && outer_parallel_[size_t(l)] == l) {
+        const double threads = std::min(double(std::max(M.cores, 1)), double(S.loops[size_t(l)].extent));
+        o += execs_[size_t(l)] * (threads > 1 ? M.fork_join_cycles : M.call_cycles);
+      }
+      const int p = S.loops[size_t(l)].parent >= 0 ? outer_parallel_[size_t(S.loops[size_t(l)].parent)] : -1;
+      if (p >= 0) {
+        const double ext = double(S.loops[size_t(p)].extent);
+        const double threads = std::min(double(std::max(M.cores, 1)), ext);
+        o *= std::ceil(ext / threads) / ext;
+      }
+      loop_overhead[size_t(l)] = o;
+      overhead += o;
+    }
+    for (const NestAlloc& a : S.allocs) {
+      const NestBuffer& b = S.buffers[size_t(a.buffer)];
+      const double bytes = double(b.elements) * b.dtype.bytes() * b.dtype.lanes;
+      if (bytes <= double(M.stack_limit_bytes)) continue;
+      double execs = 1;
+      for (int l : a.loops) execs *= vec_ok_[size_t(l)] ? 1.0 : double(S.loops[size_t(l)].extent);
+      double o = execs * M.heap_alloc_cycles;
+      if (bytes > double(int64_t(32) << 20)) o += execs * std::ceil(bytes / 4096) * M.page_fault_cycles;
+      overhead += o;
+    }
+    out.overhead_cycles = overhead;
+
+    // Inclusive loop cycles.
+    for (int l = n - 1; l >= 0; --l) {
+      out.loops[size_t(l)].cycles += region_total[size_t(l + 1)] + loop_overhead[size_t(l)];
+      const int parent = S.loops[size_t(l)].parent;
+      if (parent >= 0) out.loops[size_t(parent)].cycles += out.loops[size_t(l)].cycles;
+    }
+    double total = overhead;
+    for (double t : region_total) total += t;
+    out.total_cycles = total;
+    return out;
+  }
+
+ private:
+  const NestSummary& S;
+  const MachineModel& M;
+  std::vector<char> vec_ok_, real_;
+  std::vector<int> autovec_;          // per loop: LLVM's vector factor, 0 when it stays scalar
+  std::vector<int> outer_parallel_;   // per loop: the outermost parallel loop around it (itself included)
+  std::vector<double> iters_, execs_; // body runs / entries over the whole run
+  std::vector<std::vector<int>> stores_under_;  // per loop: stores in its subtree
+  std::vector<std::vector<int>> region_stores_; // per region (loop + 1, 0 = top level)
+  std::vector<int> region_, vec_of_;            // per store
+  std::vector<double> ws_lines_;                // per loop: lines one iteration touches
+  std::vector<std::vector<int>> mchains_;       // per store: its loops in memory order
+  double total_lines_ = 0;                      // lines of every buffer
+  std::vector<char> chain_bound_, calls_bound_; // per region
+  CacheSpec caches_[3];
+
+  double ext(int l) const { return double(S.loops[size_t(l)].extent); }
+
+  double store_instances(int si) const {
+    const NestStore& st = S.stores[size_t(si)];
+    double n = st.fraction;
+    for (int l : st.loops) n *= ext(l);
+    return n;
+  }
+
+  int lanes_per_vector(DataType t, int bits) const { return std::max(1, bits / (8 * std::max(t.bytes(), 1))); }
+
+  void prepare() {
+    const size_t n = S.loops.size();
+    const auto& L = S.loops;
+    stores_under_.assign(n, {});
+    for (size_t si = 0; si < S.stores.size(); ++si)
+      for (int l : S.stores[si].loops) stores_under_[size_t(l)].push_back(int(si));
+
+    // Which vectorized loops the backend really vectorizes (vectorize_loops.cc).
+    vec_ok_.assign(n, 0);
+    std::vector<char> has_bad_inner(n, 0);
+    for (size_t l = 0; l < n; ++l) {
+      if (L[l].kind == ForKind::kParallel || L[l].kind == ForKind::kVectorized)
+        for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) has_bad_inner[size_t(p)] = 1;
+    }
+    for (const NestAlloc& a : S.allocs)
+      for (int l : a.loops) has_bad_inner[size_t(l)] = 1;
+    for (size_t l = 0; l < n; ++l) {
+      if (L[l].kind != ForKind::kVectorized || L[l].extent < 2 || L[l].extent > 64 || has_bad_inner[l]) continue;
+      bool ok = true;
+      for (int si : stores_under_[l]) {
+        const NestStore& st = S.stores[size_t(si)];
+        if (st.accesses[0].index.depends_on(int(l))) continue;
+        for (size_t k = 1; k < st.accesses.size(); ++k) ok &= !st.accesses[k].index.depends_on(int(l));
+      }
+      vec_ok_[l] = ok;
+    }
+    real_.assign(n, 0);
+    for (size_t l = 0; l < n; ++l) real_[l] = !vec_ok_[l] && L[l].kind != ForKind::kUnrolled;
+
+    iters_.assign(n, 1);
+    execs_.assign(n, 1);
+    outer_parallel_.assign(n, -1);
+    for (size_t l = 0; l < n; ++l) {  // pre-order: parents first
+      const int p = L[l].parent;
+      execs_[l] = p >= 0 ? iters_[size_t(p)] : 1;
+      iters_[l] = execs_[l] * (vec_ok_[l] ? 1.0 : ext(int(l)));
+      outer_parallel_[l] = p >= 0 ? outer_parallel_[size_t(p)] : -1;
+      if (outer_parallel_[l] < 0 && L[l].kind == ForKind::kParallel) outer_parallel_[l] = int(l);
+    }
+
+    region_.assign(S.stores.size(), -1);
+    vec_of_.assign(S.stores.size(), -1);
+    region_stores_.assign(n + 1, {});
+    for (size_t si = 0; si < S.stores.size(); ++si) {
+      for (int l : S.stores[si].loops) {
+        if (real_[size_t(l)]) region_[si] = l;
+        if (vec_ok_[size_t(l)]) vec_of_[si] = l;
+      }
+      region_stores_[size_t(region_[si] + 1)].push_back(int(si));
+    }
+
+    // LLVM's loop vectorizer on innermost iterating loops of plain code.
+    autovec_.assign(n, 0);
+    std::vector<char> has_inner(n, 0);
+    for (size_t l = 0; l < n; ++l)
+      if (real_[l] || vec_ok_[l])
+        for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) has_inner[size_t(p)] = 1;
+    for (size_t l = 0; l < n; ++l) {
+      if (!real_[l] || has_inner[l] || L[l].extent < 4 || stores_under_[l].empty()) continue;
+      bool ok = true, in_vector = false;
+      for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) in_vector |= vec_ok_[size_t(p)] != 0;
+      if (in_vector) continue;
+      DataType t = DataType::f32();
+      for (int si : stores_under_[l]) {
+        const NestStore& st = S.stores[size_t(si)];
+        t = S.buffers[size_t(st.buffer)].dtype;
+        ValueOps ops;
+        count_value(st.node->value, &ops);
+        if (ops.calls > 0) ok = false;
+        for (const NestAccess& a : st.accesses) {
+          for (const IndexTerm& term : a.index.terms)
+            if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), int(l)) != term.deps.end()) ok = false;
+          const int64_t s = a.index.stride_of(int(l));
+          if (a.kind == AccessKind::kWrite) {
+            if (s == 0 && t.is_float()) ok = false;  // a float reduction: no reassociation allowed
+            if (s != 0 && s != 1 && s != -1) ok = false;
+          } else if (s != 0 && s != 1 && s != -1) {
+            ok = false;
+          }
+        }
+      }
+      if (!ok) continue;
+      int vf = lanes_per_vector(t, M.auto_vector_bits);
+      while (vf > int(L[l].extent)) vf /= 2;
+      autovec_[l] = vf >= 4 ? vf : 0;
+    }
+
+    const double line = M.line_bytes;
+    auto spec = [&](int64_t bytes, int ways, bool conflicts) {
+      CacheSpec c;
+      c.capacity_lines = double(bytes) / line * M.cache_utilization;
+      c.ways = std::max(ways, 1);
+      c.sets = std::max(1.0, double(bytes) / line / c.ways);
+      c.conflicts = conflicts;
+      return c;
+    };
+    caches_[0] = spec(M.l1_bytes, M.l1_ways, true);
+    caches_[1] = spec(M.l2_bytes, M.l2_ways, true);
+    caches_[2] = spec(M.l3_bytes, M.l3_ways, false);
+    chain_bound_.assign(n + 1, 0);
+    calls_bound_.assign(n + 1, 0);
+  }
+
+  // The order in which a store's loops walk memory: its loops outermost first, with
+  // the vectorized loop (whose lanes run at once) moved innermost.
+  std::vector<int> memory_chain(const NestStore& st) const {
+    std::vector<int> chain;
+    int vec = -1;
+    for (int l : st.loops) {
+      if (vec_ok_[size_t(l)]) {
+        vec = l;
+      } else {
+        chain.push_back(l);
+      }
+    }
+    if (vec >= 0) chain.push_back(vec);
+    return chain;
+  }
+
+  // Lines one iteration of each loop touches, all buffers (accesses to one buffer
+  // with the same strides are shifted copies; different strides add up), and the
+  // footprint of the whole run.
+  void compute_working_sets() {
+    const size_t n = S.loops.size();
+    ws_lines_.assign(n, 0.0);
+    struct Entry {
+      int buffer;
+      const NestAccess* access;
+      double lines;
+    };
+    std::vector<std::vector<Entry>> entries(n);
+    std::vector<char> varying(n, 0);
+    mchains_.assign(S.stores.size(), {});
+    for (size_t si = 0; si < S.stores.size(); ++si) {
+      const NestStore& st = S.stores[si];
+      mchains_[si] = memory_chain(st);
+      const std::vector<int>& chain = mchains_[si];
+      std::fill(varying.begin(), varying.end(), 0);
+      for (size_t p = chain.size(); p-- > 0;) {
+        // varying = the loops inside chain[p] in memory order.
+        const int l = chain[p];
+        for (const NestAccess& a : st.accesses) {
+          const double lines = access_footprint(S, a, varying, M.line_bytes).lines;
+          bool merged = false;
+          for (Entry& e : entries[size_t(l)]) {
+            if (e.buffer != a.buffer) continue;
+            const IndexForm& x = e.access->index;
+            const IndexForm& y = a.index;
+            bool same = x.terms.size() == y.terms.size();
+            for (size_t k = 0; same && k < x.terms.size(); ++k)
+              same = x.terms[k].loop == y.terms[k].loop && x.terms[k].coeff == y.terms[k].coeff;
+            if (same) {
+              e.lines = std::max(e.lines, lines);
+              merged = true;
+              break;
+            }
+          }
+          if (!merged) entries[size_t(l)].push_back({a.buffer, &a, lines});
+        }
+        varying[size_t(l)] = 1;
+      }
+    }
+    for (size_t l = 0; l < n; ++l) {
+      const std::vector<Entry>& es = entries[l];
+      double total = 0;
+      for (size_t i = 0; i < es.size(); ++i) {
+        bool first = true;
+        for (size_t j = 0; j < i; ++j) first &= es[j].buffer != es[i].buffer;
+        if (!first) continue;
+        double lines = 0;
+        for (size_t j = i; j < es.size(); ++j)
+          if (es[j].buffer == es[i].buffer) lines += es[j].lines;
+        total += std::min(lines, buffer_lines(es[i].buffer));
+      }
+      ws_lines_[l] = total;
+    }
+    // Buffers the run touches (allocations once: a loop reuses the same storage).
+    total_lines_ = 0;
+    for (size_t b = 0; b < S.buffers.size(); ++b) total_lines_ += buffer_lines(int(b));
+  }
+
+  double buffer_lines(int b) const {
+    const NestBuffer& buf = S.buffers[size_t(b)];
+    return std::ceil(double(buf.elements) * buf.dtype.bytes() * buf.dtype.lanes / M.line_bytes);
+  }
+
+  // Whether the lines `fp` describes fit in `c` given its sets: runs a multiple of a
+  // way apart land in the same sets.
+  bool fits_sets(const Footprint& fp, double elem_bytes, const CacheSpec& c) const {
+    if (!c.conflicts || fp.runs <= 1 || fp.run_stride <= 0) return true;
+    const double stride_bytes = fp.run_stride * elem_bytes;
+    if (std::fmod(stride_bytes, M.line_bytes) != 0) return true;
+    const int64_t stride_lines = int64_t(stride_bytes / M.line_bytes);
+    const int64_t sets = int64_t(c.sets);
+    const int64_t g = gcd64(stride_lines % sets == 0 ? sets : stride_lines % sets, sets);
+    const double positions = double(sets / std::max<int64_t>(g, 1));
+    const double run_lines = std::max(1.0, std::ceil(fp.run * elem_bytes / M.line_bytes));
+    const double used_sets = std::min(c.sets, run_lines * std::min(fp.runs, positions));
+    return fp.lines <= used_sets * c.ways * M.cache_utilization;
+  }
+
+  // Lines of `a` missing each cache level over one run. The walk goes from the
+  // innermost loop out (in memory order): a loop whose one iteration's working set
+  // fits the cache (and whose lines of `a` do not pile into a few sets) re-touches
+  // the lines of `a` its previous iterations brought in; one that does not fit
+  // fetches them again every iteration. Runs are repeated back to back, so a level
+  // that holds everything the run touches has no compulsory misses.
+  void access_misses(int si, const NestAccess& a, double misses[3]) const {
+    const std::vector<int>& chain = mchains_[size_t(si)];
+    const int d = int(chain.size());
+    const NestBuffer& b = S.buffers[size_t(a.buffer)];
+    const double eb = double(b.dtype.bytes()) * b.dtype.lanes;
+    Footprint fps[65];
+    const int levels = std::min(d, 64);
+    std::vector<char> varying(S.loops.size(), 0);
+    fps[levels] = access_footprint(S, a, varying, M.line_bytes);
+    for (int k = levels - 1; k >= 0; --k) {
+      varying[size_t(chain[size_t(k)])] = 1;
+      fps[k] = access_footprint(S, a, varying, M.line_bytes);
+    }
+    for (int c = 0; c < 3; ++c) {
+      double m = 1;
+      bool conflict = false;
+      for (int k = levels - 1; k >= 0; --k) {
+        const int l = chain[size_t(k)];
+        const bool sets_ok = fits_sets(fps[k + 1], eb, caches_[c]);
+        conflict |= !sets_ok;
+        const bool fits = ws_lines_[size_t(l)] <= caches_[c].capacity_lines && sets_ok;
+        m = fits ? std::min(fps[k].lines, ext(l) * m) : ext(l) * m;
+      }
+      if (total_lines_ <= caches_[c].capacity_lines) m = std::max(0.0, m - fps[0].lines);
+      (void)conflict;
+      misses[c] = m;
+    }
+    misses[1] = std::min(misses[1], misses[0]);
+    misses[2] = std::min(misses[2], misses[1]);
+  }
+
+  // Address translation misses of `a`: its innermost varying loop steps a page or
+  // more per iteration, and the pages one execution of that loop touches outgrow
+  // the TLB levels.
+  double tlb_cycles(int si, const NestAccess& a) const {
+    const std::vector<int>& chain = mchains_[size_t(si)];
+    const NestBuffer& b = S.buffers[size_t(a.buffer)];
+    for (size_t k = chain.size(); k-- > 0;) {
+      const int l = chain[k];
+      if (!a.index.depends_on(l)) continue;
+      const double step = std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes();
+      if (step < M.page_bytes) return 0;
+      // Pages one execution of the loop touches (the innermost varying loop and the
+      // varying loops inside it).
+      double pages = 1;
+      for (size_t j = k; j < chain.size(); ++j)
+        if (a.index.depends_on(chain[j])) pages *= ext(chain[j]);
+      // Accesses to distinct pages: loops inside the varying one repeat the same page.
+      double accesses = 1;
+      for (size_t j = 0; j <= k; ++j) accesses *= ext(chain[j]);
+      double c = 0;
+      if (pages > M.dtlb_entries) c += M.dtlb_miss_cycles;
+      if (pages > M.stlb_entries) c += M.stlb_miss_cycles;
+      return c * accesses;
+    }
+    return 0;
+  }
+
+  // Whether the hardware prefetchers follow `a`: its innermost varying loop walks
+  // memory in steps they track (within a page, at most 2 KiB apart).
+  bool prefetched(int si, const NestAccess& a) const {
+    const std::vector<int>& chain = mchains_[size_t(si)];
+    const NestBuffer& b = S.buffers[size_t(a.buffer)];
+    for (size_t k = chain.size(); k-- > 0;) {
+      const int l = chain[k];
+      if (!a.index.depends_on(l)) continue;
+      const double s = std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes();
+      return s <= 2048;
+    }
+    return true;
+  }
+
+  // Whether the store's target lives in a register across iterations of `r` (LLVM
+  // promotes a location every access of which in the loop is invariant).
+  bool promoted(const NestStore& st, int r, const std::vector<int>& region) const {
+    if (r < 0 || st.accesses[0].index.depends_on(r)) return false;
+    for (int si : region) {
+      for (const NestAccess& a : S.stores[size_t(si)].accesses)
+        if (a.buffer == st.buffer && a.index.depends_on(r)) return false;
+    }
+    return true;
+  }
+
+  static bool same_index(const IndexForm& x, const IndexForm& y) {
+    if (x.constant != y.constant || x.terms.size() != y.terms.size()) return false;
+    for (size_t k = 0; k < x.terms.size(); ++k)
+      if (x.terms[k].loop != y.terms[k].loop || x.terms[k].coeff != y.terms[k].coeff) return false;
+    return true;
+  }
+
+  Demand region_demand(int r, const std::vector<int>& stores, bool autovec) const {
+    Demand d;
+    for (int si : stores) {
+      const NestStore& st = S.stores[size_t(si)];
+      const DataType t = S.buffers[size_t(st.buffer)].dtype;
+      double k = 1;  // instances per region iteration (unrolled copies; the vector loop counts once)
+      for (int l : st.loops)
+        if (S.loops[size_t(l)].depth > (r >= 0 ? S.loops[size_t(r)].depth : -1) && !vec_ok_[size_t(l)]) k *= ext(l);
+      const int vl = vec_of_[size_t(si)];
+      const double lanes = vl >= 0 ? ext(vl) : 1;
+      const double v = vl >= 0 ? ceil_div(lanes, lanes_per_vector(t, M.vector_bits)) : 1;
+      bool masked = false;
+      if (vl >= 0) masked = std::find(st.guard_loops.begin(), st.guard_loops.end(), vl) != st.guard_loops.end();
+      const double kk = k * (masked ? 1.0 : st.fraction);
+      ValueOps ops;
+      count_value(st.node->value, &ops);
+      d.fp += kk * v * ops.fp;
+      d.divide += kk * v * ops.div * M.divide_cycles;
+      d.calls += kk * lanes * ops.calls * M.math_call_cycles;
+      d.alu += kk * v * ops.alu;
+      if (masked) d.alu += kk * v * 2;
+      if (!st.guard_loops.empty()) d.alu += k;
+      const bool prom = !autovec && promoted(st, r, stores);
+      bool self_read = false;
+      for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
+        const NestAccess& a = st.accesses[ai];
+        const bool write = a.kind == AccessKind::kWrite;
+        if (!write && a.buffer == st.buffer && same_index(a.index, st.accesses[0].index)) self_read = true;
+        // Address arithmetic that does not fold: divisions and modulos of fused loops.
+        for (const IndexTerm& term : a.index.terms)
+          if (term.loop < 0) d.alu += kk * v * 3;
+        if (prom && a.buffer == st.buffer) continue;  // kept in a register
+        if (!write && r >= 0 && !a.index.depends_on(r)) {
+          bool stored = false;
+          for (int sj : stores) stored |= S.stores[size_t(sj)].buffer == a.buffer;
+          if (!stored) {
+            d.hoisted += kk * v;
+            continue;
+          }
+        }
+        const double frac = vl >= 0 ? 1.0 : a.fraction;
+        double cost;
+        if (vl >= 0) {
+          bool irregular = false;
+          for (const IndexTerm& term : a.index.terms)
+            if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), vl) != term.deps.end()) irregular = true;
+          const int64_t s = a.index.stride_of(vl);
+          if (irregular || (s != 0 && s != 1 && s != -1)) {
+            cost = lanes * M.gather_lane_cycles;  // gather / scatter
+            d.alu += kk * lanes;
+          } else if (s == 0) {
+            cost = 1;  // broadcast
+          } else {
+            cost = v;
+          }
+        } else {
+          cost = 1;
+        }
+        if (masked) cost *= M.masked_access_factor;
+        if (write) {
+          d.stores += kk * frac * cost;
+        } else {
+          d.loads += kk * frac * cost;
+        }
+      }
+      if (self_read && r >= 0 && !st.accesses[0].index.depends_on(r) && !autovec) {
+        d.chains += kk * v;
+        d.chain_latency = std::max(d.chain_latency, prom ? M.fp_latency : M.fp_latency + 5);
+      }
+    }
+    return d;
+  }
+
+  double demand_cycles(const Demand& d, bool loop_overhead, bool chains) const {
+    double loads = d.loads, stores = d.stores, latency = chains ? d.chain_latency : 0;
+    if (chains && d.chains > 0) {
+      const double spare = std::max(1.0, double(M.vector_registers) - 4);
+      if (d.chains > spare) {  // accumulators spill
+        loads += d.chains - spare;
+        stores += d.chains - spare;
+        latency += 5;
+      }
+    }
+    const double uops = d.uops() + (loop_overhead ? 2 : 0) + (loads - d.loads) + (stores - d.stores);
+    double c = std::max({d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width,
+                         d.divide, latency});
+    return c + d.calls;
+  }
+
+  double region_compute(int r, const std::vector<int>& stores, CostBreakdown& out) {
+    if (stores.empty()) return 0;
+    const double iters = r >= 0 ? iters_[size_t(r)] : 1;
+    const double execs = r >= 0 ? execs_[size_t(r)] : 1;
+    const Demand d = region_demand(r, stores, false);
+    double per_iter = demand_cycles(d, r >= 0, true);
+    double total = iters * per_iter;
+    if (r >= 0 && autovec_[size_t(r)] > 0) {
+      const double vf = autovec_[size_t(r)];
+      const double e = ext(r);
+      const Demand dv = region_demand(r, stores, true);
+      const double vec_iter = demand_cycles(dv, false, false) + 0.5;
+      total = execs * (std::floor(e / vf) * vec_iter + std::fmod(e, vf) * per_iter);
+      per_iter = total / std::max(iters, 1.0);
+    }
+    total += execs * d.hoisted / M.load_ports;
+    chain_bound_[size_t(r + 1)] = d.chain_latency > 0 && per_iter <= d.chain_latency + 1e-9;
+    calls_bound_[size_t(r + 1)] = d.calls > 0.5 * per_iter;
+    // Shares per store, by its part of the demand.
+    double sum = 0;
+    std::vector<double> share(stores.size(), 0.0);
+    for (size_t i = 0; i < stores.size(); ++i) {
+      const Demand di = region_demand(r, {stores[i]}, false);
+      share[i] = di.uops() + di.calls;
+      sum += share[i];
+    }
+    for (size_t i = 0; i < stores.size(); ++i)
+      out.stores[size_t(stores[i])].compute_cycles += sum > 0 ? total * share[i] / sum : total / double(stores.size());
+    return total;
+  }
+};
+
+}  // namespace
+
+CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& machine) {
+  const NestSummary summary = summarize_nest(nest);
+  return Model(summary, machine).run();
+}
+
+double est_cycles(const LoopNest& nest, const MachineModel& machine) { return estimate_cost(nest, machine).total_cycles; }
+
+std::string CostBreakdown::to_string() const {
+  std::string s;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "total %.4g cycles (compute %.4g, memory %.4g, overhead %.4g)\n", total_cycles,
+                compute_cycles, memory_cycles, overhead_cycles);
+  s += buf;
+  s += "stores:\n";
+  for (const StoreCost& c : stores) {
+    std::snprintf(buf, sizeof buf, "  %-16s instances %-10.4g compute %-10.4g memory %-10.4g misses L1 %-9.3g L2 %-9.3g L3 %-9.3g %s\n",
+                  c.buffer.c_str(), c.instances, c.compute_cycles, c.memory_cycles, c.l1_misses, c.l2_misses,
+                  c.l3_misses, c.bound);
+    s += buf;
+  }
+  s += "loops:\n";
+  for (const LoopCost& l : loops) {
+    std::snprintf(buf, sizeof buf, "  %*s%s %s[%lld] x%.4g  ws %.4g B (fits %s)%s  %.4g cycles\n", 2 * l.depth, "",
+                  for_kind_name(l.kind), l.loop.c_str(), (long long)l.extent, l.executions, l.working_set_bytes,
+                  l.fits == 1 ? "L1" : l.fits == 2 ? "L2" : l.fits == 3 ? "L3" : "-", l.vectorized ? " vec" : "",
+                  l.cycles);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,139 @@
+// A deterministic analytical CPU cost model of a lowered LoopNest: estimated cycles
+// of one run on a described machine, with a per-store and per-loop breakdown. It is
+// computed on every environment step (well under a millisecond on a 10-stage nest),
+// bit-exactly reproducible everywhere (no host probing unless asked for, no threads,
+// no transcendental functions), and documented with its measured rank correlation
+// against real runtimes in docs/cost_model.md.
+//
+// The model, in short (details in docs/cost_model.md):
+//  - compute: the straight-line code under each innermost iterating loop (unrolled
+//    and vectorized loops are part of it) is costed per iteration as the maximum of
+//    its FP-pipe, load-port, store-port, issue-width and divider demands and of the
+//    latency of its accumulator chains; vector code costs ceil(lanes / vector lanes)
+//    instructions per operation, gathers and scatters one per lane; math calls are
+//    scalar library calls; LLVM's own vectorization of plain innermost loops and its
+//    promotion of loop-invariant accumulators to registers are modelled;
+//  - memory: for every access and cache level, the loop level whose per-iteration
+//    working set (all buffers) still fits decides how many distinct lines come from
+//    the level below; power-of-two strides that map a footprint onto few sets do not
+//    fit; streams the prefetchers cannot follow pay latency over memory-level
+//    parallelism instead of bandwidth;
+//  - each loop region costs max(compute, memory); parallel loops divide their regions
+//    by the threads (with the imbalance of a static split of their extent), DRAM
+//    traffic by the shared bandwidth, and pay a fork/join per execution; heap
+//    allocations pay an allocation and first-touch page faults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/lower/loop_nest.h"
+
+namespace tensorgym {
+
+// The machine the model describes. Frequency-free: every rate is per cycle.
+struct MachineModel {
+  std::string name = "reference";
+  // Core.
+  int vector_bits = 256;        // widest vector register the code generator uses
+  int auto_vector_bits = 256;   // vector width LLVM's own loop vectorizer picks
+  int vector_registers = 16;
+  int fma_units = 2;            // vector FP pipes (FMA, add, multiply)
+  double fp_latency = 4;        // cycles of an FMA / add / multiply
+  int load_ports = 2;           // loads per cycle
+  int store_ports = 1;          // stores per cycle
+  int issue_width = 4;          // instructions per cycle the front end sustains
+  double divide_cycles = 5;     // throughput of one vector divide or square root
+  double math_call_cycles = 20; // one scalar exp / log / tanh call
+  double gather_lane_cycles = 1;   // per lane of a gather or scatter
+  double masked_access_factor = 2; // a masked vector load or store (tail guards) against a plain one
+  double loop_entry_cycles = 3;    // entering a loop (setup, exit branch)
+  int cores = 8;
+  // Caches. L1 and L2 per core, L3 shared; one line size.
+  int line_bytes = 64;
+  int64_t l1_bytes = int64_t(32) << 10;
+  int l1_ways = 8;
+  int64_t l2_bytes = int64_t(1) << 20;
+  int l2_ways = 16;
+  int64_t l3_bytes = int64_t(32) << 20;
+  int l3_ways = 16;
+  double cache_utilization = 0.75;  // fraction of a cache a working set may use and still fit
+  // Bandwidth (bytes per cycle into the level above, per core) and latency (cycles)
+  // of each level as a source of lines.
+  double l2_bandwidth = 32;
+  double l3_bandwidth = 10;
+  double dram_bandwidth = 8;          // one core
+  double dram_bandwidth_total = 16;   // all cores together
+  double l2_latency = 14;
+  double l3_latency = 70;
+  double dram_latency = 250;
+  double memory_parallelism = 8;   // outstanding line misses per core
+  // Address translation: a walk whose step is a page or more touches a new page per
+  // access; past the first-level TLB that costs a second-level lookup, past the
+  // second level a page walk.
+  int page_bytes = 4096;
+  int dtlb_entries = 64;
+  int stlb_entries = 1536;
+  double dtlb_miss_cycles = 7;
+  double stlb_miss_cycles = 30;
+  // Runtime.
+  double fork_join_cycles = 3000;  // one parallel loop execution on more than one thread
+  double call_cycles = 30;         // an outlined parallel body run on one thread
+  double heap_alloc_cycles = 500;  // an Allocate above the stack limit (per execution)
+  int64_t stack_limit_bytes = int64_t(512) << 10;
+  double page_fault_cycles = 1000;  // first touch of a 4 KiB page of a heap buffer
+
+  // A fixed machine (see docs/cost_model.md): an AVX2 + FMA x86-64 core, 8 cores.
+  // Every field has the default value above; results computed with it are the same
+  // on every host.
+  static MachineModel reference();
+  // The reference machine with this host's vector width (AVX-512 / AVX2 / SSE from
+  // CPUID), core count and cache sizes and associativities (sysfs); whatever cannot
+  // be read keeps the reference value. Not reproducible across hosts.
+  static MachineModel from_host();
+  // The reference machine with the given vector width and cores (e.g. a CpuTarget's
+  // vector_bits and num_cores) and this host's caches.
+  static MachineModel from_host(int vector_bits, int cores);
+};
+
+// One For loop of the nest (pre-order).
+struct LoopCost {
+  std::string loop;
+  int depth = 0;
+  ForKind kind = ForKind::kSerial;
+  int64_t extent = 0;
+  double executions = 0;        // times the loop is entered over the whole run
+  double working_set_bytes = 0; // footprint of one iteration (all buffers)
+  int fits = 0;                 // smallest cache level the per-iteration working set fits: 1, 2, 3; 4 = none
+  bool vectorized = false;      // vectorized by the backend (explicit) or by LLVM (auto)
+  double cycles = 0;            // estimated cycles of all its executions, inner loops included
+};
+
+// One Store of the nest (program order).
+struct StoreCost {
+  std::string buffer;
+  double instances = 0;       // scalar instances over the whole run
+  double compute_cycles = 0;  // its share of the compute estimate
+  double memory_cycles = 0;   // cycles of its cache and memory traffic
+  double l1_misses = 0, l2_misses = 0, l3_misses = 0;  // lines
+  const char* bound = "";     // what limits its region: compute, latency, memory, calls
+};
+
+struct CostBreakdown {
+  double total_cycles = 0;
+  double compute_cycles = 0;    // sum over regions, before parallel speedup
+  double memory_cycles = 0;
+  double overhead_cycles = 0;   // loop entries, fork/join, allocations
+  std::vector<StoreCost> stores;
+  std::vector<LoopCost> loops;
+  // A readable table of the above.
+  std::string to_string() const;
+};
+
+// Estimated cycles of one run of `nest` on `machine`.
+double est_cycles(const LoopNest& nest, const MachineModel& machine = MachineModel::reference());
+// The same estimate with its breakdown.
+CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& machine = MachineModel::reference());
+
+}  // namespace tensorgym

@@ -1,0 +1,88 @@
+#include "datasets/user_dataset.h"
+
+#include <utility>
+
+#include "datasets/benchmark_uri.h"
+
+namespace tensorgym {
+namespace {
+
+bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+bool UserDataset::is_valid_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (!is_letter(name[0]) && name[0] != '_') return false;
+  for (char c : name)
+    if (!is_letter(c) && !is_digit(c) && c != '_' && c != '-' && c != '.') return false;
+  return true;
+}
+
+int64_t UserDataset::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return int64_t(entries_.size());
+}
+
+std::vector<BenchmarkInfo> UserDataset::list(int64_t offset, int64_t limit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t begin, end;
+  list_range(int64_t(entries_.size()), offset, limit, &begin, &end);
+  std::vector<BenchmarkInfo> out;
+  for (int64_t i = begin; i < end; ++i) {
+    const Entry& e = entries_[size_t(i)];
+    out.push_back({std::string(kName) + "/" + e.name, e.shape});
+  }
+  return out;
+}
+
+Expected<Benchmark> UserDataset::get(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) {
+    return not_found("no benchmark " + quote_uri(std::string(kName) + "/" + std::string(name)) + " in " + kName +
+                     " (it holds the " + std::to_string(entries_.size()) +
+                     " programs added with add_user_benchmark in this process)");
+  }
+  const Entry& e = entries_[it->second];
+  return Benchmark{std::string(kName) + "/" + e.name, e.text, e.program, "", e.shape};
+}
+
+Expected<std::string> UserDataset::add(std::string_view name, std::string_view program_text) {
+  if (!is_valid_name(name)) {
+    return invalid_argument("invalid user benchmark name " + quote_uri(name) +
+                            ": a name has letters, digits, '_', '-' and '.', starts with a letter or '_' and has at "
+                            "most " + std::to_string(kMaxNameLength) + " characters ('/' is not allowed)");
+  }
+  const std::string uri = std::string(kName) + "/" + std::string(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(std::string(name));
+    if (it != index_.end()) {
+      if (entries_[it->second].text == program_text) return uri;
+      return already_exists("user benchmark " + uri + " already exists with a different program text");
+    }
+  }
+  // Parsed outside the lock: user text can be large.
+  Expected<Program> parsed = parse_program(program_text);
+  if (!parsed.ok()) return Status(parsed.status().code(), uri + ":" + parsed.status().message());
+  Entry e{std::string(name), std::string(program_text), std::make_shared<const Program>(std::move(*parsed)), ""};
+  e.shape = describe_program_shapes(*e.program);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(e.name);
+  if (it != index_.end()) {  // added by another thread meanwhile
+    if (entries_[it->second].text == e.text) return uri;
+    return already_exists("user benchmark " + uri + " already exists with a different program text");
+  }
+  if (entries_.size() >= kMaxBenchmarks) {
+    return resource_exhausted("cannot add " + uri + ": " + kName + " already holds " +
+                              std::to_string(kMaxBenchmarks) + " programs, its limit");
+  }
+  index_.emplace(e.name, entries_.size());
+  entries_.push_back(std::move(e));
+  return uri;
+}
+
+}  // namespace tensorgym

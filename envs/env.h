@@ -1,0 +1,89 @@
+// The environment interface (Gymnasium / CompilerGym semantics), independent of RPC.
+// An episode's state is exactly (benchmark, actions); observations and rewards are
+// derived from it. schedule-v0 and memory-v0 implement this; the gRPC service and the
+// command line drive it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "envs/episode_state.h"
+#include "spaces/event.h"
+#include "spaces/space.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+class Runner;
+class DatasetRegistry;
+
+// What environments share in one process: the datasets, the sandboxed measurement
+// workers, and baselines already measured (so reset does not measure them again).
+struct EnvContext {
+  DatasetRegistry* datasets = nullptr;  // the global registry when null
+  int runner_workers = 1;
+  std::string worker_binary;            // `tensorgym` for workers; empty: this executable
+  int threads = 0;                      // threads for compiled runs (0: every core)
+
+  // The measurement runner, started on first use.
+  Runner& runner();
+  // Initial and expert-schedule metric values already measured, by key.
+  bool find_baseline(const std::string& key, double* value) const;
+  void store_baseline(const std::string& key, double value);
+
+  ~EnvContext();
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<Runner> runner_;
+  std::map<std::string, double> baselines_;
+};
+
+struct ResetOptions {
+  std::string action_space;  // empty: the environment's default
+  int64_t max_episode_steps = 0;  // 0: no limit; past it steps report truncated
+};
+
+struct StepResult {
+  std::vector<Event> observations;  // one per requested space (its default on error)
+  std::vector<double> rewards;      // one per requested reward space
+  bool terminated = false;
+  bool truncated = false;
+  bool action_had_no_effect = false;
+  Status error;  // what went wrong, if anything; the state is unchanged by a bad action
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  virtual const std::string& name() const = 0;
+  virtual const std::vector<Space>& action_spaces() const = 0;
+  virtual const std::vector<Space>& observation_spaces() const = 0;
+  virtual const std::vector<Space>& reward_spaces() const = 0;
+
+  // Starts an episode on a benchmark URI and returns the requested observations.
+  virtual Expected<std::vector<Event>> reset(const std::string& benchmark, const ResetOptions& options,
+                                             const std::vector<std::string>& observations) = 0;
+  // Applies actions in order (an action is an index into the action space or the
+  // action's text form), then computes the requested observations and rewards. An
+  // action that fails stops the sequence; earlier ones stay applied.
+  virtual StepResult step(const std::vector<Event>& actions, const std::vector<std::string>& observations,
+                          const std::vector<std::string>& rewards) = 0;
+  // An independent copy of the episode (cheap: derived values are shared).
+  virtual Expected<std::unique_ptr<Env>> fork() const = 0;
+  virtual EpisodeState state() const = 0;
+  // Session parameters, e.g. "runner.repeat" = "3" (INVALID_ARGUMENT when unknown).
+  virtual Status set_parameter(const std::string& key, const std::string& value) = 0;
+  virtual void close() = 0;
+};
+
+// "schedule-v0" (and later "memory-v0"); NOT_FOUND for other names.
+Expected<std::unique_ptr<Env>> make_env(const std::string& name, std::shared_ptr<EnvContext> context);
+std::vector<std::string> env_names();
+
+}  // namespace tensorgym

@@ -1,0 +1,157 @@
+#include "envs/schedule/observations.h"
+
+#include "codegen/analysis/features.h"
+#include "codegen/analysis/op_count.h"
+#include "codegen/analysis/scratch.h"
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/inst_count.h"
+#include "codegen/ir/ir_printer.h"
+#include "envs/schedule/metrics.h"
+#include "envs/schedule/primitive_actions.h"
+
+namespace tensorgym {
+namespace {
+
+Expected<Event> loop_nest_text(ScheduleEpisode& e) {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+  std::string s;
+  for (const BufferArg& a : nest->inputs) s += "input " + a.name + ": " + a.dtype.str() + "\n";
+  for (const BufferArg& a : nest->outputs) s += "output " + a.name + ": " + a.dtype.str() + "\n";
+  return Event(s + to_string(nest->body));
+}
+
+Expected<Event> action_mask(ScheduleEpisode& e) {
+  const ScheduleState& state = e.schedule->state();
+  std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor)
+                                                                      : PrimitiveActions::mask(state);
+  int64_t n = int64_t(m.size());
+  return Event(Int64Tensor{{n}, std::move(m)});
+}
+
+Expected<Event> inst_count(ScheduleEpisode& e) {
+  TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->compilation());
+  TG_ASSIGN_OR_RETURN(std::vector<int64_t> counts, count_llvm_opcodes(r.llvm_ir()));
+  int64_t n = int64_t(counts.size());
+  return Event(Int64Tensor{{n}, std::move(counts)});
+}
+
+Expected<Event> features(ScheduleEpisode& e) {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+  NestFeatures f = extract_features(*nest);
+  DoubleTensor t;
+  t.shape = {int64_t(f.rows.size()), kFeaturesPerStore};
+  t.values.reserve(f.rows.size() * kFeaturesPerStore);
+  for (const StoreFeatureRow& row : f.rows) t.values.insert(t.values.end(), row.begin(), row.end());
+  return Event(std::move(t));
+}
+
+Expected<Event> pooled_features(ScheduleEpisode& e) {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+  std::vector<float> f = features_flat(*nest);
+  return Event(DoubleTensor{{int64_t(f.size())}, std::vector<double>(f.begin(), f.end())});
+}
+
+std::vector<ObservationDef> make_observations() {
+  std::vector<ObservationDef> obs;
+  auto text = [](const char* name, const char* description) {
+    return Space::string(name).set_default(Event(std::string())).set_description(description);
+  };
+  auto real = [](const char* name, const char* description, double lo = 0) {
+    return Space::double_range(name, lo).set_default(Event(-1.0)).set_description(description);
+  };
+  obs.push_back({text("program", "the benchmark's program text"),
+                 [](ScheduleEpisode& e) -> Expected<Event> { return Event(e.schedule->program().to_text()); }});
+  obs.push_back({text("schedule", "the schedule trace, one primitive per line"),
+                 [](ScheduleEpisode& e) -> Expected<Event> { return Event(e.schedule->trace().to_string()); }});
+  obs.push_back({text("loop_nest", "the lowered loop nest"), loop_nest_text});
+  obs.push_back({text("cursor", "the loop the cursor points at (cursor action space)"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   return Event(CursorActions::describe(e.schedule->state(), e.cursor));
+                 }});
+  obs.push_back({Space::int64_box("action_mask", {-1}, 0, 1)
+                     .set_default(Event(Int64Tensor{{0}, {}}))
+                     .set_description("1 for each action of the episode's action space that is likely applicable"),
+                 action_mask});
+  obs.push_back({Space::double_box("features", {-1, kFeaturesPerStore})
+                     .set_labels(feature_names())
+                     .set_default(Event(DoubleTensor{{0, kFeaturesPerStore}, {}}))
+                     .set_description("per-store features in the Ansor layout, log-scaled (docs/features.md)"),
+                 features});
+  obs.push_back({Space::double_box("features_flat", {kFeaturesFlat})
+                     .set_labels(features_flat_names())
+                     .set_default(Event(DoubleTensor{{kFeaturesFlat}, std::vector<double>(kFeaturesFlat, 0.0)}))
+                     .set_description("features pooled over stores: sum, mean, max per column, then the store count"),
+                 pooled_features});
+  obs.push_back({real("est_cycles", "cycles estimated by the analytical cost model (docs/cost_model.md)"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+                   return Event(estimated_cycles(*nest));
+                 }});
+  obs.push_back({Space::int64_range("peak_scratch_bytes", 0)
+                     .set_default(Event(int64_t(-1)))
+                     .set_description("largest total of local buffers live at once, counting parallel copies"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+                   int threads = e.context->threads > 0 ? e.context->threads : CpuTarget::host().num_cores;
+                   return Event(int64_t(peak_scratch_bytes(*nest, threads)));
+                 }});
+  obs.push_back({real("flops", "floating-point operations of the program (multiply-add = 2)"),
+                 [](ScheduleEpisode& e) -> Expected<Event> { return Event(count_ops(e.schedule->program()).flops); }});
+  obs.push_back({text("llvm_ir", "the optimized LLVM IR of the compiled kernel").set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->compilation());
+                   return Event(r.llvm_ir());
+                 }});
+  obs.push_back({Space::int64_box("inst_count", {int64_t(llvm_opcode_names().size())}, 0, Space::kInf)
+                     .set_labels(llvm_opcode_names())
+                     .set_platform_dependent(true)
+                     .set_default(Event(Int64Tensor{{int64_t(llvm_opcode_names().size())},
+                                                    std::vector<int64_t>(llvm_opcode_names().size(), 0)}))
+                     .set_description("instructions per LLVM opcode in the optimized module (labels: opcode names)"),
+                 inst_count});
+  obs.push_back({real("runtime", "seconds per run, median of the measured repeats (sandboxed worker)")
+                     .set_deterministic(false)
+                     .set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
+                   return Event(r.runtime().median_s());
+                 }});
+  obs.push_back({real("gflops", "flops / median runtime, in GFLOP/s").set_deterministic(false).set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
+                   return Event(r.gflops());
+                 }});
+  obs.push_back({real("compile_time", "seconds to compile the kernel").set_deterministic(false).set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
+                   return Event(r.compile_ms() / 1e3);
+                 }});
+  obs.push_back({Space::boolean("correct")
+                     .set_default(Event(false))
+                     .set_platform_dependent(true)
+                     .set_description("the compiled kernel's outputs match the reference evaluator"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   Expected<proto::MeasureResult> r = e.derived->measurement();
+                   if (!r.ok()) {
+                     if (r.status().message().rfind("WRONG_ANSWER", 0) == 0) return Event(false);
+                     return r.status();
+                   }
+                   return Event(r->correct());
+                 }});
+  return obs;
+}
+
+}  // namespace
+
+const std::vector<ObservationDef>& schedule_observations() {
+  static const std::vector<ObservationDef> obs = make_observations();
+  return obs;
+}
+
+const ObservationDef* find_schedule_observation(const std::string& name) {
+  for (const ObservationDef& o : schedule_observations())
+    if (o.space.name() == name) return &o;
+  return nullptr;
+}
+
+}  // namespace tensorgym

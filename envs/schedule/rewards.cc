@@ -1,0 +1,100 @@
+#include "envs/schedule/rewards.h"
+
+#include "codegen/cpu/cpu_backend.h"
+#include "envs/schedule/metrics.h"
+
+namespace tensorgym {
+namespace {
+
+std::vector<RewardDef> make_rewards() {
+  std::vector<RewardDef> r;
+  auto reward = [](const std::string& name, bool deterministic, const std::string& description) {
+    return Space::double_range(name)
+        .set_deterministic(deterministic)
+        .set_platform_dependent(!deterministic)
+        .set_default(Event(-1.0))
+        .set_description(description);
+  };
+  r.push_back({reward("est_cycles", true, "reduction of the estimated cycles, relative to the unscheduled program"),
+               "est_cycles", false, false, -1.0});
+  r.push_back({reward("est_cycles_norm_expert", true,
+                      "reduction of the estimated cycles, relative to the gap to the expert schedule"),
+               "est_cycles", false, true, -1.0});
+  r.push_back({reward("runtime", false, "reduction of the measured runtime, relative to the unscheduled program"),
+               "runtime", false, false, -1.0});
+  r.push_back({reward("runtime_norm_expert", false,
+                      "reduction of the measured runtime, relative to the gap to the expert schedule"),
+               "runtime", false, true, -1.0});
+  r.push_back({reward("gflops", false, "increase of GFLOP/s, relative to the unscheduled program"), "gflops", true,
+               false, -1.0});
+  r.push_back({reward("gflops_norm_expert", false, "increase of GFLOP/s, relative to the gap to the expert schedule"),
+               "gflops", true, true, -1.0});
+  return r;
+}
+
+std::string baseline_key(const std::string& which, const std::string& metric, const ScheduleEpisode& e) {
+  std::string key = which + "|" + metric + "|" + e.benchmark.uri;
+  if (metric != "est_cycles") {
+    // Measured metrics depend on the machine and on how they were measured.
+    key += "|" + CpuTarget::host().fingerprint() + "|" + e.runner_settings.SerializeAsString();
+    key += "|" + std::to_string(e.context->threads);
+  }
+  return key;
+}
+
+Expected<double> metric_of_schedule(const std::string& metric, const ScheduleEpisode& e, const std::string& trace) {
+  ScheduleEpisode tmp;
+  tmp.context = e.context;
+  tmp.benchmark = e.benchmark;
+  TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(e.benchmark.program, trace));
+  tmp.schedule = std::move(s);
+  tmp.runner_settings = e.runner_settings;
+  tmp.invalidate();
+  return schedule_metric(metric, tmp);
+}
+
+Expected<double> cached_metric(const std::string& which, const std::string& metric, const ScheduleEpisode& e,
+                               const std::string& trace) {
+  std::string key = baseline_key(which, metric, e);
+  double v = 0;
+  if (e.context->find_baseline(key, &v)) return v;
+  TG_ASSIGN_OR_RETURN(v, metric_of_schedule(metric, e, trace));
+  e.context->store_baseline(key, v);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<RewardDef>& schedule_rewards() {
+  static const std::vector<RewardDef> r = make_rewards();
+  return r;
+}
+
+const RewardDef* find_schedule_reward(const std::string& name) {
+  for (const RewardDef& r : schedule_rewards())
+    if (r.space.name() == name) return &r;
+  return nullptr;
+}
+
+Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) {
+  if (metric == "est_cycles") {
+    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+    return estimated_cycles(*nest);
+  }
+  TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
+  if (metric == "runtime") return r.runtime().median_s();
+  if (metric == "gflops") return r.gflops();
+  return invalid_argument("unknown metric " + metric);
+}
+
+Expected<double> initial_metric(const std::string& metric, const ScheduleEpisode& e) {
+  return cached_metric("initial", metric, e, "");
+}
+
+Expected<double> expert_metric(const std::string& metric, const ScheduleEpisode& e) {
+  if (e.benchmark.expert_schedule.empty())
+    return failed_precondition("benchmark " + e.benchmark.uri + " has no expert schedule to normalize against");
+  return cached_metric("expert", metric, e, e.benchmark.expert_schedule);
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,305 @@
+#include "envs/schedule/schedule_env.h"
+
+#include <cmath>
+
+#include "datasets/registry.h"
+#include "envs/schedule/observations.h"
+#include "envs/schedule/primitive_actions.h"
+#include "envs/schedule/rewards.h"
+
+namespace tensorgym {
+namespace {
+
+const std::string kName = "schedule-v0";
+
+std::vector<Space> collect_observation_spaces() {
+  std::vector<Space> s;
+  for (const ObservationDef& o : schedule_observations()) s.push_back(o.space);
+  return s;
+}
+
+std::vector<Space> collect_reward_spaces() {
+  std::vector<Space> s;
+  for (const RewardDef& r : schedule_rewards()) s.push_back(r.space);
+  return s;
+}
+
+Expected<int64_t> parse_int_param(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(value, &used);
+    if (used != value.size() || v < lo || v > hi) throw std::out_of_range("range");
+    return int64_t(v);
+  } catch (const std::exception&) {
+    return invalid_argument("parameter " + key + " must be an integer in " + std::to_string(lo) + ".." +
+                            std::to_string(hi) + ", got '" + value + "'");
+  }
+}
+
+}  // namespace
+
+ScheduleEnv::ScheduleEnv(std::shared_ptr<EnvContext> context) : context_(std::move(context)) {
+  episode_.context = context_;
+}
+
+const std::string& ScheduleEnv::name() const { return kName; }
+
+const std::vector<Space>& ScheduleEnv::action_spaces() const {
+  static const std::vector<Space> spaces = {PrimitiveActions::space(), CursorActions::space()};
+  return spaces;
+}
+
+const std::vector<Space>& ScheduleEnv::observation_spaces() const {
+  static const std::vector<Space> spaces = collect_observation_spaces();
+  return spaces;
+}
+
+const std::vector<Space>& ScheduleEnv::reward_spaces() const {
+  static const std::vector<Space> spaces = collect_reward_spaces();
+  return spaces;
+}
+
+Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, const ResetOptions& options,
+                                                const std::vector<std::string>& observations) {
+  ActionSpaceKind kind = ActionSpaceKind::kPrimitives;
+  if (options.action_space == "cursor") {
+    kind = ActionSpaceKind::kCursor;
+  } else if (!options.action_space.empty() && options.action_space != "primitives") {
+    return invalid_argument("unknown action space '" + options.action_space + "' (schedule-v0 has primitives, cursor)");
+  }
+  if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
+  for (const std::string& o : observations)
+    if (!find_schedule_observation(o)) return invalid_argument("unknown observation space '" + o + "'");
+  DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();
+  TG_ASSIGN_OR_RETURN(Benchmark b, registry.resolve(benchmark));
+
+  ScheduleEpisode next;
+  next.context = context_;
+  next.benchmark = std::move(b);
+  next.schedule.emplace(next.benchmark.program);
+  next.action_space = kind;
+  next.runner_settings = episode_.runner_settings;  // session parameters persist across resets
+  next.cursor = CursorActions::normalize(next.schedule->state(), Cursor{});
+  next.invalidate();
+  episode_ = std::move(next);
+  options_ = options;
+  steps_ = 0;
+  start_ = std::chrono::steady_clock::now();
+  last_metric_.clear();
+  cumulative_.clear();
+  last_reward_space_.clear();
+
+  Status error;
+  std::vector<Event> obs = observe(observations, &error);
+  if (!error.ok()) return error;
+  return obs;
+}
+
+Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
+  *changed = false;
+  if (episode_.action_space == ActionSpaceKind::kCursor) {
+    int64_t index = 0;
+    if (action.is<int64_t>()) {
+      index = action.as<int64_t>();
+    } else if (action.is<std::string>()) {
+      TG_ASSIGN_OR_RETURN(index, CursorActions::index_of(action.as<std::string>()));
+    } else {
+      return invalid_argument("a cursor action is an index or an action name");
+    }
+    TG_ASSIGN_OR_RETURN(CursorActions::Decision d, CursorActions::decide(episode_.schedule->state(), episode_.cursor, index));
+    std::string text = CursorActions::names()[size_t(index)];
+    if (d.is_move) {
+      *changed = d.next.stage != episode_.cursor.stage || d.next.loop != episode_.cursor.loop;
+      episode_.cursor = d.next;
+    } else {
+      PrimitiveResult r = episode_.schedule->apply(d.primitive);
+      if (!r.ok()) return Status(r.status().code(), "action " + text + ": " + r.status().message());
+      *changed = *r == ApplyEffect::kChanged;
+      if (*changed) {
+        episode_.cursor = CursorActions::normalize(episode_.schedule->state(), episode_.cursor);
+        episode_.invalidate();
+      }
+    }
+    if (*changed) episode_.actions.push_back(text);
+    return Status();
+  }
+
+  Primitive p;
+  if (action.is<int64_t>()) {
+    Expected<Primitive> decoded = PrimitiveActions::decode(episode_.schedule->state(), action.as<int64_t>());
+    if (!decoded.ok())
+      return Status(decoded.status().code(), "action " + std::to_string(action.as<int64_t>()) + ": " +
+                                                 decoded.status().message());
+    p = std::move(*decoded);
+  } else if (action.is<std::string>()) {
+    TG_ASSIGN_OR_RETURN(Trace t, parse_trace(action.as<std::string>()));
+    if (t.steps.size() != 1)
+      return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": '" +
+                              action.as<std::string>() + "'");
+    p = t.steps[0];
+  } else {
+    return invalid_argument("a primitives action is an index or a primitive's text");
+  }
+  PrimitiveResult r = episode_.schedule->apply(p);
+  if (!r.ok()) return r.status();
+  *changed = *r == ApplyEffect::kChanged;
+  if (*changed) {
+    p.loc = {};
+    episode_.actions.push_back(p.to_string());
+    episode_.cursor = CursorActions::normalize(episode_.schedule->state(), episode_.cursor);
+    episode_.invalidate();
+  }
+  return Status();
+}
+
+std::vector<Event> ScheduleEnv::observe(const std::vector<std::string>& names, Status* error) {
+  std::vector<Event> out;
+  out.reserve(names.size());
+  for (const std::string& n : names) {
+    const ObservationDef* def = find_schedule_observation(n);
+    if (!def) {
+      if (error->ok()) *error = invalid_argument("unknown observation space '" + n + "'");
+      out.push_back(Event());
+      continue;
+    }
+    Expected<Event> v = def->compute(episode_);
+    if (v.ok()) {
+      out.push_back(std::move(*v));
+    } else {
+      if (error->ok()) *error = Status(v.status().code(), "observation " + n + ": " + v.status().message());
+      out.push_back(def->space.default_value());
+    }
+  }
+  return out;
+}
+
+Expected<std::vector<double>> ScheduleEnv::rewards(const std::vector<std::string>& names) {
+  std::vector<double> out;
+  Status first_error;
+  for (const std::string& n : names) {
+    const RewardDef* def = find_schedule_reward(n);
+    if (!def) return invalid_argument("unknown reward space '" + n + "'");
+    last_reward_space_ = n;
+    Expected<double> initial = initial_metric(def->metric, episode_);
+    Expected<double> scale_base = def->normalize_by_expert ? expert_metric(def->metric, episode_) : initial;
+    Expected<double> current = schedule_metric(def->metric, episode_);
+    if (!initial.ok() || !scale_base.ok() || !current.ok()) {
+      const Status& st = !initial.ok() ? initial.status() : !scale_base.ok() ? scale_base.status() : current.status();
+      if (first_error.ok()) first_error = Status(st.code(), "reward " + n + ": " + st.message());
+      out.push_back(def->reward_on_error);
+      cumulative_[n] += def->reward_on_error;
+      continue;
+    }
+    double scale = def->normalize_by_expert ? (*initial - *scale_base) : *initial;
+    if (def->normalize_by_expert && def->higher_is_better) scale = *scale_base - *initial;
+    if (!(std::fabs(scale) > 0) || !std::isfinite(scale)) scale = 1.0;
+    auto it = last_metric_.find(n);
+    double previous = it == last_metric_.end() ? *initial : it->second;
+    double delta = def->higher_is_better ? (*current - previous) : (previous - *current);
+    double r = delta / std::fabs(scale);
+    last_metric_[n] = *current;
+    cumulative_[n] += r;
+    out.push_back(r);
+  }
+  if (!first_error.ok()) return first_error;
+  return out;
+}
+
+StepResult ScheduleEnv::step(const std::vector<Event>& actions, const std::vector<std::string>& observations,
+                             const std::vector<std::string>& reward_names) {
+  StepResult result;
+  if (!started()) {
+    result.error = failed_precondition("step before reset: call reset(benchmark) first");
+    result.terminated = true;
+    return result;
+  }
+  bool any_change = false;
+  for (const Event& a : actions) {
+    bool changed = false;
+    Status st = apply_action(a, &changed);
+    if (!st.ok()) {
+      result.error = st;
+      break;
+    }
+    any_change |= changed;
+  }
+  ++steps_;
+  result.action_had_no_effect = result.error.ok() && !any_change;
+  result.observations = observe(observations, &result.error);
+  Expected<std::vector<double>> r = rewards(reward_names);
+  if (r.ok()) {
+    result.rewards = std::move(*r);
+  } else {
+    for (const std::string& n : reward_names) {
+      const RewardDef* def = find_schedule_reward(n);
+      result.rewards.push_back(def ? def->reward_on_error : 0.0);
+    }
+    if (result.error.ok()) result.error = r.status();
+  }
+  result.truncated = options_.max_episode_steps > 0 && steps_ >= options_.max_episode_steps;
+  return result;
+}
+
+Expected<std::unique_ptr<Env>> ScheduleEnv::fork() const {
+  if (!started()) return failed_precondition("fork before reset");
+  auto copy = std::make_unique<ScheduleEnv>(*this);
+  return std::unique_ptr<Env>(std::move(copy));
+}
+
+EpisodeState ScheduleEnv::state() const {
+  EpisodeState s;
+  s.env = kName;
+  if (!started()) return s;
+  s.benchmark = episode_.benchmark.uri;
+  s.action_space = episode_.action_space == ActionSpaceKind::kCursor ? "cursor" : "primitives";
+  s.actions = episode_.actions;
+  s.reward_space = last_reward_space_;
+  auto it = cumulative_.find(last_reward_space_);
+  s.reward = it == cumulative_.end() ? 0.0 : it->second;
+  s.walltime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  for (const auto& [name, value] : cumulative_) {
+    const RewardDef* def = find_schedule_reward(name);
+    if (def && def->space.deterministic()) s.deterministic_rewards[name] = value;
+  }
+  return s;
+}
+
+Status ScheduleEnv::set_parameter(const std::string& key, const std::string& value) {
+  proto::RunnerSettings& s = episode_.runner_settings;
+  if (key == "runner.repeat") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 10000));
+    s.set_repeat(int32_t(v));
+  } else if (key == "runner.number") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 1 << 30));
+    s.set_number(int32_t(v));
+  } else if (key == "runner.min_repeat_ms") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, 60000));
+    s.set_min_repeat_ms(double(v));
+  } else if (key == "runner.threads") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, 1024));
+    s.set_threads(int32_t(v));
+  } else if (key == "runner.seed") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, INT64_MAX));
+    s.set_seed(uint64_t(v));
+  } else if (key == "runner.flush_cache") {
+    if (value != "true" && value != "false") return invalid_argument("runner.flush_cache must be true or false");
+    s.set_flush_cache(value == "true");
+  } else if (key == "runner.timeout_s") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 3600));
+    s.set_compile_timeout_s(double(v));
+    s.set_run_timeout_s(double(v));
+  } else {
+    return invalid_argument("unknown parameter '" + key +
+                            "' (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "
+                            "runner.seed, runner.flush_cache, runner.timeout_s)");
+  }
+  if (started()) episode_.invalidate();
+  return Status();
+}
+
+void ScheduleEnv::close() {
+  episode_ = ScheduleEpisode();
+  episode_.context = context_;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,180 @@
+// schedule-v0 in-process: reset, step, observations, rewards, fork, state, errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "envs/env.h"
+#include "envs/schedule/cursor_actions.h"
+#include "envs/schedule/primitive_actions.h"
+#include "envs/schedule/schedule_env.h"
+
+namespace tensorgym {
+namespace {
+
+std::shared_ptr<EnvContext> context() {
+  static std::shared_ptr<EnvContext> ctx = [] {
+    auto c = std::make_shared<EnvContext>();
+    c->worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+    c->threads = 1;
+    return c;
+  }();
+  return ctx;
+}
+
+std::unique_ptr<Env> env() {
+  Expected<std::unique_ptr<Env>> e = make_env("schedule-v0", context());
+  EXPECT_TRUE(e.ok());
+  return std::move(*e);
+}
+
+std::string text_of(const Event& e) { return e.is<std::string>() ? e.as<std::string>() : ""; }
+
+TEST(ScheduleEnv, ResetAndStepWithTextActions) {
+  auto e = env();
+  Expected<std::vector<Event>> obs = e->reset("benchmark://ops-v0/gmm-1", {}, {"program", "schedule", "loop_nest"});
+  ASSERT_TRUE(obs.ok()) << obs.status().to_string();
+  EXPECT_NE(text_of((*obs)[0]).find("C[i, j] += A[i, k] * B[k, j]"), std::string::npos) << text_of((*obs)[0]);
+  EXPECT_EQ(text_of((*obs)[1]), "");
+  StepResult r = e->step({Event("split(C.i, 32, io, ii)"), Event("parallel(C.io)")}, {"schedule", "loop_nest"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_FALSE(r.action_had_no_effect);
+  EXPECT_EQ(text_of(r.observations[0]), "split(C.i, 32, io, ii)\nparallel(C.io)\n");
+  EXPECT_NE(text_of(r.observations[1]).find("parallel for C.io in 0..4"), std::string::npos);
+  EpisodeState s = e->state();
+  EXPECT_EQ(s.benchmark, "benchmark://ops-v0/gmm-1");
+  EXPECT_EQ(s.actions, (std::vector<std::string>{"split(C.i, 32, io, ii)", "parallel(C.io)"}));
+}
+
+TEST(ScheduleEnv, BadActionsLeaveTheStateUnchanged) {
+  auto e = env();
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+  ASSERT_TRUE(e->step({Event("split(C.i, 32, io, ii)")}, {}, {}).error.ok());
+  std::string before = e->state().actions.back();
+  StepResult r = e->step({Event(int64_t(PrimitiveActions::size() + 5))}, {"schedule"}, {});
+  EXPECT_EQ(r.error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.error.message().find("out of range"), std::string::npos);
+  r = e->step({Event("split(C.nope, 2, a, b)")}, {"schedule"}, {});
+  EXPECT_EQ(r.error.code(), StatusCode::kNotFound);
+  EXPECT_NE(r.error.message().find("no loop 'nope'"), std::string::npos) << r.error.message();
+  r = e->step({Event("vectorize(C.k)")}, {"schedule"}, {});
+  EXPECT_FALSE(r.error.ok());
+  EXPECT_EQ(text_of(r.observations[0]), "split(C.i, 32, io, ii)\n");
+  EXPECT_EQ(e->state().actions.size(), 1u);
+  // A valid action that changes nothing.
+  r = e->step({Event("reorder(C, io, ii)")}, {}, {});
+  EXPECT_TRUE(r.error.ok());
+  EXPECT_TRUE(r.action_had_no_effect);
+  // Unknown spaces and URIs.
+  EXPECT_EQ(e->step({}, {"no_such_obs"}, {}).error.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(e->reset("benchmark://ops-v0/gmm-99", {}, {}).ok());
+  EXPECT_FALSE(e->reset("bogus://x/y", {}, {}).ok());
+}
+
+TEST(ScheduleEnv, MaskedActionsMostlyApply) {
+  auto e = env();
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/c2d-2", {}, {}).ok());
+  Rng rng(5);
+  int tried = 0, applied = 0;
+  for (int step = 0; step < 60; ++step) {
+    StepResult m = e->step({}, {"action_mask"}, {});
+    ASSERT_TRUE(m.error.ok()) << m.error.to_string();
+    const Int64Tensor& mask = m.observations[0].as<Int64Tensor>();
+    std::vector<int64_t> valid;
+    for (size_t i = 0; i < mask.values.size(); ++i)
+      if (mask.values[i]) valid.push_back(int64_t(i));
+    ASSERT_FALSE(valid.empty());
+    StepResult r = e->step({Event(rng.pick(valid))}, {"loop_nest"}, {});
+    ++tried;
+    applied += r.error.ok();
+    ASSERT_FALSE(text_of(r.observations[0]).empty()) << r.error.to_string();
+  }
+  EXPECT_GT(applied, tried * 8 / 10);
+}
+
+TEST(ScheduleEnv, ForkIsIndependent) {
+  auto e = env();
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+  ASSERT_TRUE(e->step({Event("split(C.i, 16, io, ii)")}, {}, {}).error.ok());
+  Expected<std::unique_ptr<Env>> f = e->fork();
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->step({Event("parallel(C.io)")}, {}, {}).error.ok());
+  ASSERT_TRUE(e->step({Event("split(C.j, 8, jo, ji)")}, {}, {}).error.ok());
+  EXPECT_EQ(e->state().actions, (std::vector<std::string>{"split(C.i, 16, io, ii)", "split(C.j, 8, jo, ji)"}));
+  EXPECT_EQ((*f)->state().actions, (std::vector<std::string>{"split(C.i, 16, io, ii)", "parallel(C.io)"}));
+}
+
+TEST(ScheduleEnv, EstCyclesRewardIsDeterministicAndReplays) {
+  auto e = env();
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-4", {}, {}).ok());
+  std::vector<std::string> actions = {"split(C.j, 64, jo, ji)", "vectorize(C.ji)", "split(C.i, 4, io, ii)"};
+  double total = 0;
+  for (const std::string& a : actions) {
+    StepResult r = e->step({Event(a)}, {"est_cycles"}, {"est_cycles"});
+    ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+    total += r.rewards[0];
+  }
+  EpisodeState s = e->state();
+  EXPECT_EQ(s.reward_space, "est_cycles");
+  EXPECT_DOUBLE_EQ(s.reward, total);
+  ASSERT_EQ(s.deterministic_rewards.count("est_cycles"), 1u);
+  // Replaying the state gives bit-identical rewards.
+  std::string line = episode_state_to_json(s);
+  Expected<EpisodeState> back = episode_state_from_json(line);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->actions, s.actions);
+  auto e2 = env();
+  ASSERT_TRUE(e2->reset(back->benchmark, {}, {}).ok());
+  double replayed = 0;
+  for (const std::string& a : back->actions) replayed += e2->step({Event(a)}, {}, {"est_cycles"}).rewards[0];
+  EXPECT_EQ(replayed, total);
+  // The expert-normalized variant exists for gmm-4 (it has an @expert schedule).
+  StepResult n = e2->step({}, {}, {"est_cycles_norm_expert"});
+  EXPECT_TRUE(n.error.ok()) << n.error.to_string();
+}
+
+TEST(ScheduleEnv, CursorActionSpace) {
+  auto e = env();
+  ResetOptions o;
+  o.action_space = "cursor";
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-1", o, {}).ok());
+  StepResult r = e->step({Event("loop_in"), Event("split_16"), Event("loop_in"), Event("vectorize")},
+                         {"cursor", "schedule", "action_mask"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_EQ(text_of(r.observations[0]), "C.j_i");
+  EXPECT_EQ(text_of(r.observations[1]), "split(C.j, 16, j_o, j_i)\nvectorize(C.j_i)\n");
+  // The mask is exact for the cursor space: vectorizing the same loop again is out.
+  const Int64Tensor& mask = r.observations[2].as<Int64Tensor>();
+  EXPECT_EQ(mask.values[size_t(*CursorActions::index_of("vectorize"))], 0);
+  EXPECT_EQ(mask.values[size_t(*CursorActions::index_of("loop_out"))], 1);
+  r = e->step({Event(*CursorActions::index_of("parallel"))}, {}, {});
+  EXPECT_FALSE(r.error.ok());  // j_i is vectorized
+  EXPECT_EQ(e->state().action_space, "cursor");
+  EXPECT_EQ(e->state().actions,
+            (std::vector<std::string>{"loop_in", "split_16", "loop_in", "vectorize"}));
+}
+
+TEST(ScheduleEnv, MeasuredObservations) {
+  auto e = env();
+  ASSERT_TRUE(e->set_parameter("runner.repeat", "2").ok());
+  ASSERT_TRUE(e->set_parameter("runner.min_repeat_ms", "5").ok());
+  EXPECT_EQ(e->set_parameter("runner.bogus", "1").code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+  StepResult r = e->step({Event("split(C.j, 16, jo, ji)"), Event("vectorize(C.ji)")},
+                         {"runtime", "gflops", "correct", "compile_time", "inst_count", "llvm_ir"}, {"runtime"});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_GT(r.observations[0].as<double>(), 0.0);
+  EXPECT_GT(r.observations[1].as<double>(), 0.0);
+  EXPECT_TRUE(r.observations[2].as<bool>());
+  EXPECT_GT(r.observations[3].as<double>(), 0.0);
+  const Int64Tensor& counts = r.observations[4].as<Int64Tensor>();
+  int64_t total = 0;
+  for (int64_t c : counts.values) total += c;
+  EXPECT_GT(total, 10);
+  EXPECT_NE(text_of(r.observations[5]).find("fmul"), std::string::npos);
+  EXPECT_TRUE(std::isfinite(r.rewards[0]));
+}
+
+}  // namespace
+}  // namespace tensorgym
