@@ -19,8 +19,8 @@
 // out. Timing follows codegen/measure/timing.h with the thread's CPU time as the
 // clock (the development machine is shared: other processes' time slices must not
 // count): one first run (which also sizes the rest); runs longer than
-// --single-run-s are reported from that run alone; shorter ones get time_runs with 5
-// repeats of at least 10 ms each and report the fastest (on a shared machine noise
+// --single-run-s are reported from that run alone; shorter ones get time_runs with 10
+// repeats of at least 5 ms each and report the fastest (on a shared machine noise
 // only ever adds time, so the minimum is the least disturbed sample).
 //
 // Options of --spearman:
@@ -317,8 +317,8 @@ ChildResult measure_in_child(const LoopNest& nest, void* const* args, const Qual
     if (first < o.single_run_s) {
       TimingOptions t;
       t.warmup_runs = 0;
-      t.repeat = 5;
-      t.min_repeat_ms = 10;
+      t.repeat = 10;
+      t.min_repeat_ms = 5;
       t.expected_run_s = first;
       t.clock = thread_cpu_seconds;
       Expected<TimingStats> stats = time_runs([&] { k.run(args, 1); }, t);

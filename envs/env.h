@@ -4,7 +4,9 @@
 // command line drive it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +43,46 @@ struct EnvContext {
   mutable std::mutex mu_;
   std::shared_ptr<Runner> runner_;
   std::map<std::string, double> baselines_;
+};
+
+// Cancelling the measurements of one call (the service's deadlines). While a
+// MeasureCancellation::Scope is alive on a thread, every measurement that thread
+// starts carries the token's job id. Once cancel() has been called (from any thread),
+// the caller stops a measurement in flight with Runner::cancel(job_id()), and the
+// environment reports such measurements as CANCELLED without caching them, so a later
+// call measures again. Job ids are the caller's: nonzero, top bit clear.
+class MeasureCancellation {
+ public:
+  explicit MeasureCancellation(uint64_t job_id) : job_id_(job_id) {}
+  MeasureCancellation(const MeasureCancellation&) = delete;
+  MeasureCancellation& operator=(const MeasureCancellation&) = delete;
+
+  uint64_t job_id() const { return job_id_; }
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  void cancel() { cancelled_.store(true, std::memory_order_release); }
+
+  // The token installed on this thread, or null.
+  static const MeasureCancellation* current() { return slot(); }
+
+  // Installs a token on this thread for the scope's lifetime (scopes nest).
+  class Scope {
+   public:
+    explicit Scope(const MeasureCancellation* token) : previous_(slot()) { slot() = token; }
+    ~Scope() { slot() = previous_; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const MeasureCancellation* previous_;
+  };
+
+ private:
+  static const MeasureCancellation*& slot() {
+    static thread_local const MeasureCancellation* token = nullptr;
+    return token;
+  }
+  uint64_t job_id_;
+  std::atomic<bool> cancelled_{false};
 };
 
 struct ResetOptions {

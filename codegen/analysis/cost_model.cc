@@ -10,6 +10,7 @@
 #include <string>
 
 #include "codegen/analysis/features.h"
+#include "codegen/ir/ir_visitor.h"
 
 namespace tensorgym {
 
@@ -207,6 +208,29 @@ void count_value(const Expr& e, ValueOps* o) {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
+// Bytes of heap (above the stack limit) allocations live at once, one thread.
+double heap_peak_bytes(const Stmt& s, int64_t stack_limit) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case NodeKind::kAllocate: {
+      const Allocate* a = s.as<Allocate>();
+      const double bytes = double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes;
+      return (bytes > double(stack_limit) ? bytes : 0) + heap_peak_bytes(a->body, stack_limit);
+    }
+    case NodeKind::kFor: return heap_peak_bytes(s.as<For>()->body, stack_limit);
+    case NodeKind::kLetStmt: return heap_peak_bytes(s.as<LetStmt>()->body, stack_limit);
+    case NodeKind::kIfThenElse:
+      return std::max(heap_peak_bytes(s.as<IfThenElse>()->then_case, stack_limit),
+                      heap_peak_bytes(s.as<IfThenElse>()->else_case, stack_limit));
+    case NodeKind::kBlock: {
+      double m = 0;
+      for (const Stmt& c : s.as<Block>()->stmts) m = std::max(m, heap_peak_bytes(c, stack_limit));
+      return m;
+    }
+    default: return 0;
+  }
+}
+
 int64_t gcd64(int64_t a, int64_t b) {
   a = std::abs(a);
   b = std::abs(b);
@@ -222,7 +246,8 @@ int64_t gcd64(int64_t a, int64_t b) {
 struct Demand {
   double fp = 0, loads = 0, stores = 0, alu = 0, divide = 0, calls = 0;
   double chains = 0;        // independent accumulator chains advanced per iteration
-  double chain_latency = 0; // cycles one step of the slowest chain takes
+  double chain_latency = 0; // cycles per iteration the slowest loop-carried chain needs
+  double inner_chain = 0;   // cycles of the longest dependence chain inside one iteration
   double hoisted = 0;       // loads hoisted out of the loop: once per loop execution
   double uops() const { return fp + loads + stores + alu + divide; }
 };
@@ -236,7 +261,7 @@ struct CacheSpec {
 
 class Model {
  public:
-  Model(const NestSummary& s, const MachineModel& m) : S(s), M(m) {}
+  Model(const NestSummary& s, const MachineModel& m, double heap_peak) : S(s), M(m), heap_peak_(heap_peak) {}
 
   CostBreakdown run() {
     prepare();
@@ -270,6 +295,7 @@ class Model {
       const NestStore& st = S.stores[si];
       double mem_private = 0, dram_lines = 0;
       for (const NestAccess& a : st.accesses) {
+        if (sroa_[size_t(a.buffer)]) continue;
         double misses[3];
         access_misses(int(si), a, misses);
         const double frac = a.fraction * st.fraction;
@@ -357,16 +383,22 @@ class Model {
       loop_overhead[size_t(l)] = o;
       overhead += o;
     }
+    // Heap allocations: malloc/free per execution. The C library hands memory back to
+    // the system when more than twice its largest allocation is free at the top of
+    // the heap (glibc's dynamic trim threshold); then every run faults its heap
+    // scratch in again, page by page.
+    double largest = 0;
     for (const NestAlloc& a : S.allocs) {
       const NestBuffer& b = S.buffers[size_t(a.buffer)];
       const double bytes = double(b.elements) * b.dtype.bytes() * b.dtype.lanes;
       if (bytes <= double(M.stack_limit_bytes)) continue;
+      largest = std::max(largest, bytes);
       double execs = 1;
       for (int l : a.loops) execs *= vec_ok_[size_t(l)] ? 1.0 : double(S.loops[size_t(l)].extent);
-      double o = execs * M.heap_alloc_cycles;
-      if (bytes > double(int64_t(32) << 20)) o += execs * std::ceil(bytes / 4096) * M.page_fault_cycles;
-      overhead += o;
+      overhead += execs * M.heap_alloc_cycles;
     }
+    if (largest > 0 && (heap_peak_ >= 2 * largest || largest > double(int64_t(32) << 20)))
+      overhead += std::ceil(heap_peak_ / M.page_bytes) * M.page_fault_cycles;
     out.overhead_cycles = overhead;
 
     // Inclusive loop cycles.
@@ -384,7 +416,9 @@ class Model {
  private:
   const NestSummary& S;
   const MachineModel& M;
-  std::vector<char> vec_ok_, real_;
+  double heap_peak_ = 0;  // bytes of heap scratch live at once
+  std::vector<char> vec_ok_, real_, llvm_unrolled_;
+  std::vector<char> sroa_;  // per buffer: kept in registers
   std::vector<int> autovec_;          // per loop: LLVM's vector factor, 0 when it stays scalar
   std::vector<int> outer_parallel_;   // per loop: the outermost parallel loop around it (itself included)
   std::vector<double> iters_, execs_; // body runs / entries over the whole run
@@ -435,7 +469,36 @@ class Model {
       vec_ok_[l] = ok;
     }
     real_.assign(n, 0);
-    for (size_t l = 0; l < n; ++l) real_[l] = !vec_ok_[l] && L[l].kind != ForKind::kUnrolled;
+    // LLVM fully unrolls small serial loops of constant trip count (innermost first;
+    // a loop whose inner loops all went becomes a candidate in turn).
+    llvm_unrolled_.assign(n, 0);
+    std::vector<double> body_size(n, 0.0);  // instructions of one iteration, inner loops unrolled
+    std::vector<char> blocked(n, 0);        // has an inner loop that stays a loop
+    for (size_t si = 0; si < S.stores.size(); ++si) {
+      const NestStore& st = S.stores[si];
+      ValueOps ops;
+      count_value(st.node->value, &ops);
+      // About two and a half instructions per access (address arithmetic, the access).
+      // (Integer compares and index arithmetic mostly fold away once unrolled.)
+      double size = 2.5 * double(st.accesses.size()) + ops.fp + 4 * ops.div + 10 * ops.calls;
+      for (size_t k = st.loops.size(); k-- > 0;) {
+        const int l = st.loops[k];
+        body_size[size_t(l)] += size;
+        size *= vec_ok_[size_t(l)] ? 1.0 : ext(l);
+      }
+    }
+    for (size_t l = n; l-- > 0;) {
+      const bool candidate = (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) &&
+                             !blocked[l] &&
+                             ext(int(l)) * body_size[l] <= M.full_unroll_budget *
+                                                               (ext(int(l)) <= M.full_unroll_analyzed_trips ? 4.0 : 1.0);
+      llvm_unrolled_[l] = candidate;
+      const bool stays_loop = !(candidate || vec_ok_[l] || L[l].kind == ForKind::kUnrolled);
+      if (stays_loop || blocked[l])
+        if (L[l].parent >= 0) blocked[size_t(L[l].parent)] = 1;
+    }
+    for (size_t l = 0; l < n; ++l)
+      real_[l] = !vec_ok_[l] && L[l].kind != ForKind::kUnrolled && !llvm_unrolled_[l];
 
     iters_.assign(n, 1);
     execs_.assign(n, 1);
@@ -460,6 +523,30 @@ class Model {
     }
 
     // LLVM's loop vectorizer on innermost iterating loops of plain code.
+    // Small local buffers whose every index is constant once the unrolled loops are
+    // unrolled live in registers (LLVM's SROA): no loads, no stores, no traffic.
+    sroa_.assign(S.buffers.size(), 0);
+    for (size_t b = 0; b < S.buffers.size(); ++b) {
+      if (S.buffers[b].alloc < 0 || S.buffers[b].elements > M.register_buffer_elements) continue;
+      bool ok = true;
+      for (const NestStore& st : S.stores) {
+        for (const NestAccess& a : st.accesses) {
+          if (a.buffer != int(b)) continue;
+          for (const IndexTerm& term : a.index.terms) {
+            if (term.loop >= 0) {
+              ok &= !real_[size_t(term.loop)];
+            } else {
+              for (int dep : term.deps) ok &= !real_[size_t(dep)];
+            }
+          }
+        }
+      }
+      sroa_[b] = ok;
+    }
+
+    // LLVM's loop vectorizer on innermost iterating loops of plain code: unit-stride
+    // stores, unit-stride or invariant loads, no float reduction (no reassociation),
+    // no library calls.
     autovec_.assign(n, 0);
     std::vector<char> has_inner(n, 0);
     for (size_t l = 0; l < n; ++l)
@@ -473,11 +560,16 @@ class Model {
       DataType t = DataType::f32();
       for (int si : stores_under_[l]) {
         const NestStore& st = S.stores[size_t(si)];
-        t = S.buffers[size_t(st.buffer)].dtype;
         ValueOps ops;
         count_value(st.node->value, &ops);
         if (ops.calls > 0) ok = false;
+        if (sroa_[size_t(st.buffer)]) continue;  // a register value, not a store
+        t = S.buffers[size_t(st.buffer)].dtype;
+        bool self_read = false;
+        for (size_t ai = 1; ai < st.accesses.size(); ++ai)
+          self_read |= st.accesses[ai].buffer == st.buffer && same_index(st.accesses[ai].index, st.accesses[0].index);
         for (const NestAccess& a : st.accesses) {
+          if (sroa_[size_t(a.buffer)]) continue;
           for (const IndexTerm& term : a.index.terms)
             if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), int(l)) != term.deps.end()) ok = false;
           const int64_t s = a.index.stride_of(int(l));
@@ -550,6 +642,7 @@ class Model {
         // varying = the loops inside chain[p] in memory order.
         const int l = chain[p];
         for (const NestAccess& a : st.accesses) {
+          if (sroa_[size_t(a.buffer)]) continue;
           const double lines = access_footprint(S, a, varying, M.line_bytes).lines;
           bool merged = false;
           for (Entry& e : entries[size_t(l)]) {
@@ -707,12 +800,20 @@ class Model {
 
   Demand region_demand(int r, const std::vector<int>& stores, bool autovec) const {
     Demand d;
+    const int r_depth = r >= 0 ? S.loops[size_t(r)].depth : -1;
     for (int si : stores) {
       const NestStore& st = S.stores[size_t(si)];
       const DataType t = S.buffers[size_t(st.buffer)].dtype;
-      double k = 1;  // instances per region iteration (unrolled copies; the vector loop counts once)
-      for (int l : st.loops)
-        if (S.loops[size_t(l)].depth > (r >= 0 ? S.loops[size_t(r)].depth : -1) && !vec_ok_[size_t(l)]) k *= ext(l);
+      const IndexForm& target = st.accesses[0].index;
+      // Instances per region iteration (unrolled copies; the vector loop counts once),
+      // and how many of them update one location one after the other (unrolled
+      // reduction loops).
+      double k = 1, steps = 1;
+      for (int l : st.loops) {
+        if (S.loops[size_t(l)].depth <= r_depth || vec_ok_[size_t(l)]) continue;
+        k *= ext(l);
+        if (!target.depends_on(l)) steps *= ext(l);
+      }
       const int vl = vec_of_[size_t(si)];
       const double lanes = vl >= 0 ? ext(vl) : 1;
       const double v = vl >= 0 ? ceil_div(lanes, lanes_per_vector(t, M.vector_bits)) : 1;
@@ -727,16 +828,34 @@ class Model {
       d.alu += kk * v * ops.alu;
       if (masked) d.alu += kk * v * 2;
       if (!st.guard_loops.empty()) d.alu += k;
-      const bool prom = !autovec && promoted(st, r, stores);
+
+      // How each access runs in the vector loop: broadcast, contiguous, or per lane.
+      auto per_lane = [&](const NestAccess& a) {
+        if (vl < 0) return false;
+        for (const IndexTerm& term : a.index.terms)
+          if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), vl) != term.deps.end()) return true;
+        const int64_t s = a.index.stride_of(vl);
+        return s != 0 && s != 1 && s != -1;
+      };
       bool self_read = false;
+      for (size_t ai = 1; ai < st.accesses.size(); ++ai) {
+        const NestAccess& a = st.accesses[ai];
+        self_read |= a.buffer == st.buffer && same_index(a.index, target);
+      }
+      const bool scattered = per_lane(st.accesses[0]);
+      // Loop-carried accumulation: the target does not move with the region's loop.
+      const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
+      const bool prom = carried && !scattered && promoted(st, r, stores);
+
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
-        if (!write && a.buffer == st.buffer && same_index(a.index, st.accesses[0].index)) self_read = true;
+        const bool accumulator = a.buffer == st.buffer && same_index(a.index, target);
         // Address arithmetic that does not fold: divisions and modulos of fused loops.
         for (const IndexTerm& term : a.index.terms)
           if (term.loop < 0) d.alu += kk * v * 3;
-        if (prom && a.buffer == st.buffer) continue;  // kept in a register
+        if (prom && accumulator) continue;  // kept in a register across the loop
+        if (sroa_[size_t(a.buffer)]) continue;  // a register
         if (!write && r >= 0 && !a.index.depends_on(r)) {
           bool stored = false;
           for (int sj : stores) stored |= S.stores[size_t(sj)].buffer == a.buffer;
@@ -747,40 +866,48 @@ class Model {
         }
         const double frac = vl >= 0 ? 1.0 : a.fraction;
         double cost;
-        if (vl >= 0) {
-          bool irregular = false;
-          for (const IndexTerm& term : a.index.terms)
-            if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), vl) != term.deps.end()) irregular = true;
-          const int64_t s = a.index.stride_of(vl);
-          if (irregular || (s != 0 && s != 1 && s != -1)) {
-            cost = lanes * M.gather_lane_cycles;  // gather / scatter
-            d.alu += kk * lanes;
-          } else if (s == 0) {
-            cost = 1;  // broadcast
-          } else {
-            cost = v;
-          }
+        if (per_lane(a)) {
+          cost = lanes * M.gather_lane_cycles * (write ? 2 : 1);  // gather / scatter
+          d.alu += kk * lanes;
+        } else if (vl >= 0 && a.index.stride_of(vl) == 0) {
+          cost = 1;  // broadcast
         } else {
-          cost = 1;
+          cost = v;
         }
         if (masked) cost *= M.masked_access_factor;
+        // Straight-line updates of one location keep it in a register in between.
+        if (accumulator && self_read && steps > 1) cost /= steps;
         if (write) {
           d.stores += kk * frac * cost;
         } else {
           d.loads += kk * frac * cost;
         }
       }
-      if (self_read && r >= 0 && !st.accesses[0].index.depends_on(r) && !autovec) {
-        d.chains += kk * v;
-        d.chain_latency = std::max(d.chain_latency, prom ? M.fp_latency : M.fp_latency + 5);
+      if (carried) {
+        // Every iteration waits for the last: `steps` dependent updates per chain.
+        // (The multiply of acc + a * b is off the chain: the chain is the add.)
+        const double step = prom        ? M.fp_add_latency
+                            : scattered ? M.fp_add_latency + 10 + 3 * lanes * M.gather_lane_cycles
+                                        : M.fp_add_latency + 5;
+        d.chain_latency = std::max(d.chain_latency, steps * step);
+        d.chains += kk * v / steps;
+      } else if (self_read && steps > 1) {
+        // Dependent updates inside one iteration; later iterations overlap a little.
+        d.inner_chain = std::max(d.inner_chain, steps * M.fp_add_latency);
       }
     }
     return d;
   }
 
-  double demand_cycles(const Demand& d, bool loop_overhead, bool chains) const {
-    double loads = d.loads, stores = d.stores, latency = chains ? d.chain_latency : 0;
-    if (chains && d.chains > 0) {
+  double latency_bound(const Demand& d) const {
+    double latency = d.chain_latency;
+    if (d.inner_chain > 0) latency = std::max(latency, d.inner_chain / std::max(1.0, M.scheduler_window / std::max(d.fp, 1.0)));
+    return latency;
+  }
+
+  double demand_cycles(const Demand& d, bool loop_overhead) const {
+    double loads = d.loads, stores = d.stores, latency = d.chain_latency;
+    if (d.chains > 0) {
       const double spare = std::max(1.0, double(M.vector_registers) - 4);
       if (d.chains > spare) {  // accumulators spill
         loads += d.chains - spare;
@@ -788,9 +915,13 @@ class Model {
         latency += 5;
       }
     }
+    if (d.inner_chain > 0) {
+      const double overlap = std::max(1.0, M.scheduler_window / std::max(d.fp, 1.0));
+      latency = std::max(latency, d.inner_chain / overlap);
+    }
     const double uops = d.uops() + (loop_overhead ? 2 : 0) + (loads - d.loads) + (stores - d.stores);
-    double c = std::max({d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width,
-                         d.divide, latency});
+    const double c = std::max({d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width,
+                               d.divide, latency});
     return c + d.calls;
   }
 
@@ -799,18 +930,18 @@ class Model {
     const double iters = r >= 0 ? iters_[size_t(r)] : 1;
     const double execs = r >= 0 ? execs_[size_t(r)] : 1;
     const Demand d = region_demand(r, stores, false);
-    double per_iter = demand_cycles(d, r >= 0, true);
+    double per_iter = demand_cycles(d, r >= 0);
     double total = iters * per_iter;
     if (r >= 0 && autovec_[size_t(r)] > 0) {
       const double vf = autovec_[size_t(r)];
       const double e = ext(r);
       const Demand dv = region_demand(r, stores, true);
-      const double vec_iter = demand_cycles(dv, false, false) + 0.5;
+      const double vec_iter = demand_cycles(dv, false) + 0.5;
       total = execs * (std::floor(e / vf) * vec_iter + std::fmod(e, vf) * per_iter);
       per_iter = total / std::max(iters, 1.0);
     }
     total += execs * d.hoisted / M.load_ports;
-    chain_bound_[size_t(r + 1)] = d.chain_latency > 0 && per_iter <= d.chain_latency + 1e-9;
+    chain_bound_[size_t(r + 1)] = latency_bound(d) > 0 && per_iter <= latency_bound(d) + 1e-9;
     calls_bound_[size_t(r + 1)] = d.calls > 0.5 * per_iter;
     // Shares per store, by its part of the demand.
     double sum = 0;
@@ -830,7 +961,7 @@ class Model {
 
 CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& machine) {
   const NestSummary summary = summarize_nest(nest);
-  return Model(summary, machine).run();
+  return Model(summary, machine, heap_peak_bytes(nest.body, machine.stack_limit_bytes)).run();
 }
 
 double est_cycles(const LoopNest& nest, const MachineModel& machine) { return estimate_cost(nest, machine).total_cycles; }

@@ -40,7 +40,8 @@ struct MachineModel {
   int auto_vector_bits = 256;   // vector width LLVM's own loop vectorizer picks
   int vector_registers = 16;
   int fma_units = 2;            // vector FP pipes (FMA, add, multiply)
-  double fp_latency = 4;        // cycles of an FMA / add / multiply
+  double fp_latency = 4;        // cycles of an FMA or multiply
+  double fp_add_latency = 3;    // cycles of an add: one step of an accumulation chain
   int load_ports = 2;           // loads per cycle
   int store_ports = 1;          // stores per cycle
   int issue_width = 4;          // instructions per cycle the front end sustains
@@ -49,6 +50,18 @@ struct MachineModel {
   double gather_lane_cycles = 1;   // per lane of a gather or scatter
   double masked_access_factor = 2; // a masked vector load or store (tail guards) against a plain one
   double loop_entry_cycles = 3;    // entering a loop (setup, exit branch)
+  // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
+  // its unrolled body stays under this many instructions, four times as many for
+  // loops of at most `full_unroll_analyzed_trips` iterations (whose unrolled copies
+  // it sees simplify).
+  double full_unroll_budget = 300;
+  double full_unroll_analyzed_trips = 10;
+  // Out-of-order overlap of dependence chains inside one loop iteration: chained FP
+  // operations of later iterations that the scheduler holds while the current ones wait.
+  double scheduler_window = 64;
+  // A local buffer of at most this many elements, indexed only by unrolled loops,
+  // lives in registers.
+  int64_t register_buffer_elements = 64;
   int cores = 8;
   // Caches. L1 and L2 per core, L3 shared; one line size.
   int line_bytes = 64;
@@ -82,7 +95,7 @@ struct MachineModel {
   double call_cycles = 30;         // an outlined parallel body run on one thread
   double heap_alloc_cycles = 500;  // an Allocate above the stack limit (per execution)
   int64_t stack_limit_bytes = int64_t(512) << 10;
-  double page_fault_cycles = 1000;  // first touch of a 4 KiB page of a heap buffer
+  double page_fault_cycles = 4000;  // first touch of a page of heap scratch handed back to the system
 
   // A fixed machine (see docs/cost_model.md): an AVX2 + FMA x86-64 core, 8 cores.
   // Every field has the default value above; results computed with it are the same

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace tensorgym {
 namespace {
@@ -13,8 +14,22 @@ DataType bool_like(DataType t) { return DataType::boolean().with_lanes(t.lanes);
 
 }  // namespace
 
+namespace {
+// Small i32 and bool constants are shared: lowering makes millions of them.
+constexpr int64_t kCachedMin = -256, kCachedMax = 4096;
+const std::vector<Expr>& cached_i32() {
+  static const std::vector<Expr> cache = [] {
+    std::vector<Expr> c;
+    for (int64_t v = kCachedMin; v <= kCachedMax; ++v) c.push_back(Expr(new IntImm(DataType::i32(), v)));
+    return c;
+  }();
+  return cache;
+}
+}  // namespace
+
 Expr IntImm::make(DataType t, int64_t v) {
   assert(!t.is_float() && t.is_scalar());
+  if (t == DataType::i32() && v >= kCachedMin && v <= kCachedMax) return cached_i32()[size_t(v - kCachedMin)];
   if (t.is_bool()) {
     v = v != 0;
   } else if (t.bits < 64) {

@@ -1,6 +1,7 @@
 #include "codegen/ir/simplify.h"
 
 #include <cmath>
+#include <optional>
 #include <limits>
 
 #include "codegen/ir/ir_equality.h"
@@ -55,6 +56,40 @@ double fold_float(NodeKind k, double a, double b, DataType t) {
   }
 }
 
+// Changes a RangeScope for a region of code and puts back exactly what it changed,
+// instead of copying the whole scope.
+class ScopedRanges {
+ public:
+  explicit ScopedRanges(RangeScope& scope) : scope_(scope) {}
+  ScopedRanges(const ScopedRanges&) = delete;
+  ScopedRanges& operator=(const ScopedRanges&) = delete;
+  ~ScopedRanges() { restore(); }
+
+  void set(const std::string& name, IntRange r) {
+    remember(name);
+    scope_[name] = r;
+  }
+  void narrow(const Expr& condition, bool truth) {
+    for (const std::string& v : free_vars(condition)) remember(v);
+    narrow_by_condition(condition, truth, &scope_);
+  }
+  void restore() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) scope_[it->first] = *it->second;
+      else scope_.erase(it->first);
+    }
+    saved_.clear();
+  }
+
+ private:
+  void remember(const std::string& name) {
+    auto it = scope_.find(name);
+    saved_.emplace_back(name, it == scope_.end() ? std::nullopt : std::optional<IntRange>(it->second));
+  }
+  RangeScope& scope_;
+  std::vector<std::pair<std::string, std::optional<IntRange>>> saved_;
+};
+
 class Simplifier : public IRMutator {
  public:
   explicit Simplifier(const RangeScope& scope) : scope_(scope) {}
@@ -66,26 +101,60 @@ class Simplifier : public IRMutator {
 
   IntRange bounds(const Expr& e) const { return constant_bounds(e, scope_); }
 
-  // Canonical linear form for + - * on integers.
-  Expr linear(const Expr& self) {
-    LinearForm f = linearize(self);
-    return from_linear(f, self.type());
+  // Collects an integer + - * chain into one linear form, simplifying only the
+  // atoms: one pass over the chain instead of re-linearizing every level.
+  void collect(const Expr& e, int64_t k, LinearForm* f) {
+    switch (e.kind()) {
+      case NodeKind::kIntImm: f->constant += e.as<IntImm>()->value * k; return;
+      case NodeKind::kAdd:
+        collect(e.as<Add>()->a, k, f);
+        collect(e.as<Add>()->b, k, f);
+        return;
+      case NodeKind::kSub:
+        collect(e.as<Sub>()->a, k, f);
+        collect(e.as<Sub>()->b, -k, f);
+        return;
+      case NodeKind::kMul: {
+        const Mul* m = e.as<Mul>();
+        Expr a = m->a.as<IntImm>() ? m->a : mutate(m->a);
+        Expr b = m->b.as<IntImm>() ? m->b : mutate(m->b);
+        if (const int64_t* c = as_const_int(b)) return collect(a, k * *c, f);
+        if (const int64_t* c = as_const_int(a)) return collect(b, k * *c, f);
+        f->add_term((a.same_as(m->a) && b.same_as(m->b)) ? e : Mul::make(a, b), k);
+        return;
+      }
+      default: {
+        Expr atom = mutate(e);
+        if (const int64_t* c = as_const_int(atom)) {
+          f->constant += *c * k;
+        } else if (!atom.same_as(e) && (atom.as<Add>() || atom.as<Sub>() || atom.as<Mul>())) {
+          LinearForm inner = linearize(atom);
+          f->add(inner, k);
+        } else {
+          f->add_term(atom, k);
+        }
+      }
+    }
   }
 
   template <class T>
   Expr arith(const T* op) {
-    Expr a = mutate(op->a), b = mutate(op->b);
     DataType t = op->type;
     if (t.is_float()) {
+      Expr a = mutate(op->a), b = mutate(op->b);
       const FloatImm* x = a.as<FloatImm>();
       const FloatImm* y = b.as<FloatImm>();
       if (x && y && t.is_scalar()) return FloatImm::make(t, fold_float(T::kKind, x->value, y->value, t));
       if (a.same_as(op->a) && b.same_as(op->b)) return op;
       return T::make(a, b);
     }
-    Expr rebuilt = (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
-    if (!is_index_int(t)) return rebuilt;
-    return linear(rebuilt);
+    if (!is_index_int(t)) {
+      Expr a = mutate(op->a), b = mutate(op->b);
+      return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
+    }
+    LinearForm f;
+    collect(Expr(op), 1, &f);
+    return from_linear(f, t);
   }
 
   Expr visit(const Add* op) override { return arith(op); }
@@ -238,13 +307,13 @@ class Simplifier : public IRMutator {
     Expr c = mutate(op->condition);
     if (const IntImm* i = c.as<IntImm>()) return mutate(i->value ? op->true_value : op->false_value);
     // Each side is simplified knowing which way the condition went.
-    RangeScope saved = scope_;
-    narrow_by_condition(c, true, &scope_);
+    ScopedRanges ranges(scope_);
+    ranges.narrow(c, true);
     Expr t = mutate(op->true_value);
-    scope_ = saved;
-    narrow_by_condition(c, false, &scope_);
+    ranges.restore();
+    ranges.narrow(c, false);
     Expr f = mutate(op->false_value);
-    scope_ = std::move(saved);
+    ranges.restore();
     if (structural_equal(t, f)) return t;
     if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return op;
     return Select::make(c, t, f);
@@ -268,12 +337,14 @@ class Simplifier : public IRMutator {
       return mutate(substitute(op->body, {{op->name, min}}));
     }
     IntRange mr = bounds(min), er = bounds(extent);
-    RangeScope saved = scope_;
     IntRange r = IntRange::everything();
     if (mr.bounded() && er.bounded()) r = {mr.min, mr.max + er.max - 1};
-    scope_[op->name] = r;
-    Stmt body = mutate(op->body);
-    scope_ = std::move(saved);
+    Stmt body;
+    {
+      ScopedRanges ranges(scope_);
+      ranges.set(op->name, r);
+      body = mutate(op->body);
+    }
     if (!body.defined()) return Stmt();
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
     return For::make(op->name, min, extent, op->kind, body);
@@ -292,10 +363,12 @@ class Simplifier : public IRMutator {
   Stmt visit(const LetStmt* op) override {
     Expr v = mutate(op->value);
     if (is_affine_in_vars(v)) return mutate(substitute(op->body, {{op->name, v}}));
-    RangeScope saved = scope_;
-    scope_[op->name] = bounds(v);
-    Stmt body = mutate(op->body);
-    scope_ = std::move(saved);
+    Stmt body;
+    {
+      ScopedRanges ranges(scope_);
+      ranges.set(op->name, bounds(v));
+      body = mutate(op->body);
+    }
     if (!body.defined()) return Stmt();
     if (v.same_as(op->value) && body.same_as(op->body)) return op;
     return LetStmt::make(op->name, v, body);
@@ -304,13 +377,13 @@ class Simplifier : public IRMutator {
   Stmt visit(const IfThenElse* op) override {
     Expr c = mutate(op->condition);
     if (const IntImm* i = c.as<IntImm>()) return mutate(i->value ? op->then_case : op->else_case);
-    RangeScope saved = scope_;
-    narrow_by_condition(c, true, &scope_);
+    ScopedRanges ranges(scope_);
+    ranges.narrow(c, true);
     Stmt t = mutate(op->then_case);
-    scope_ = saved;
-    narrow_by_condition(c, false, &scope_);
+    ranges.restore();
+    ranges.narrow(c, false);
     Stmt f = mutate(op->else_case);
-    scope_ = std::move(saved);
+    ranges.restore();
     if (!t.defined() && !f.defined()) return Stmt();
     if (!t.defined()) return IfThenElse::make(mutate(Not::make(c)), f);
     if (c.same_as(op->condition) && t.same_as(op->then_case) && f.same_as(op->else_case)) return op;

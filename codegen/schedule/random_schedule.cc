@@ -93,7 +93,7 @@ Primitive propose_random_primitive(const ScheduleState& state, Rng& rng, int fre
 int apply_random_primitives(Schedule& schedule, Rng& rng, int steps, int max_attempts) {
   int applied = 0;
   for (int attempt = 0; attempt < max_attempts && applied < steps; ++attempt) {
-    Primitive p = propose_random_primitive(schedule.state(), rng, int(schedule.trace().steps.size()) * 100 + attempt);
+    Primitive p = propose_random_primitive(schedule.state(), rng, int(schedule.trace_length()) * 100 + attempt);
     PrimitiveResult r = schedule.apply(p);
     if (r.ok() && *r == ApplyEffect::kChanged) ++applied;
   }

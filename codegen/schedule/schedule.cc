@@ -4,6 +4,30 @@ namespace tensorgym {
 
 Schedule::Schedule(ProgramPtr program) : state_(std::move(program)) {}
 
+Schedule::TraceNode::~TraceNode() {
+  // Destroying the predecessors one at a time, instead of through nested destructors.
+  std::shared_ptr<const TraceNode> p = std::move(const_cast<std::shared_ptr<const TraceNode>&>(prev));
+  while (p && p.use_count() == 1) {
+    std::shared_ptr<const TraceNode> next = std::move(const_cast<std::shared_ptr<const TraceNode>&>(p->prev));
+    p = std::move(next);
+  }
+}
+
+const Trace& Schedule::trace() const {
+  static const Trace kEmpty;
+  if (!last_) return kEmpty;
+  std::shared_ptr<const Trace> t = std::atomic_load(&materialized_);
+  if (!t) {
+    auto built = std::make_shared<Trace>();
+    built->steps.resize(last_->length);
+    size_t i = last_->length;
+    for (const TraceNode* n = last_.get(); n; n = n->prev.get()) built->steps[--i] = n->primitive;
+    t = built;
+    std::atomic_store(&materialized_, t);
+  }
+  return *t;
+}
+
 Expected<Schedule> Schedule::from_text(ProgramPtr program, std::string_view trace_text) {
   Schedule s(std::move(program));
   TG_RETURN_IF_ERROR(s.apply_text(trace_text));
@@ -23,9 +47,13 @@ PrimitiveResult Schedule::apply(const Primitive& primitive) {
   if (*r == ApplyEffect::kNoEffect) return r;
   if (Status st = validate_state(next); !st.ok()) return fail(st);
   state_ = std::move(next);
-  Primitive recorded = primitive;
-  recorded.loc = {};
-  trace_.steps.push_back(std::move(recorded));
+  auto node = std::make_shared<TraceNode>();
+  node->primitive = primitive;
+  node->primitive.loc = {};
+  node->prev = last_;
+  node->length = trace_length() + 1;
+  last_ = std::move(node);
+  materialized_.reset();
   return r;
 }
 

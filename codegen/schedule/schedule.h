@@ -2,6 +2,7 @@
 // that trace builds. Applying a primitive is all-or-nothing.
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 #include "codegen/schedule/primitive.h"
@@ -20,7 +21,10 @@ class Schedule {
   const Program& program() const { return state_.program(); }
   const ProgramPtr& program_ptr() const { return state_.program_ptr(); }
   const ScheduleState& state() const { return state_; }
-  const Trace& trace() const { return trace_; }
+  // The applied primitives, materialized on first use after a change (O(length));
+  // copying a Schedule or applying a primitive never copies the trace.
+  const Trace& trace() const;
+  size_t trace_length() const { return last_ ? last_->length : 0; }
 
   // Applies one primitive. On error the schedule is unchanged; a primitive with no
   // effect is not added to the trace.
@@ -29,8 +33,18 @@ class Schedule {
   Status apply_text(std::string_view trace_text);
 
  private:
+  // The trace as a persistent list: each node holds one primitive and shares its
+  // predecessors with every copy of the schedule.
+  struct TraceNode {
+    Primitive primitive;
+    std::shared_ptr<const TraceNode> prev;
+    size_t length = 1;
+    ~TraceNode();  // unlinks iteratively, so long traces do not recurse
+  };
+
   ScheduleState state_;
-  Trace trace_;
+  std::shared_ptr<const TraceNode> last_;
+  mutable std::shared_ptr<const Trace> materialized_;  // the trace of last_, when built
 };
 
 }  // namespace tensorgym

@@ -99,14 +99,16 @@ std::vector<int64_t> proper_divisors(int64_t n) {
   return d;
 }
 
-// The split factor of choice `c` for a loop of `extent`, or 0 when there is none.
-int64_t split_factor(int c, int64_t extent) {
-  if (c < int(kFactors.size())) return kFactors[size_t(c)] < extent ? kFactors[size_t(c)] : 0;
+// The split factor of every choice for a loop of `extent` (0 where there is none).
+std::array<int64_t, F> split_factors(int64_t extent) {
+  std::array<int64_t, F> f{};
+  for (size_t c = 0; c < kFactors.size(); ++c) f[c] = kFactors[c] < extent ? kFactors[c] : 0;
   std::vector<int64_t> d = proper_divisors(extent);
-  if (d.empty()) return 0;
-  int q = c - int(kFactors.size()) + 1;  // 1..3 quarters
-  size_t i = std::min(d.size() - 1, size_t(std::floor(double(d.size() - 1) * q / 4.0 + 0.5)));
-  return d[i];
+  for (size_t q = 1; q <= 3 && !d.empty(); ++q) {  // the 1/4, 1/2, 3/4 quantiles
+    size_t i = std::min(d.size() - 1, size_t(std::floor(double(d.size() - 1) * double(q) / 4.0 + 0.5)));
+    f[kFactors.size() + q - 1] = d[i];
+  }
+  return f;
 }
 
 bool annotated(const Loop& l) { return l.kind != ForKind::kSerial || !l.thread_tag.empty() || !l.pragmas.empty(); }
@@ -143,7 +145,7 @@ Expected<Primitive> to_primitive(const ScheduleState& state, const Decoded& d) {
   switch (d.block->kind) {
     case Kind::kSplit: {
       const Loop& l = s.loops[size_t(leaf)];
-      int64_t f = split_factor(d.choice, l.extent);
+      int64_t f = split_factors(l.extent)[size_t(d.choice)];
       if (!f) return invalid_argument("split choice " + std::to_string(d.choice) + " has no factor for " +
                                       loop_ref(s, leaf) + " (extent " + std::to_string(l.extent) + ")");
       p.args = {loop_ref(s, leaf), std::to_string(f), fresh_loop_name(s, l.name + "_o"), fresh_loop_name(s, l.name + "_i")};
@@ -248,8 +250,9 @@ std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state) {
       bool here = attached_at(state, s, l);
       bool in_vec = inside_vectorized(s, p);
       if (!annotated(l) && !here) {
+        std::array<int64_t, F> factors = split_factors(l.extent);
         for (int c = 0; c < F; ++c)
-          if (split_factor(c, l.extent)) set(Kind::kSplit, si, int(p) * F + c);
+          if (factors[size_t(c)]) set(Kind::kSplit, si, int(p) * F + c);
       }
       if (p + 1 < s.leaf.size()) {
         const Loop& next = s.loops[size_t(s.leaf[p + 1])];

@@ -5,6 +5,16 @@
 #include "codegen/measure/runner.h"
 
 namespace tensorgym {
+namespace {
+
+// Not cached: the next call measures again.
+Status cancelled_measurement() { return Status(StatusCode::kCancelled, "measurement cancelled by the caller"); }
+
+bool is_cancelled(const Expected<proto::MeasureResult>& r) {
+  return !r.ok() && r.status().code() == StatusCode::kCancelled;
+}
+
+}  // namespace
 
 DerivedState::DerivedState(Schedule schedule, std::string program_text, std::shared_ptr<EnvContext> context,
                            proto::RunnerSettings settings)
@@ -35,7 +45,14 @@ Expected<proto::MeasureResult> DerivedState::run_worker(bool compile_only) {
     request.mutable_settings()->set_threads(context_->threads);
   request.set_compile_only(compile_only);
   request.set_emit_llvm_ir(compile_only);
+  // A cancellable call (MeasureCancellation): tag the job so the caller can stop it.
+  const MeasureCancellation* token = MeasureCancellation::current();
+  if (token) {
+    if (token->cancelled()) return cancelled_measurement();
+    request.set_job_id(token->job_id());
+  }
   proto::MeasureResult result = context_->runner().measure(request);
+  if (token && token->cancelled()) return cancelled_measurement();
   if (result.error() != proto::MEASURE_OK)
     return Status(StatusCode::kFailedPrecondition,
                   std::string(proto::MeasureError_Name(result.error())) + ": " + result.error_message());
@@ -44,14 +61,18 @@ Expected<proto::MeasureResult> DerivedState::run_worker(bool compile_only) {
 
 Expected<proto::MeasureResult> DerivedState::measurement() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!measurement_) measurement_ = run_worker(false);
-  return *measurement_;
+  if (measurement_) return *measurement_;
+  Expected<proto::MeasureResult> r = run_worker(false);
+  if (!is_cancelled(r)) measurement_ = r;
+  return r;
 }
 
 Expected<proto::MeasureResult> DerivedState::compilation() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!compilation_) compilation_ = run_worker(true);
-  return *compilation_;
+  if (compilation_) return *compilation_;
+  Expected<proto::MeasureResult> r = run_worker(true);
+  if (!is_cancelled(r)) compilation_ = r;
+  return r;
 }
 
 }  // namespace tensorgym

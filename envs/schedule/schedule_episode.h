@@ -29,6 +29,8 @@ class DerivedState {
   const Schedule& schedule() const { return schedule_; }
   Expected<std::shared_ptr<const LoopNest>> nest();
   // A measured run (sandboxed worker): runtime, GFLOP/s, compile time, correctness.
+  // Under a cancelled MeasureCancellation (envs/env.h) these return CANCELLED and
+  // cache nothing.
   Expected<proto::MeasureResult> measurement();
   // Compilation only (sandboxed worker), with the optimized LLVM IR.
   Expected<proto::MeasureResult> compilation();
