@@ -21,7 +21,9 @@ Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options
   for (const std::string& out : program.outputs)
     nest.outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
   body = storage_flatten(body, ctx, nest.args());  // storage_flatten.cc: one flat index per access
+  TG_RETURN_IF_ERROR(check_allocations(body));  // storage_flatten.cc: sizes within caps
   if (options.simplify) body = simplify(body);     // codegen/ir/simplify.cc
+  body = limit_code_size(body, kMaxUnrolledStatements);  // limit_code_size.cc
   nest.body = body;
   return nest;
 }

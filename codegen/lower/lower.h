@@ -8,6 +8,9 @@
 
 namespace tensorgym {
 
+// Most statements one unrolled loop may expand to (limit_code_size.cc).
+inline constexpr int64_t kMaxUnrolledStatements = 256;
+
 struct LowerOptions {
   // GPU backends accept bind(); the CPU target rejects a bound loop.
   bool allow_thread_binding = false;

@@ -25,6 +25,10 @@ struct LoweringContext : ScheduleBounds {
 Status check_target_support(const ScheduleState& state, const LowerOptions& options);
 Stmt build_loop_nest(LoweringContext& ctx);
 Stmt mark_auto_unroll(const Stmt& s, const LoweringContext& ctx);
+// Unrolling within a statement budget; nested parallel loops run serially.
+Stmt limit_code_size(const Stmt& s, int64_t max_unrolled_statements);
+// Every local buffer within the program's tensor size cap (padding can grow them).
+Status check_allocations(const Stmt& s);
 Stmt storage_flatten(const Stmt& s, const LoweringContext& ctx, const std::vector<BufferArg>& args);
 
 }  // namespace tensorgym

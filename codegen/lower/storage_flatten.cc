@@ -1,6 +1,7 @@
 // Storage flattening: every multi-dimensional access becomes one flat index over a
 // row-major layout; storage_align pads the strides it names; each Allocate gets one
 // extent, its element count.
+#include <functional>
 #include <unordered_map>
 
 #include "codegen/ir/ir_mutator.h"
@@ -22,6 +23,23 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape, const 
     strides[d - 1] = stride;
   }
   return strides;
+}
+
+class AllocateVisitor : public IRVisitor {
+ public:
+  explicit AllocateVisitor(const std::function<void(const Allocate*)>& f) : f_(f) {}
+  void visit(const Allocate* op) override {
+    f_(op);
+    IRVisitor::visit(op);
+  }
+
+ private:
+  const std::function<void(const Allocate*)>& f_;
+};
+
+void visit_stmts_allocate(const Stmt& s, const std::function<void(const Allocate*)>& f) {
+  AllocateVisitor v(f);
+  v.visit_stmt(s);
 }
 
 class Flattener : public IRMutator {
@@ -63,6 +81,19 @@ class Flattener : public IRMutator {
 };
 
 }  // namespace
+
+Status check_allocations(const Stmt& s) {
+  ProgramLimits limits;
+  Status status;
+  visit_stmts_allocate(s, [&](const Allocate* a) {
+    int64_t bytes = a->num_elements() * a->dtype.bytes();
+    if (status.ok() && bytes > limits.max_tensor_bytes)
+      status = resource_exhausted("local buffer " + a->name + " would take " + std::to_string(bytes) +
+                                  " bytes, over the limit of " + std::to_string(limits.max_tensor_bytes) +
+                                  " (storage_align padding or a large cache)");
+  });
+  return status;
+}
 
 Stmt storage_flatten(const Stmt& s, const LoweringContext& ctx, const std::vector<BufferArg>& args) {
   return Flattener(ctx, args).mutate(s);
