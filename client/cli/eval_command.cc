@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "client/cli/cli_common.h"
+#include "spaces/event.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
@@ -43,34 +44,9 @@ struct EvalOptions {
   std::string worker_binary;
 };
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+// JSON text through the same writer as every other command (spaces/event.h).
+std::string json_string(const std::string& s) { return json_quote(s); }
+std::string json_number(double v) { return event_to_json(Event(v)); }
 
 // "1.23 ms", "45.6 us", "2.1 s"
 std::string human_time(double s) {
