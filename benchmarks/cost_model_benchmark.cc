@@ -10,7 +10,9 @@
 // (apply_random_primitives, 1-10 primitives, seeded) are lowered, ranked by
 // est_cycles on MachineModel::reference() with one core, compiled by the LLVM
 // backend and timed on one thread; the program prints Spearman's rank correlation
-// between the estimates and the measured medians, per program.
+// between the estimates and the measured runtimes, per program, and that between
+// two measurement passes (how far the measurements themselves agree). Results and
+// their discussion: docs/cost_model.md.
 //
 // Each schedule is compiled and measured in a forked child so that a pathological
 // schedule cannot stall the run: a child whose first run uses more than --cap-s
@@ -26,18 +28,29 @@
 // Options of --spearman:
 //   --count N         schedules per program (200)
 //   --seed S          seed of the schedule generator (1)
-//   --cap-s T         CPU-time cap of one measurement's first run (2)
+//   --passes P        measurement passes over all schedules; the fastest is kept and
+//                     the rank correlation between passes 1 and 2 is printed: the
+//                     noise ceiling of the measurements (2)
+//   --cap-s T         CPU-time cap of one measurement's first run (2); a capped
+//                     schedule is not measured again
 //   --compile-cap-s T CPU-time cap of one compile (20); past it the schedule is
 //                     left out (counted as failed)
+//   --skip-est-s T    schedules whose estimate exceeds T seconds at a nominal 3 GHz
+//                     are not measured and left out (3; 0: measure all). On gmm-4
+//                     this leaves out most of the schedules that keep the naive
+//                     k-innermost order (5 s each and more on the development VM)
 //   --single-run-s T  runs at least this long are measured once (0.3)
 //   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1
 //   --csv FILE        writes one line per schedule: program, index, steps, status,
-//                     est_cycles, runtime_s, trace
-//   --runtimes FILE   reuses the runtimes of an earlier --csv for schedules whose
-//                     program, index and trace match (no compiling or timing): for
-//                     iterating on the model against fixed measurements
-//   --reuse-only      with --runtimes: leaves out schedules without a stored runtime
+//                     est_cycles, runtime_s (fastest pass), trace, compile_ms, the
+//                     passes' runtimes
+//   --runtimes FILES  comma-separated CSVs of earlier runs: their runtimes are used
+//                     (the fastest over the files, for schedules whose trace
+//                     matches; the first two files' are compared as passes 1 and 2)
+//                     instead of measuring; schedules without one are left out. For
+//                     iterating on the model against fixed measurements.
 //   --host            ranks with MachineModel::from_host() (one core) instead
+//   --param NAME=V    overrides one MachineModel field (repeatable): sensitivity
 #include <benchmark/benchmark.h>
 #include <poll.h>
 #include <signal.h>
@@ -205,11 +218,39 @@ struct QualityOptions {
   double compile_cap_s = 20;
   double single_run_s = 0.3;
   std::vector<std::string> programs = {"gmm-4", "c2d-2", "dep-1"};
+  int passes = 2;
+  double skip_est_s = 3;
   std::string csv;
-  std::string runtimes;
+  std::vector<std::string> runtimes;
   bool host = false;
-  bool reuse_only = false;
+  std::vector<std::pair<std::string, double>> params;  // --param NAME=VALUE
 };
+
+// Sets a numeric field of the machine by name (for sensitivity studies).
+bool set_param(MachineModel* m, const std::string& name, double v) {
+#define TG_PARAM(field)        \
+  if (name == #field) {        \
+    m->field = decltype(m->field)(v); \
+    return true;               \
+  }
+  TG_PARAM(vector_bits) TG_PARAM(auto_vector_bits) TG_PARAM(vector_registers) TG_PARAM(fma_units)
+  TG_PARAM(fp_latency) TG_PARAM(fp_add_latency) TG_PARAM(load_ports) TG_PARAM(store_ports) TG_PARAM(issue_width)
+  TG_PARAM(divide_cycles) TG_PARAM(math_call_cycles) TG_PARAM(gather_lane_cycles) TG_PARAM(masked_access_factor)
+  TG_PARAM(loop_entry_cycles) TG_PARAM(full_unroll_budget) TG_PARAM(full_unroll_analyzed_trips)
+  TG_PARAM(full_unroll_boost) TG_PARAM(scheduler_window) TG_PARAM(register_buffer_elements) TG_PARAM(cores)
+  TG_PARAM(line_bytes) TG_PARAM(l1_bytes) TG_PARAM(l1_ways) TG_PARAM(l2_bytes) TG_PARAM(l2_ways) TG_PARAM(l3_bytes)
+  TG_PARAM(l3_ways) TG_PARAM(cache_utilization) TG_PARAM(l2_bandwidth) TG_PARAM(l3_bandwidth)
+  TG_PARAM(dram_bandwidth) TG_PARAM(dram_bandwidth_total) TG_PARAM(l2_latency) TG_PARAM(l3_latency)
+  TG_PARAM(dram_latency) TG_PARAM(memory_parallelism) TG_PARAM(page_bytes) TG_PARAM(dtlb_entries)
+  TG_PARAM(stlb_entries) TG_PARAM(dtlb_miss_cycles) TG_PARAM(stlb_miss_cycles) TG_PARAM(fork_join_cycles)
+  TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes) TG_PARAM(page_fault_cycles)
+#undef TG_PARAM
+  return false;
+}
+
+// Estimated cycles are shown as seconds at this nominal clock (only to compare with
+// --skip-est-s).
+constexpr double kNominalHz = 3e9;
 
 // Average ranks (1-based), ties sharing the mean of their positions.
 std::vector<double> ranks(const std::vector<double>& v) {
@@ -371,15 +412,23 @@ std::string one_line(const std::string& trace) {
   return s;
 }
 
+std::vector<std::string> split_list(const std::string& s);
+
+// Earlier measurements: (program, index) -> the trace and the runtimes measured for
+// it (one per file that has it; a capped run counts as the cap).
 struct Stored {
-  std::string status;
-  double runtime_s = 0;
+  std::string trace;
+  std::vector<double> runtimes_s;
+  bool capped = false;
+  bool failed = false;
 };
 
-// program,index -> (trace, stored result) from an earlier --csv.
-std::map<std::pair<std::string, int>, std::pair<std::string, Stored>> load_runtimes(const std::string& path) {
-  std::map<std::pair<std::string, int>, std::pair<std::string, Stored>> m;
+void load_runtimes(const std::string& path, std::map<std::pair<std::string, int>, Stored>* m) {
   std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
   std::string line;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
@@ -387,79 +436,138 @@ std::map<std::pair<std::string, int>, std::pair<std::string, Stored>> load_runti
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
     if (f.size() < 7 || f[0] == "program") continue;
-    Stored s;
-    s.status = f[3];
-    s.runtime_s = std::atof(f[5].c_str());
-    m[{f[0], std::atoi(f[1].c_str())}] = {f[6], s};
+    Stored& s = (*m)[{f[0], std::atoi(f[1].c_str())}];
+    if (!s.trace.empty() && s.trace != f[6]) continue;  // a different sweep
+    s.trace = f[6];
+    if (f[3] == "ok" || f[3] == "timeout") {
+      s.runtimes_s.push_back(std::atof(f[5].c_str()));
+      s.capped |= f[3] == "timeout";
+    } else if (f[3] != "skipped") {
+      s.failed = true;
+    }
   }
-  return m;
 }
+
+struct Measured {
+  int index = 0;
+  int steps = 0;
+  std::string trace;
+  std::string status = "ok";  // ok, timeout, skipped, lower_error, compile_error, compile_timeout, run_error
+  double est = 0;
+  std::vector<double> runtimes_s;  // one per pass
+  double compile_ms = 0;
+  LoopNest nest;
+  double best() const { return *std::min_element(runtimes_s.begin(), runtimes_s.end()); }
+};
 
 int run_quality(const QualityOptions& o) {
   MachineModel machine = o.host ? MachineModel::from_host() : MachineModel::reference();
   machine.cores = 1;
-  auto stored = o.runtimes.empty() ? decltype(load_runtimes("")){} : load_runtimes(o.runtimes);
+  for (const auto& [name, v] : o.params) {
+    if (!set_param(&machine, name, v)) {
+      std::fprintf(stderr, "unknown machine parameter %s\n", name.c_str());
+      return 2;
+    }
+  }
+  std::map<std::pair<std::string, int>, Stored> stored;
+  for (const std::string& f : o.runtimes) load_runtimes(f, &stored);
+  const bool measure = o.runtimes.empty();
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
-  if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms\n");
-  std::printf("machine: %s, 1 core; %d random schedules per program, seed %llu\n", machine.name.c_str(), o.count,
-              (unsigned long long)o.seed);
+  if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
+  std::printf("machine: %s, 1 core; %d random schedules per program, seed %llu; %s\n", machine.name.c_str(), o.count,
+              (unsigned long long)o.seed,
+              measure ? ("measured: " + std::to_string(o.passes) + " passes, fastest kept").c_str()
+                      : "runtimes from earlier runs (fastest kept)");
   int w = 0;
   for (const Workload& wl : kWorkloads) {
     ++w;
     if (std::find(o.programs.begin(), o.programs.end(), wl.name) == o.programs.end()) continue;
+    const auto t0 = std::chrono::steady_clock::now();
     ProgramPtr program = parse_or_die(wl.text);
     std::vector<HostBuffer> inputs = make_random_inputs(*program, 1);
     Rng rng(o.seed * 1000 + uint64_t(w));
-    std::vector<double> est, runtime;
-    int timeouts = 0, failures = 0, reused = 0;
-    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Measured> all(size_t(std::max(o.count, 0)));
     for (int i = 0; i < o.count; ++i) {
+      Measured& m = all[size_t(i)];
+      m.index = i;
       Schedule schedule(program);
-      const int steps = int(rng.range(1, 10));
-      apply_random_primitives(schedule, rng, steps);
-      const std::string trace = one_line(schedule.trace().to_string());
+      m.steps = int(rng.range(1, 10));
+      apply_random_primitives(schedule, rng, m.steps);
+      m.trace = one_line(schedule.trace().to_string());
       Expected<LoopNest> nest = lower(schedule);
       if (!nest.ok()) {
-        ++failures;
-        if (csv) std::fprintf(csv, "%s,%d,%d,lower_error,0,0,%s,0\n", wl.name, i, steps, trace.c_str());
+        m.status = "lower_error";
         continue;
       }
-      const double e = est_cycles(*nest, machine);
-      std::string status = "ok";
-      double r = -1, compile_ms = 0;
-      auto it = stored.find({wl.name, i});
-      if (it != stored.end() && it->second.first == trace) {
-        status = it->second.second.status;
-        r = it->second.second.runtime_s;
-        ++reused;
-      } else if (o.reuse_only) {
-        continue;
-      } else {
-        std::vector<HostBuffer> outputs = make_output_buffers(*nest);
+      m.est = est_cycles(*nest, machine);
+      m.nest = std::move(*nest);
+      if (!measure) {
+        auto it = stored.find({wl.name, i});
+        if (it == stored.end() || it->second.trace != m.trace || it->second.runtimes_s.empty()) {
+          m.status = it != stored.end() && it->second.failed ? "run_error" : "skipped";
+        } else {
+          m.runtimes_s = it->second.runtimes_s;
+          m.status = it->second.capped ? "timeout" : "ok";
+        }
+      } else if (o.skip_est_s > 0 && m.est / kNominalHz > o.skip_est_s) {
+        m.status = "skipped";
+      }
+    }
+    // Passes: every schedule once per pass, so that a slow phase of a shared machine
+    // does not hit all measurements of one schedule.
+    for (int pass = 0; measure && pass < o.passes; ++pass) {
+      for (Measured& m : all) {
+        if (m.status != "ok" && m.status != "timeout") continue;
+        if (m.status == "timeout") {
+          m.runtimes_s.push_back(o.cap_s);  // a capped run is not worth repeating
+          continue;
+        }
+        std::vector<HostBuffer> outputs = make_output_buffers(m.nest);
         std::vector<void*> args;
         for (HostBuffer& b : inputs) args.push_back(b.data());
         for (HostBuffer& b : outputs) args.push_back(b.data());
-        ChildResult c = measure_in_child(*nest, args.data(), o);
-        status = c.status;
-        r = c.runtime_s;
-        compile_ms = c.compile_ms;
+        ChildResult c = measure_in_child(m.nest, args.data(), o);
+        m.compile_ms = std::max(m.compile_ms, c.compile_ms);
+        if (c.status == "timeout") {
+          m.status = "timeout";
+          m.runtimes_s.assign(size_t(pass) + 1, o.cap_s);
+        } else if (c.status != "ok") {
+          m.status = c.status;
+        } else {
+          m.runtimes_s.push_back(c.runtime_s);
+        }
       }
-      if (status == "timeout") ++timeouts;
-      if (status == "ok" || status == "timeout") {
-        est.push_back(e);
-        runtime.push_back(r);
+    }
+    std::vector<double> est, runtime, first, second;
+    int capped = 0, skipped = 0, failed = 0;
+    for (Measured& m : all) {
+      if (m.status == "ok" || m.status == "timeout") {
+        est.push_back(m.est);
+        runtime.push_back(m.best());
+        if (m.runtimes_s.size() >= 2) {
+          first.push_back(m.runtimes_s[0]);
+          second.push_back(m.runtimes_s[1]);
+        }
+        capped += m.status == "timeout";
+      } else if (m.status == "skipped") {
+        ++skipped;
       } else {
-        ++failures;
+        ++failed;
       }
       if (csv) {
-        std::fprintf(csv, "%s,%d,%d,%s,%.6g,%.6g,%s,%.0f\n", wl.name, i, steps, status.c_str(), e, r, trace.c_str(),
-                     compile_ms);
-        std::fflush(csv);
+        std::string passes;
+        for (double r : m.runtimes_s) passes += (passes.empty() ? "" : ";") + std::to_string(r);
+        std::fprintf(csv, "%s,%d,%d,%s,%.6g,%.6g,%s,%.0f,%s\n", wl.name, m.index, m.steps, m.status.c_str(), m.est,
+                     m.runtimes_s.empty() ? 0.0 : m.best(), m.trace.c_str(), m.compile_ms, passes.c_str());
       }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%-6s spearman %.3f over %zu schedules (%d capped at %.1f s, %d failed, %d reused) in %.0f s\n",
-                wl.name, spearman(est, runtime), est.size(), timeouts, o.cap_s, failures, reused, secs);
+    std::printf("%-6s spearman %.3f over %zu schedules (%d capped at %.1f s, %d skipped, %d failed)", wl.name,
+                spearman(est, runtime), est.size(), capped, o.cap_s, skipped, failed);
+    if (first.size() == est.size() && !first.empty()) {
+      std::printf("; passes 1 vs 2: %.3f", spearman(first, second));
+    }
+    std::printf(" in %.0f s\n", secs);
     std::fflush(stdout);
   }
   if (csv) std::fclose(csv);
@@ -507,9 +615,19 @@ int main(int argc, char** argv) {
     } else if (a == "--csv") {
       o.csv = next();
     } else if (a == "--runtimes") {
-      o.runtimes = next();
-    } else if (a == "--reuse-only") {
-      o.reuse_only = true;
+      o.runtimes = split_list(next());
+    } else if (a == "--passes") {
+      o.passes = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--skip-est-s") {
+      o.skip_est_s = std::atof(next().c_str());
+    } else if (a == "--param") {
+      const std::string p = next();
+      const size_t eq = p.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "--param needs NAME=VALUE\n");
+        return 2;
+      }
+      o.params.push_back({p.substr(0, eq), std::atof(p.c_str() + eq + 1)});
     } else if (a == "--host") {
       o.host = true;
     } else if (quality) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "datasets/benchmark_uri.h"
+#include "datasets/graphs.h"
 #include "datasets/suites.h"
 
 namespace tensorgym {
@@ -30,6 +31,7 @@ DatasetRegistry::DatasetRegistry() {
   datasets_.push_back(make_bert_dataset());
   datasets_.push_back(make_mobilenetv2_dataset());
   datasets_.push_back(make_random_ops_dataset());
+  datasets_.push_back(make_graphs_dataset());  // model graphs: listed here, resolved by resolve_graph()
   auto user = std::make_unique<UserDataset>();
   user_ = user.get();
   datasets_.push_back(std::move(user));
@@ -65,7 +67,13 @@ Expected<const Dataset*> DatasetRegistry::find_dataset(std::string_view name) co
 
 Expected<Benchmark> DatasetRegistry::resolve(std::string_view uri_text) const {
   TG_ASSIGN_OR_RETURN(BenchmarkUri uri, parse_benchmark_uri(uri_text));
-  if (uri.scheme == "file") return files_.load(uri.name);
+  if (uri.scheme == "file") {
+    if (is_graph_uri(uri_text))
+      return invalid_argument("benchmark URI " + quote_uri(uri_text) +
+                              " is a graph for memory planning, not a tensor program: use the memory-v0 "
+                              "environment or `tensorgym memplan`");
+    return files_.load(uri.name);
+  }
 
   std::shared_lock<std::shared_mutex> lock(mu_);
   if (!uri.scheme.empty()) {

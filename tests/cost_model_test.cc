@@ -112,7 +112,8 @@ TEST(CostModel, ComputeBoundLoopByHand) {
 }
 
 TEST(CostModel, AccumulatorChainIsLatencyBound) {
-  // acc = acc + A[k] * B[k] over k: one FMA per iteration, each waiting for the last.
+  // acc = acc + A[k] * B[k] over k: one add per iteration waits for the last (the
+  // multiply is off the chain).
   MachineModel m = cores(1);
   m.loop_entry_cycles = 0;
   LoopNest nest;
@@ -120,7 +121,7 @@ TEST(CostModel, AccumulatorChainIsLatencyBound) {
   nest.outputs = {Arg("acc", {1})};
   nest.body = Loop("acc.k", 1024, St("acc", I(0), Ld("acc", I(0)) + Ld("A", V("acc.k")) * Ld("B", V("acc.k"))));
   const CostBreakdown b = estimate_cost(nest, m);
-  EXPECT_NEAR(b.compute_cycles, 1024 * m.fp_latency, 1e-9);
+  EXPECT_NEAR(b.compute_cycles, 1024 * m.fp_add_latency, 1e-9);
   EXPECT_STREQ(b.stores[0].bound, "latency");
 }
 
@@ -181,10 +182,13 @@ TEST(CostModel, VectorizingTilingAndCachingAGemmHelp) {
   EXPECT_LT(packed, vec);
   EXPECT_LT(expert, packed / 2);
 
-  // Explicit vectorization of the inner loop of a k-innermost order beats the same
-  // order without it.
-  const std::string base = "split(C.j, 8, jo, ji); reorder(C, i, jo, k, ji)";
-  EXPECT_LT(est(p, base + "; vectorize(C.ji)"), est(p, base));
+  // Vectorizing a j block around the k loop turns 8 scalar reductions over a B column
+  // into one over 8-wide rows (measured: 0.61 s against 4.9 s).
+  const std::string base = "split(C.j, 8, jo, ji); reorder(C, i, jo, ji, k)";
+  EXPECT_LT(est(p, base + "; vectorize(C.ji)"), est(p, base) / 4);
+  // With ji innermost LLVM vectorizes it by itself: the annotation changes little.
+  const std::string inner = "split(C.j, 8, jo, ji); reorder(C, i, jo, k, ji)";
+  EXPECT_NEAR(est(p, inner + "; vectorize(C.ji)") / est(p, inner), 1.0, 0.25);
 }
 
 TEST(CostModel, ParallelDividesByTheCoresWithImbalance) {

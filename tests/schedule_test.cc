@@ -175,6 +175,33 @@ TEST(Schedule, StorageAlignPadsTheStride) {
   expect_same_output(s);
 }
 
+TEST(Schedule, ReorderStorageTransposesTheBuffer) {
+  // B copied with its columns outermost: the copy is B transposed in memory.
+  Schedule s = scheduled(kGemm, "cache_read(B, C, BT); reorder_storage(BT, ax1, ax0)");
+  std::string nest = nest_text(s);
+  EXPECT_NE(nest.find("BT[BT.ax0 + BT.ax1 * 48] = B[BT.ax0 * 40 + BT.ax1]"), std::string::npos) << nest;
+  EXPECT_NE(nest.find("BT[C.k + C.j * 48]"), std::string::npos) << nest;
+  expect_same_output(s);
+  // Aligning the now-innermost dimension is refused; the other one can be padded.
+  expect_rejected(s, "storage_align(BT.ax0, 16, 4)", StatusCode::kInvalidArgument, "innermost");
+  ASSERT_TRUE(s.apply_text("storage_align(BT.ax1, 16, 4)").ok());
+  EXPECT_NE(nest_text(s).find("allocate BT: f32[2080]"), std::string::npos) << nest_text(s);  // 40 rows of 52
+  expect_same_output(s);
+  // Going back to row-major would store the aligned dimension innermost: refused.
+  expect_rejected(s, "reorder_storage(BT, ax0, ax1)", StatusCode::kFailedPrecondition, "stored innermost");
+}
+
+TEST(ScheduleErrors, ReorderStorage) {
+  Schedule s = scheduled(kGemm, "cache_read(B, C, BT)");
+  expect_rejected(s, "reorder_storage(BT, ax1)", StatusCode::kInvalidArgument, "lists every dimension");
+  expect_rejected(s, "reorder_storage(BT, ax1, ax1)", StatusCode::kInvalidArgument, "listed twice");
+  expect_rejected(s, "reorder_storage(BT, ax1, q)", StatusCode::kNotFound, "no dimension 'q'");
+  expect_rejected(s, "reorder_storage(C, j, i)", StatusCode::kFailedPrecondition, "is an output");
+  Expected<ApplyEffect> e = s.apply(Primitive{"reorder_storage", {"BT", "ax0", "ax1"}});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*e, ApplyEffect::kNoEffect);
+}
+
 TEST(Schedule, ComputeInlineAndRoot) {
   Schedule s = scheduled(kConv, "compute_inline(P)");
   std::string nest = nest_text(s);

@@ -39,5 +39,8 @@ void add_datasets_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_memplan_command(CLI::App& app);
+void add_search_command(CLI::App& app);
 
 }  // namespace tensorgym::cli

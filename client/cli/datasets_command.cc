@@ -1,14 +1,17 @@
-// tensorgym datasets
+// tensorgym datasets [--endpoint HOST:PORT]
 //   Lists the datasets: name, benchmark count, description.
-// tensorgym benchmarks DATASET [--offset N] [--limit N]
+// tensorgym benchmarks DATASET [--offset N] [--limit N] [--endpoint HOST:PORT]
 //   Lists a dataset's benchmark URIs with their shapes. DATASET is a dataset URI
 //   (benchmark://ops-v0) or its short name (ops-v0).
+// With --endpoint the lists come from a running service, otherwise from this process.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
 
 #include "client/cli/cli_common.h"
+#include "client/cli/env_runner.h"
+#include "client/connection.h"
 #include "datasets/registry.h"
 
 namespace tensorgym::cli {
@@ -17,19 +20,74 @@ namespace {
 // Rows shown for an unbounded generator when --limit is not given.
 constexpr int64_t kDefaultGeneratorLimit = 20;
 
+client::ConnectionOptions connection_options(const EndpointOptions& e) {
+  client::ConnectionOptions o;
+  o.endpoint = e.endpoint;
+  o.auth_token_file = e.auth_token_file;
+  o.tls = e.tls;
+  o.tls_ca_file = e.tls_ca_file;
+  o.startup_timeout_s = 10;
+  return o;
+}
+
+std::shared_ptr<client::Connection> connect(const EndpointOptions& e) {
+  Expected<std::shared_ptr<client::Connection>> c = client::Connection::open(connection_options(e));
+  if (!c.ok()) throw CLI::RuntimeError(report_error(c.status()));
+  return *c;
+}
+
+struct DatasetRow {
+  std::string name;
+  int64_t size = 0;
+  std::string description;
+};
+
+std::vector<DatasetRow> list_datasets(const EndpointOptions& e) {
+  std::vector<DatasetRow> rows;
+  if (!e.remote()) {
+    for (const Dataset* d : DatasetRegistry::global().datasets()) rows.push_back({d->name(), d->size(), d->description()});
+    return rows;
+  }
+  Expected<std::vector<client::DatasetInfo>> list = connect(e)->datasets();
+  if (!list.ok()) throw CLI::RuntimeError(report_error(list.status()));
+  for (const client::DatasetInfo& d : *list) rows.push_back({d.name, d.size, d.description});
+  return rows;
+}
+
+// The rows [offset, offset + limit) of a dataset on the service, page by page.
+std::vector<BenchmarkInfo> list_remote_benchmarks(const EndpointOptions& e, const std::string& dataset,
+                                                  int64_t offset, int64_t limit) {
+  std::shared_ptr<client::Connection> c = connect(e);
+  std::vector<BenchmarkInfo> rows;
+  std::string token;
+  constexpr int64_t kPage = 10000;
+  for (;;) {
+    const int64_t want = limit < 0 ? kPage : std::min(kPage, limit - int64_t(rows.size()));
+    if (want <= 0) break;
+    Expected<client::BenchmarkPage> page = c->benchmarks(dataset, int(want), token, offset);
+    if (!page.ok()) throw CLI::RuntimeError(report_error(page.status()));
+    for (client::BenchmarkEntry& b : page->benchmarks) rows.push_back({std::move(b.uri), std::move(b.shape)});
+    token = page->next_page_token;
+    if (token.empty() || (limit < 0 && int64_t(rows.size()) >= kMaxListLimit)) break;
+  }
+  return rows;
+}
+
 }  // namespace
 
 void add_datasets_command(CLI::App& app) {
+  auto list_endpoint = std::make_shared<EndpointOptions>();
   CLI::App* list = app.add_subcommand("datasets", "List the datasets: name, benchmark count, description");
-  list->callback([] {
-    const std::vector<const Dataset*> datasets = DatasetRegistry::global().datasets();
+  list_endpoint->add_options(*list);
+  list->callback([list_endpoint] {
+    const std::vector<DatasetRow> datasets = list_datasets(*list_endpoint);
     size_t width = 0;
-    for (const Dataset* d : datasets) width = std::max(width, d->name().size());
-    for (const Dataset* d : datasets) {
-      const int64_t n = d->size();
+    for (const DatasetRow& d : datasets) width = std::max(width, d.name.size());
+    for (const DatasetRow& d : datasets) {
+      const int64_t n = d.size;
       const std::string count = n < 0 ? "unbounded" : std::to_string(n);
-      std::cout << d->name() << std::string(width + 2 - d->name().size(), ' ') << count
-                << std::string(count.size() < 11 ? 11 - count.size() : 1, ' ') << d->description() << "\n";
+      std::cout << d.name << std::string(width + 2 - d.name.size(), ' ') << count
+                << std::string(count.size() < 11 ? 11 - count.size() : 1, ' ') << d.description << "\n";
     }
   });
 
@@ -37,6 +95,7 @@ void add_datasets_command(CLI::App& app) {
     std::string dataset;
     int64_t offset = 0;
     int64_t limit = -1;
+    EndpointOptions endpoint;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("benchmarks", "List the benchmark URIs of a dataset, with their shapes");
@@ -46,12 +105,27 @@ void add_datasets_command(CLI::App& app) {
                   "List at most this many (default: all; " + std::to_string(kDefaultGeneratorLimit) +
                       " for a generator; at most " + std::to_string(kMaxListLimit) + ")")
       ->check(CLI::Range(int64_t(0), kMaxListLimit));
+  opts->endpoint.add_options(*cmd);
   cmd->callback([opts] {
-    Expected<const Dataset*> dataset = DatasetRegistry::global().find_dataset(opts->dataset);
-    if (!dataset.ok()) throw CLI::RuntimeError(report_error(dataset.status()));
-    int64_t limit = opts->limit;
-    if (limit < 0 && (*dataset)->size() < 0) limit = kDefaultGeneratorLimit;
-    const std::vector<BenchmarkInfo> rows = (*dataset)->list(opts->offset, limit);
+    std::vector<BenchmarkInfo> rows;
+    if (opts->endpoint.remote()) {
+      int64_t limit = opts->limit;
+      if (limit < 0) {
+        for (const DatasetRow& d : list_datasets(opts->endpoint)) {
+          const size_t scheme = d.name.find("://");
+          const bool same = d.name == opts->dataset ||
+                            (scheme != std::string::npos && d.name.substr(scheme + 3) == opts->dataset);
+          if (same && d.size < 0) limit = kDefaultGeneratorLimit;
+        }
+      }
+      rows = list_remote_benchmarks(opts->endpoint, opts->dataset, opts->offset, limit);
+    } else {
+      Expected<const Dataset*> dataset = DatasetRegistry::global().find_dataset(opts->dataset);
+      if (!dataset.ok()) throw CLI::RuntimeError(report_error(dataset.status()));
+      int64_t limit = opts->limit;
+      if (limit < 0 && (*dataset)->size() < 0) limit = kDefaultGeneratorLimit;
+      rows = (*dataset)->list(opts->offset, limit);
+    }
     size_t width = 0;
     for (const BenchmarkInfo& b : rows) width = std::max(width, b.uri.size());
     for (const BenchmarkInfo& b : rows) {

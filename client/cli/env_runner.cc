@@ -5,9 +5,40 @@
 #include <sstream>
 
 #include "client/cli/cli_common.h"
+#include "client/connection.h"
+#include "client/env.h"
 #include "codegen/schedule/trace.h"
 
 namespace tensorgym::cli {
+
+void EndpointOptions::add_options(CLI::App& app) {
+  app.add_option("--endpoint", endpoint,
+                 "Use the service at host:port (or dns:///name:port) instead of the in-process environment");
+  app.add_option("--auth-token-file", auth_token_file, "With --endpoint: file whose first line is the bearer token");
+  app.add_flag("--tls", tls, "With --endpoint: connect over TLS");
+  app.add_option("--tls-ca", tls_ca_file, "With --tls: PEM roots to trust (default: the system's)");
+}
+
+EnvFactory env_factory(const EndpointOptions& endpoint, int threads) {
+  if (!endpoint.remote()) {
+    std::shared_ptr<EnvContext> context = cli_env_context(threads);
+    return [context](const std::string& env) { return make_env(env, context); };
+  }
+  client::ConnectionOptions options;
+  options.endpoint = endpoint.endpoint;
+  options.auth_token_file = endpoint.auth_token_file;
+  options.tls = endpoint.tls;
+  options.tls_ca_file = endpoint.tls_ca_file;
+  options.startup_timeout_s = 10;
+  auto connection = std::make_shared<std::shared_ptr<client::Connection>>();
+  return [options, connection](const std::string& env) -> Expected<std::unique_ptr<Env>> {
+    if (!*connection) {
+      TG_ASSIGN_OR_RETURN(*connection, client::Connection::open(options));
+    }
+    TG_ASSIGN_OR_RETURN(std::unique_ptr<client::Env> e, (*connection)->make_env(env));
+    return std::unique_ptr<Env>(std::move(e));
+  };
+}
 
 void EpisodeOptions::add_options(CLI::App& app) {
   app.add_option("--env", env, "Environment")->default_val("schedule-v0");
@@ -19,7 +50,8 @@ void EpisodeOptions::add_options(CLI::App& app) {
   app.add_option("--observe", observe, "Comma-separated observation spaces to print");
   app.add_option("--reward", reward, "Reward space");
   app.add_option("--step-observe", step_observe, "Comma-separated observations printed after every step");
-  app.add_option("--threads", threads, "Threads for compiled runs (default: every core)");
+  app.add_option("--threads", threads, "Threads for compiled runs (default: every core; in-process only)");
+  endpoint.add_options(app);
 }
 
 Expected<std::vector<std::string>> split_actions(const std::string& text, const std::string& action_space) {
@@ -66,7 +98,7 @@ Expected<EpisodeOutcome> run_episode(const EpisodeOptions& o, bool print_steps) 
     TG_ASSIGN_OR_RETURN(text, read_text_file(o.actions_file));
   }
   TG_ASSIGN_OR_RETURN(std::vector<std::string> actions, split_actions(text, o.action_space));
-  TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, make_env(o.env, cli_env_context(o.threads)));
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, env_factory(o.endpoint, o.threads)(o.env));
   ResetOptions reset;
   reset.action_space = o.action_space;
   EpisodeOutcome out;
@@ -112,8 +144,12 @@ Expected<EpisodeOutcome> run_episode(const EpisodeOptions& o, bool print_steps) 
 }
 
 Expected<Replayed> replay_state(const EpisodeState& state, std::shared_ptr<EnvContext> context) {
+  return replay_state(state, [context](const std::string& env) { return make_env(env, context); });
+}
+
+Expected<Replayed> replay_state(const EpisodeState& state, const EnvFactory& make) {
   Replayed out;
-  TG_ASSIGN_OR_RETURN(out.env, make_env(state.env, std::move(context)));
+  TG_ASSIGN_OR_RETURN(out.env, make(state.env));
   ResetOptions reset;
   reset.action_space = state.action_space;
   TG_ASSIGN_OR_RETURN(std::vector<Event> first, out.env->reset(state.benchmark, reset, {}));

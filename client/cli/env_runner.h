@@ -1,11 +1,13 @@
 // What run, replay and validate share: options naming an episode, running it in the
-// in-process environment, and printing its outcome.
+// in-process environment or, with --endpoint, on a running service (client/), and
+// printing its outcome.
 #pragma once
 
-#include <ostream>
-#include <string>
+#include <functional>
 #include <map>
 #include <memory>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "envs/env.h"
@@ -17,6 +19,22 @@ class App;
 
 namespace tensorgym::cli {
 
+// Where environments come from: the in-process library, or a service at --endpoint
+// (host:port or dns:///name:port; TLS and a token as options).
+struct EndpointOptions {
+  std::string endpoint;
+  std::string auth_token_file;
+  bool tls = false;
+  std::string tls_ca_file;
+  void add_options(CLI::App& app);
+  bool remote() const { return !endpoint.empty(); }
+};
+
+// Makes an environment by name: in-process (threads: for compiled runs) or on the
+// service. One factory shares one connection among the environments it makes.
+using EnvFactory = std::function<Expected<std::unique_ptr<Env>>(const std::string& env)>;
+EnvFactory env_factory(const EndpointOptions& endpoint, int threads);
+
 struct EpisodeOptions {
   std::string env = "schedule-v0";
   std::string benchmark;
@@ -27,6 +45,7 @@ struct EpisodeOptions {
   std::string step_observe;  // observations printed after every step
   std::string reward;        // a reward space
   int threads = 0;
+  EndpointOptions endpoint;
   void add_options(CLI::App& app);
 };
 
@@ -58,6 +77,7 @@ struct Replayed {
   std::unique_ptr<Env> env;
   std::map<std::string, double> cumulative;  // reward name -> sum over the actions
 };
+Expected<Replayed> replay_state(const EpisodeState& state, const EnvFactory& make);
 Expected<Replayed> replay_state(const EpisodeState& state, std::shared_ptr<EnvContext> context);
 
 std::string outcome_json(const EpisodeOutcome& outcome);

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   tensorgym::cli::add_run_command(app);
   tensorgym::cli::add_replay_command(app);
   tensorgym::cli::add_validate_command(app);
+  tensorgym::cli::add_serve_command(app);
+  tensorgym::cli::add_memplan_command(app);
+  tensorgym::cli::add_search_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -15,20 +15,23 @@ namespace tensorgym::cli {
 
 void add_validate_command(CLI::App& app) {
   auto file = std::make_shared<std::string>();
+  auto endpoint = std::make_shared<EndpointOptions>();
   auto tolerance = std::make_shared<double>(0.25);
   CLI::App* cmd = app.add_subcommand("validate", "Replay a state file and check every state");
   cmd->add_option("FILE", *file, "EpisodeState JSON Lines file")->required();
+  endpoint->add_options(*cmd);
   cmd->add_option("--tolerance", *tolerance,
                   "Largest |replayed - recorded| allowed for a measured (runtime, gflops) reward")
       ->default_val(0.25);
-  cmd->callback([file, tolerance] {
+  cmd->callback([file, tolerance, endpoint] {
     Expected<std::vector<EpisodeState>> states = read_episode_states(*file);
     if (!states.ok()) throw CLI::RuntimeError(report_error(states.status()));
+    const EnvFactory make = env_factory(*endpoint, 0);
     int failed = 0;
     for (size_t i = 0; i < states->size(); ++i) {
       const EpisodeState& s = (*states)[i];
       std::string what;
-      Expected<Replayed> r = replay_state(s, cli_env_context(0));
+      Expected<Replayed> r = replay_state(s, make);
       if (!r.ok()) {
         what = r.status().message();
       } else {

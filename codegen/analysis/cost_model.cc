@@ -208,29 +208,6 @@ void count_value(const Expr& e, ValueOps* o) {
 
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
-// Bytes of heap (above the stack limit) allocations live at once, one thread.
-double heap_peak_bytes(const Stmt& s, int64_t stack_limit) {
-  if (!s.defined()) return 0;
-  switch (s.kind()) {
-    case NodeKind::kAllocate: {
-      const Allocate* a = s.as<Allocate>();
-      const double bytes = double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes;
-      return (bytes > double(stack_limit) ? bytes : 0) + heap_peak_bytes(a->body, stack_limit);
-    }
-    case NodeKind::kFor: return heap_peak_bytes(s.as<For>()->body, stack_limit);
-    case NodeKind::kLetStmt: return heap_peak_bytes(s.as<LetStmt>()->body, stack_limit);
-    case NodeKind::kIfThenElse:
-      return std::max(heap_peak_bytes(s.as<IfThenElse>()->then_case, stack_limit),
-                      heap_peak_bytes(s.as<IfThenElse>()->else_case, stack_limit));
-    case NodeKind::kBlock: {
-      double m = 0;
-      for (const Stmt& c : s.as<Block>()->stmts) m = std::max(m, heap_peak_bytes(c, stack_limit));
-      return m;
-    }
-    default: return 0;
-  }
-}
-
 int64_t gcd64(int64_t a, int64_t b) {
   a = std::abs(a);
   b = std::abs(b);
@@ -241,6 +218,117 @@ int64_t gcd64(int64_t a, int64_t b) {
   }
   return a;
 }
+
+// The C library's allocator as far as page faults go (glibc's policy): a request of at
+// least the mmap threshold gets fresh pages from the system every time; freeing such a
+// chunk raises the threshold to its size and the trim threshold to twice that; other
+// requests come from the heap, which faults in pages only when it grows past what it
+// holds, and hands its free top back to the system once that exceeds the trim
+// threshold. Runs are repeated back to back: the faults of the second run are the
+// steady state. Loops repeat their allocations; a loop's second iteration stands for
+// all the later ones (its faults count extent - 1 times).
+class HeapSimulator {
+ public:
+  HeapSimulator(int64_t stack_limit, double page_bytes) : stack_limit_(stack_limit), page_(page_bytes) {}
+
+  // Pages faulted in by one steady-state run of `body` (the third: the first raises
+  // the mmap threshold, the second grows the heap).
+  double steady_faults(const Stmt& body) {
+    walk(body, 1.0);
+    walk(body, 1.0);
+    faults_ = 0;
+    walk(body, 1.0);
+    return faults_;
+  }
+
+ private:
+  static constexpr double kTopPad = 128 * 1024;
+  int64_t stack_limit_;
+  double page_;
+  double mmap_threshold_ = 128 * 1024, trim_threshold_ = 128 * 1024;
+  double heap_used_ = 0, heap_held_ = 0;
+  double faults_ = 0;
+  std::vector<bool> mapped_;  // per live allocation: came from mmap
+
+  void allocate(double bytes, double weight) {
+    if (bytes >= mmap_threshold_) {
+      faults_ += weight * std::ceil(bytes / page_);
+      mapped_.push_back(true);
+      return;
+    }
+    mapped_.push_back(false);
+    heap_used_ += bytes;
+    if (heap_used_ > heap_held_) {  // the heap grows, with some padding
+      const double grown = heap_used_ + kTopPad;
+      faults_ += weight * std::ceil((grown - heap_held_) / page_);
+      heap_held_ = grown;
+    }
+  }
+
+  void release(double bytes) {
+    const bool mapped = mapped_.back();
+    mapped_.pop_back();
+    if (mapped) {
+      const double chunk = std::ceil((bytes + 16) / page_) * page_;
+      if (chunk > mmap_threshold_ && chunk <= double(int64_t(32) << 20)) {
+        mmap_threshold_ = chunk;
+        trim_threshold_ = 2 * chunk;
+      }
+      return;
+    }
+    heap_used_ -= bytes;
+    if (heap_held_ - heap_used_ >= trim_threshold_) heap_held_ = heap_used_ + kTopPad;
+  }
+
+  static bool has_heap(const Stmt& s, int64_t limit) {
+    bool found = false;
+    struct V : IRVisitor {
+      int64_t limit;
+      bool* found;
+      void visit(const Allocate* a) override {
+        if (double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes > double(limit)) *found = true;
+        IRVisitor::visit(a);
+      }
+    } v;
+    v.limit = limit;
+    v.found = &found;
+    v.visit_stmt(s);
+    return found;
+  }
+
+  void walk(const Stmt& s, double weight) {
+    if (!s.defined()) return;
+    switch (s.kind()) {
+      case NodeKind::kAllocate: {
+        const Allocate* a = s.as<Allocate>();
+        const double bytes = double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes;
+        const bool heap = bytes > double(stack_limit_);
+        if (heap) allocate(bytes, weight);
+        walk(a->body, weight);
+        if (heap) release(bytes);
+        return;
+      }
+      case NodeKind::kFor: {
+        const For* f = s.as<For>();
+        if (!has_heap(f->body, stack_limit_)) return;
+        const int64_t* e = as_const_int(f->extent);
+        const double extent = e ? double(*e) : 1.0;
+        walk(f->body, weight);
+        if (extent > 1) walk(f->body, weight * (extent - 1));
+        return;
+      }
+      case NodeKind::kLetStmt: walk(s.as<LetStmt>()->body, weight); return;
+      case NodeKind::kIfThenElse:
+        walk(s.as<IfThenElse>()->then_case, weight);
+        walk(s.as<IfThenElse>()->else_case, weight);
+        return;
+      case NodeKind::kBlock:
+        for (const Stmt& c : s.as<Block>()->stmts) walk(c, weight);
+        return;
+      default: return;
+    }
+  }
+};
 
 // Per-iteration demand of a region's straight-line code on the core's resources.
 struct Demand {
@@ -261,7 +349,7 @@ struct CacheSpec {
 
 class Model {
  public:
-  Model(const NestSummary& s, const MachineModel& m, double heap_peak) : S(s), M(m), heap_peak_(heap_peak) {}
+  Model(const NestSummary& s, const MachineModel& m, double heap_faults) : S(s), M(m), heap_faults_(heap_faults) {}
 
   CostBreakdown run() {
     prepare();
@@ -328,6 +416,7 @@ class Model {
         const double tlb = tlb_cycles(int(si), a) * frac;
         mem_private += tlb;
         out.stores[si].memory_cycles += tlb;
+        out.stores[si].tlb_cycles += tlb;
       }
       const int r = region_[si] + 1;
       region_mem[size_t(r)] += mem_private;
@@ -383,22 +472,17 @@ class Model {
       loop_overhead[size_t(l)] = o;
       overhead += o;
     }
-    // Heap allocations: malloc/free per execution. The C library hands memory back to
-    // the system when more than twice its largest allocation is free at the top of
-    // the heap (glibc's dynamic trim threshold); then every run faults its heap
-    // scratch in again, page by page.
-    double largest = 0;
+    // Heap allocations: malloc/free per execution, and the pages the allocator has to
+    // fault in again on every run (HeapSimulator).
     for (const NestAlloc& a : S.allocs) {
       const NestBuffer& b = S.buffers[size_t(a.buffer)];
       const double bytes = double(b.elements) * b.dtype.bytes() * b.dtype.lanes;
       if (bytes <= double(M.stack_limit_bytes)) continue;
-      largest = std::max(largest, bytes);
       double execs = 1;
       for (int l : a.loops) execs *= vec_ok_[size_t(l)] ? 1.0 : double(S.loops[size_t(l)].extent);
       overhead += execs * M.heap_alloc_cycles;
     }
-    if (largest > 0 && (heap_peak_ >= 2 * largest || largest > double(int64_t(32) << 20)))
-      overhead += std::ceil(heap_peak_ / M.page_bytes) * M.page_fault_cycles;
+    overhead += heap_faults_ * M.page_fault_cycles;
     out.overhead_cycles = overhead;
 
     // Inclusive loop cycles.
@@ -416,7 +500,7 @@ class Model {
  private:
   const NestSummary& S;
   const MachineModel& M;
-  double heap_peak_ = 0;  // bytes of heap scratch live at once
+  double heap_faults_ = 0;  // pages of heap scratch faulted in per run
   std::vector<char> vec_ok_, real_, llvm_unrolled_;
   std::vector<char> sroa_;  // per buffer: kept in registers
   std::vector<int> autovec_;          // per loop: LLVM's vector factor, 0 when it stays scalar
@@ -490,8 +574,9 @@ class Model {
     for (size_t l = n; l-- > 0;) {
       const bool candidate = (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) &&
                              !blocked[l] &&
-                             ext(int(l)) * body_size[l] <= M.full_unroll_budget *
-                                                               (ext(int(l)) <= M.full_unroll_analyzed_trips ? 4.0 : 1.0);
+                             ext(int(l)) * body_size[l] <=
+                                 M.full_unroll_budget *
+                                     (ext(int(l)) <= M.full_unroll_analyzed_trips ? M.full_unroll_boost : 1.0);
       llvm_unrolled_[l] = candidate;
       const bool stays_loop = !(candidate || vec_ok_[l] || L[l].kind == ForKind::kUnrolled);
       if (stays_loop || blocked[l])
@@ -528,8 +613,10 @@ class Model {
     sroa_.assign(S.buffers.size(), 0);
     for (size_t b = 0; b < S.buffers.size(); ++b) {
       if (S.buffers[b].alloc < 0 || S.buffers[b].elements > M.register_buffer_elements) continue;
+      // One element: whatever the index says, it is 0.
       bool ok = true;
       for (const NestStore& st : S.stores) {
+        if (S.buffers[b].elements == 1) break;
         for (const NestAccess& a : st.accesses) {
           if (a.buffer != int(b)) continue;
           for (const IndexTerm& term : a.index.terms) {
@@ -582,8 +669,11 @@ class Model {
         }
       }
       if (!ok) continue;
+      // Short loops are vectorized only when no scalar remainder is left.
       int vf = lanes_per_vector(t, M.auto_vector_bits);
       while (vf > int(L[l].extent)) vf /= 2;
+      if (L[l].extent < 16)
+        while (vf >= 4 && L[l].extent % vf != 0) vf /= 2;
       autovec_[l] = vf >= 4 ? vf : 0;
     }
 
@@ -739,31 +829,40 @@ class Model {
     misses[2] = std::min(misses[2], misses[1]);
   }
 
-  // Address translation misses of `a`: its innermost varying loop steps a page or
-  // more per iteration, and the pages one execution of that loop touches outgrow
-  // the TLB levels.
+  // Address translation misses of `a`, walked like a cache of pages: a loop whose one
+  // iteration touches no more pages of `a` than a TLB level holds re-uses them across
+  // iterations; otherwise every iteration looks its pages up again.
   double tlb_cycles(int si, const NestAccess& a) const {
     const std::vector<int>& chain = mchains_[size_t(si)];
+    const int levels = std::min(int(chain.size()), 64);
+    // Only walks that step a page or more per iteration somewhere can miss.
+    bool large = false;
     const NestBuffer& b = S.buffers[size_t(a.buffer)];
-    for (size_t k = chain.size(); k-- > 0;) {
-      const int l = chain[k];
-      if (!a.index.depends_on(l)) continue;
-      const double step = std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes();
-      if (step < M.page_bytes) return 0;
-      // Pages one execution of the loop touches (the innermost varying loop and the
-      // varying loops inside it).
-      double pages = 1;
-      for (size_t j = k; j < chain.size(); ++j)
-        if (a.index.depends_on(chain[j])) pages *= ext(chain[j]);
-      // Accesses to distinct pages: loops inside the varying one repeat the same page.
-      double accesses = 1;
-      for (size_t j = 0; j <= k; ++j) accesses *= ext(chain[j]);
-      double c = 0;
-      if (pages > M.dtlb_entries) c += M.dtlb_miss_cycles;
-      if (pages > M.stlb_entries) c += M.stlb_miss_cycles;
-      return c * accesses;
+    for (int l : chain) large |= std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes() >= M.page_bytes;
+    if (!large) return 0;
+    double pages[65];
+    std::vector<char> varying(S.loops.size(), 0);
+    pages[levels] = 1;
+    for (int k = levels - 1; k >= 0; --k) {
+      varying[size_t(chain[size_t(k)])] = 1;
+      pages[k] = access_footprint(S, a, varying, M.page_bytes).lines;
     }
-    return 0;
+    double cycles = 0;
+    for (int level = 0; level < 2; ++level) {
+      const double entries = level == 0 ? M.dtlb_entries : M.stlb_entries;
+      double m = 1;
+      for (int k = levels - 1; k >= 0; --k) {
+        // A set-associative TLB does not fall off a cliff: the share of lookups that
+        // miss grows with how far the iteration's pages overflow it.
+        const double e = ext(chain[size_t(k)]);
+        const double overflow = std::clamp((pages[k + 1] - entries) / entries, 0.0, 1.0);
+        m = overflow * e * m + (1 - overflow) * std::min(pages[k], e * m);
+      }
+      // Compulsory lookups of a walk that fits are not misses in steady state.
+      if (pages[0] <= entries) m = 0;
+      cycles += m * (level == 0 ? M.dtlb_miss_cycles : M.stlb_miss_cycles);
+    }
+    return cycles;
   }
 
   // Whether the hardware prefetchers follow `a`: its innermost varying loop walks
@@ -798,6 +897,35 @@ class Model {
     return true;
   }
 
+  // Instructions per unrolled copy of a store once the SLP vectorizer has packed the
+  // copies of its innermost unrolled unit-stride loop (1 when nothing packs).
+  double slp_factor(const NestStore& st, int r_depth) const {
+    const DataType t = S.buffers[size_t(st.buffer)].dtype;
+    if (sroa_[size_t(st.buffer)]) return 1;
+    ValueOps ops;
+    count_value(st.node->value, &ops);
+    if (ops.calls > 0) return 1;
+    for (size_t k = st.loops.size(); k-- > 0;) {
+      const int l = st.loops[k];
+      if (S.loops[size_t(l)].depth <= r_depth) break;
+      if (real_[size_t(l)] || vec_ok_[size_t(l)] || ext(l) < 2) continue;
+      const int64_t ws = st.accesses[0].index.stride_of(l);
+      if (ws != 1 && ws != -1) continue;
+      bool ok = true;
+      for (const NestAccess& a : st.accesses) {
+        if (sroa_[size_t(a.buffer)]) continue;
+        const int64_t s = a.index.stride_of(l);
+        ok &= s == 0 || s == 1 || s == -1;
+        for (const IndexTerm& term : a.index.terms)
+          if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), l) != term.deps.end()) ok = false;
+      }
+      if (!ok) continue;
+      const double lanes = double(lanes_per_vector(t, M.auto_vector_bits));
+      return ceil_div(ext(l), lanes) / ext(l);
+    }
+    return 1;
+  }
+
   Demand region_demand(int r, const std::vector<int>& stores, bool autovec) const {
     Demand d;
     const int r_depth = r >= 0 ? S.loops[size_t(r)].depth : -1;
@@ -819,7 +947,10 @@ class Model {
       const double v = vl >= 0 ? ceil_div(lanes, lanes_per_vector(t, M.vector_bits)) : 1;
       bool masked = false;
       if (vl >= 0) masked = std::find(st.guard_loops.begin(), st.guard_loops.end(), vl) != st.guard_loops.end();
-      const double kk = k * (masked ? 1.0 : st.fraction);
+      // LLVM's SLP vectorizer packs the unrolled copies of a unit-stride store (and
+      // its unit-stride or invariant loads) into vector instructions.
+      const double slp = vl < 0 && !autovec ? slp_factor(st, r_depth) : 1.0;
+      const double kk = k * (masked ? 1.0 : st.fraction) * slp;
       ValueOps ops;
       count_value(st.node->value, &ops);
       d.fp += kk * v * ops.fp;
@@ -827,7 +958,7 @@ class Model {
       d.calls += kk * lanes * ops.calls * M.math_call_cycles;
       d.alu += kk * v * ops.alu;
       if (masked) d.alu += kk * v * 2;
-      if (!st.guard_loops.empty()) d.alu += k;
+      if (!st.guard_loops.empty()) d.alu += k * slp;
 
       // How each access runs in the vector loop: broadcast, contiguous, or per lane.
       auto per_lane = [&](const NestAccess& a) {
@@ -961,7 +1092,8 @@ class Model {
 
 CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& machine) {
   const NestSummary summary = summarize_nest(nest);
-  return Model(summary, machine, heap_peak_bytes(nest.body, machine.stack_limit_bytes)).run();
+  const double faults = HeapSimulator(machine.stack_limit_bytes, machine.page_bytes).steady_faults(nest.body);
+  return Model(summary, machine, faults).run();
 }
 
 double est_cycles(const LoopNest& nest, const MachineModel& machine) { return estimate_cost(nest, machine).total_cycles; }
@@ -974,9 +1106,11 @@ std::string CostBreakdown::to_string() const {
   s += buf;
   s += "stores:\n";
   for (const StoreCost& c : stores) {
-    std::snprintf(buf, sizeof buf, "  %-16s instances %-10.4g compute %-10.4g memory %-10.4g misses L1 %-9.3g L2 %-9.3g L3 %-9.3g %s\n",
-                  c.buffer.c_str(), c.instances, c.compute_cycles, c.memory_cycles, c.l1_misses, c.l2_misses,
-                  c.l3_misses, c.bound);
+    std::snprintf(buf, sizeof buf,
+                  "  %-16s instances %-10.4g compute %-10.4g memory %-10.4g (tlb %-9.3g) misses L1 %-9.3g L2 %-9.3g "
+                  "L3 %-9.3g %s\n",
+                  c.buffer.c_str(), c.instances, c.compute_cycles, c.memory_cycles, c.tlb_cycles, c.l1_misses,
+                  c.l2_misses, c.l3_misses, c.bound);
     s += buf;
   }
   s += "loops:\n";

@@ -1,27 +1,34 @@
 // A deterministic analytical CPU cost model of a lowered LoopNest: estimated cycles
 // of one run on a described machine, with a per-store and per-loop breakdown. It is
-// computed on every environment step (well under a millisecond on a 10-stage nest),
+// computed on every environment step (tens of microseconds on a 10-stage nest),
 // bit-exactly reproducible everywhere (no host probing unless asked for, no threads,
 // no transcendental functions), and documented with its measured rank correlation
 // against real runtimes in docs/cost_model.md.
 //
 // The model, in short (details in docs/cost_model.md):
-//  - compute: the straight-line code under each innermost iterating loop (unrolled
-//    and vectorized loops are part of it) is costed per iteration as the maximum of
-//    its FP-pipe, load-port, store-port, issue-width and divider demands and of the
-//    latency of its accumulator chains; vector code costs ceil(lanes / vector lanes)
-//    instructions per operation, gathers and scatters one per lane; math calls are
-//    scalar library calls; LLVM's own vectorization of plain innermost loops and its
-//    promotion of loop-invariant accumulators to registers are modelled;
-//  - memory: for every access and cache level, the loop level whose per-iteration
-//    working set (all buffers) still fits decides how many distinct lines come from
-//    the level below; power-of-two strides that map a footprint onto few sets do not
-//    fit; streams the prefetchers cannot follow pay latency over memory-level
-//    parallelism instead of bandwidth;
-//  - each loop region costs max(compute, memory); parallel loops divide their regions
-//    by the threads (with the imbalance of a static split of their extent), DRAM
-//    traffic by the shared bandwidth, and pay a fork/join per execution; heap
-//    allocations pay an allocation and first-touch page faults.
+//  - what the code generator will do: which vectorized loops the backend really
+//    vectorizes; which small serial loops LLVM fully unrolls; which innermost loops
+//    its loop vectorizer vectorizes on its own (unit strides, no float reduction);
+//    which unrolled copies its SLP vectorizer packs; which accumulators it keeps in
+//    registers across a loop; which small local buffers live in registers;
+//  - compute: the straight-line code under each iterating loop is costed per
+//    iteration as the maximum of its FP-pipe, load-port, store-port, issue-width and
+//    divider demands and of the latency of its dependence chains (loop-carried
+//    accumulations, and unrolled reductions inside one iteration); vector code costs
+//    ceil(lanes / vector lanes) instructions per operation, gathers and scatters one
+//    per lane, masked tails more; math calls are scalar library calls;
+//  - memory: for every access and cache level, walking its loops from the innermost
+//    out, a loop whose one iteration's working set (all buffers) fits the cache, and
+//    whose lines of that access do not pile into a few sets (power-of-two strides),
+//    re-uses them across iterations; otherwise they come again from the level below.
+//    Lines cost bandwidth, or latency over memory-level parallelism for walks the
+//    prefetchers cannot follow; TLB misses are walked the same way over pages; runs
+//    repeat back to back, so data that fits a level is warm there;
+//  - each loop region costs max(compute, memory); parallel loops divide what they
+//    contain by the threads (with the imbalance of a static split of their extent),
+//    DRAM traffic by the shared bandwidth, and pay a fork/join per execution; heap
+//    allocations pay malloc/free and the page faults the C library's allocator
+//    causes on every run (simulated).
 #pragma once
 
 #include <cstdint>
@@ -41,7 +48,7 @@ struct MachineModel {
   int vector_registers = 16;
   int fma_units = 2;            // vector FP pipes (FMA, add, multiply)
   double fp_latency = 4;        // cycles of an FMA or multiply
-  double fp_add_latency = 3;    // cycles of an add: one step of an accumulation chain
+  double fp_add_latency = 2;    // cycles of an add: one step of an accumulation chain
   int load_ports = 2;           // loads per cycle
   int store_ports = 1;          // stores per cycle
   int issue_width = 4;          // instructions per cycle the front end sustains
@@ -51,11 +58,12 @@ struct MachineModel {
   double masked_access_factor = 2; // a masked vector load or store (tail guards) against a plain one
   double loop_entry_cycles = 3;    // entering a loop (setup, exit branch)
   // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
-  // its unrolled body stays under this many instructions, four times as many for
-  // loops of at most `full_unroll_analyzed_trips` iterations (whose unrolled copies
-  // it sees simplify).
+  // its unrolled body stays under this many instructions, `full_unroll_boost` times
+  // as many for loops of at most `full_unroll_analyzed_trips` iterations (whose
+  // unrolled copies it sees simplify).
   double full_unroll_budget = 300;
   double full_unroll_analyzed_trips = 10;
+  double full_unroll_boost = 2.7;
   // Out-of-order overlap of dependence chains inside one loop iteration: chained FP
   // operations of later iterations that the scheduler holds while the current ones wait.
   double scheduler_window = 64;
@@ -95,11 +103,11 @@ struct MachineModel {
   double call_cycles = 30;         // an outlined parallel body run on one thread
   double heap_alloc_cycles = 500;  // an Allocate above the stack limit (per execution)
   int64_t stack_limit_bytes = int64_t(512) << 10;
-  double page_fault_cycles = 4000;  // first touch of a page of heap scratch handed back to the system
+  double page_fault_cycles = 4000;  // a page of heap scratch the allocator faults in again every run
 
-  // A fixed machine (see docs/cost_model.md): an AVX2 + FMA x86-64 core, 8 cores.
-  // Every field has the default value above; results computed with it are the same
-  // on every host.
+  // A fixed machine (see docs/cost_model.md): 8 AVX2 + FMA x86-64 cores, with
+  // latencies and bandwidths calibrated on the development VM. Every field has the
+  // default value above; results computed with it are the same on every host.
   static MachineModel reference();
   // The reference machine with this host's vector width (AVX-512 / AVX2 / SSE from
   // CPUID), core count and cache sizes and associativities (sysfs); whatever cannot
@@ -128,7 +136,8 @@ struct StoreCost {
   std::string buffer;
   double instances = 0;       // scalar instances over the whole run
   double compute_cycles = 0;  // its share of the compute estimate
-  double memory_cycles = 0;   // cycles of its cache and memory traffic
+  double memory_cycles = 0;   // cycles of its cache and memory traffic (address translation included)
+  double tlb_cycles = 0;      // of which address translation
   double l1_misses = 0, l2_misses = 0, l3_misses = 0;  // lines
   const char* bound = "";     // what limits its region: compute, latency, memory, calls
 };

@@ -486,7 +486,17 @@ Footprint footprint_of(const NestSummary& summary, const NestAccess& access, Var
   }
   std::sort(items, items + n_items, [](const Item& a, const Item& b) { return a.step < b.step; });
 
-  double run = 1, span = 1, count = 1, run_stride = 0;
+  // Lines a contiguous stretch of `elements` covers (aligned stretches start on a
+  // line; others anywhere, on average).
+  auto dense_lines = [&](double elements) {
+    const double bytes = elements * elem_bytes;
+    if (aligned) return std::ceil(bytes / line);
+    return (bytes - elem_bytes) / line + 1;
+  };
+  // The pattern grows one term at a time, smallest step first: n copies of the pattern
+  // so far, s elements apart. Its lines are the copies' lines, unless the copies are
+  // so close that the whole span is denser.
+  double run = 1, span = 1, count = 1, run_stride = 0, lines = dense_lines(1);
   for (int i = 0; i < n_items; ++i) {
     const double s = items[i].step, n = items[i].count;
     const double added = s * (n - 1);
@@ -494,24 +504,20 @@ Footprint footprint_of(const NestSummary& summary, const NestAccess& access, Var
       run += added;
       count = run;
       span = run;
-    } else if (s >= span) {  // disjoint copies of the pattern
+      lines = dense_lines(run);
+      continue;
+    }
+    if (s >= span) {  // disjoint copies of the pattern
       count *= n;
-      span += added;
-      if (run_stride == 0) run_stride = s;
     } else {  // overlapping copies
       count = std::min(count * n, span + added);
-      span += added;
-      if (run_stride == 0) run_stride = s;
     }
+    if (run_stride == 0) run_stride = s;
+    span += added;
+    lines = std::min(n * lines, dense_lines(span));
   }
   const double elements = std::min(count, double(std::max<int64_t>(buffer.elements, 1)));
-  auto run_lines = [&](double bytes) {
-    if (aligned) return std::ceil(bytes / line);
-    return (bytes - elem_bytes) / line + 1;
-  };
   const double runs = count / run;
-  double lines = runs * run_lines(run * elem_bytes);
-  lines = std::min(lines, span * elem_bytes / line + 1);
   lines = std::min(lines, std::ceil(double(std::max<int64_t>(buffer.elements, 1)) * elem_bytes / line));
   lines = std::max({lines, elements * elem_bytes / line, 1.0});
   Footprint fp;

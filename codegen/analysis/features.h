@@ -6,8 +6,9 @@
 // The first half of this header is the access summary both the features and the
 // analytical cost model (cost_model.h) read: one walk over the nest that records its
 // loops, buffers, allocations and stores, with every flat index decomposed into a sum
-// of loop variables times strides (let-bound names expanded; divisions, modulos,
-// min/max and other non-affine parts kept as terms with a value range).
+// of loop variables times strides (let-bound names expanded; c * (x / c) + x % c, the
+// form fused loops leave, folded back to x; other divisions, modulos, min/max and
+// non-affine parts kept as terms with a value range).
 #pragma once
 
 #include <array>
@@ -132,8 +133,8 @@ Footprint access_footprint(const NestSummary& summary, const NestAccess& access,
 // ---- per-store features --------------------------------------------------------------
 
 inline constexpr int kFeaturesPerStore = 164;
-inline constexpr int kFeatureBuffers = 5;                                // buffer slots per store
-inline constexpr int kFeaturesFlat = 3 * kFeaturesPerStore + 1;          // 493
+inline constexpr int kFeatureBuffers = 5;                        // buffer slots per store
+inline constexpr int kFeaturesFlat = 3 * kFeaturesPerStore + 1;  // 493
 
 using StoreFeatureRow = std::array<float, kFeaturesPerStore>;
 

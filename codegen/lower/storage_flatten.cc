@@ -1,6 +1,6 @@
-// Storage flattening: every multi-dimensional access becomes one flat index over a
-// row-major layout; storage_align pads the strides it names; each Allocate gets one
-// extent, its element count.
+// Storage flattening: every multi-dimensional access becomes one flat index over the
+// buffer's layout (row-major, or the order reorder_storage chose); storage_align pads
+// the strides it names; each Allocate gets one extent, its element count.
 #include <functional>
 #include <unordered_map>
 
@@ -10,18 +10,25 @@
 namespace tensorgym {
 namespace {
 
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape, const std::vector<StorageAlign>& aligns) {
+// Strides of a buffer stored in `order` (dimensions outermost first; empty: row-major),
+// with storage_align padding. Returns the element count through *size.
+std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const std::vector<StorageAlign>& aligns,
+                                     std::vector<int> order, int64_t* size) {
+  if (order.empty())
+    for (size_t d = 0; d < shape.size(); ++d) order.push_back(int(d));
   std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) {
-    int64_t stride = strides[d] * shape[d];
+  for (size_t p = order.size(); p-- > 1;) {
+    size_t inner = size_t(order[p]), d = size_t(order[p - 1]);
+    int64_t stride = strides[inner] * shape[inner];
     for (const StorageAlign& a : aligns) {
-      if (size_t(a.axis) != d - 1) continue;
+      if (size_t(a.axis) != d) continue;
       // The smallest stride >= the dense one with stride % factor == offset.
       int64_t rem = stride % a.factor;
       stride += (a.offset - rem + a.factor) % a.factor;
     }
-    strides[d - 1] = stride;
+    strides[d] = stride;
   }
+  if (size) *size = shape.empty() ? 1 : strides[size_t(order[0])] * shape[size_t(order[0])];
   return strides;
 }
 
@@ -45,7 +52,7 @@ void visit_stmts_allocate(const Stmt& s, const std::function<void(const Allocate
 class Flattener : public IRMutator {
  public:
   Flattener(const LoweringContext& ctx, const std::vector<BufferArg>& args) : ctx_(ctx) {
-    for (const BufferArg& a : args) strides_[a.name] = row_major_strides(a.shape, {});
+    for (const BufferArg& a : args) strides_[a.name] = storage_strides(a.shape, {}, {}, nullptr);
   }
 
  protected:
@@ -68,9 +75,9 @@ class Flattener : public IRMutator {
 
   Stmt visit(const Allocate* op) override {
     const StageSchedule* s = ctx_.state.find_stage(op->name);
-    std::vector<int64_t> strides = row_major_strides(op->extents, s ? s->aligns : std::vector<StorageAlign>{});
-    int64_t size = op->extents.empty() ? 1 : strides[0] * op->extents[0];
-    strides_[op->name] = strides;
+    int64_t size = 0;
+    strides_[op->name] = storage_strides(op->extents, s ? s->aligns : std::vector<StorageAlign>{},
+                                         s ? s->storage_order : std::vector<int>{}, &size);
     Stmt body = mutate(op->body);
     return Allocate::make(op->name, op->dtype, {size}, body);
   }

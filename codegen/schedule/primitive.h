@@ -52,6 +52,7 @@ PrimitiveResult apply_compute_inline(ScheduleState& state, const PrimitiveArgs& 
 PrimitiveResult apply_compute_root(ScheduleState& state, const PrimitiveArgs& args);
 PrimitiveResult apply_rfactor(ScheduleState& state, const PrimitiveArgs& args);
 PrimitiveResult apply_storage_align(ScheduleState& state, const PrimitiveArgs& args);
+PrimitiveResult apply_reorder_storage(ScheduleState& state, const PrimitiveArgs& args);
 PrimitiveResult apply_pragma(ScheduleState& state, const PrimitiveArgs& args);
 PrimitiveResult apply_bind(ScheduleState& state, const PrimitiveArgs& args);
 

@@ -6,7 +6,7 @@
 namespace tensorgym {
 namespace {
 
-constexpr std::array<PrimitiveInfo, 16> kPrimitives = {{
+constexpr std::array<PrimitiveInfo, 17> kPrimitives = {{
     {"split", 4, 4, "split(STAGE.loop, factor, outer, inner)", apply_split},
     {"reorder", 2, -1, "reorder(STAGE, loop, loop, ...)", apply_reorder},
     {"fuse", 3, 3, "fuse(STAGE.outer, STAGE.inner, fused)", apply_fuse},
@@ -21,6 +21,7 @@ constexpr std::array<PrimitiveInfo, 16> kPrimitives = {{
     {"compute_root", 1, 1, "compute_root(STAGE)", apply_compute_root},
     {"rfactor", 2, 2, "rfactor(STAGE.loop, NAME)", apply_rfactor},
     {"storage_align", 3, 3, "storage_align(STAGE.axis, factor, offset)", apply_storage_align},
+    {"reorder_storage", 2, -1, "reorder_storage(STAGE, axis, axis, ...)", apply_reorder_storage},
     {"pragma", 3, 3, "pragma(STAGE.loop, auto_unroll_max_step, n)", apply_pragma},
     {"bind", 2, 2, "bind(STAGE.loop, blockIdx.x | threadIdx.x | ...)", apply_bind},
 }};

@@ -24,7 +24,7 @@ Primitive propose_random_primitive(const ScheduleState& state, Rng& rng, int fre
   static const std::vector<std::pair<const char*, int>> kWeights = {
       {"split", 20},        {"reorder", 10},       {"fuse", 5},      {"tile", 5},     {"vectorize", 8},
       {"parallel", 8},      {"unroll", 6},         {"cache_read", 6}, {"cache_write", 5}, {"compute_at", 14},
-      {"compute_inline", 6}, {"compute_root", 3},  {"rfactor", 4},   {"storage_align", 3}, {"pragma", 3}};
+      {"compute_inline", 6}, {"compute_root", 3},  {"rfactor", 4},   {"storage_align", 3}, {"pragma", 3}, {"reorder_storage", 3}};
   int total = 0;
   for (const auto& [name, w] : kWeights) total += w;
   int r = int(rng.below(uint64_t(total)));
@@ -84,6 +84,12 @@ Primitive propose_random_primitive(const ScheduleState& state, Rng& rng, int fre
     const IterVar& axis = s.def.axes[size_t(rng.below(s.def.axes.size()))];
     int64_t f = rng.pick(kFactors);
     p.args = {s.name() + "." + axis.name, std::to_string(f), std::to_string(rng.below(uint64_t(f)))};
+  } else if (p.name == "reorder_storage") {
+    std::vector<std::string> axes;
+    for (const IterVar& v : s.def.axes) axes.push_back(v.name);
+    for (size_t i = axes.size(); i > 1; --i) std::swap(axes[i - 1], axes[size_t(rng.below(i))]);
+    p.args = {s.name()};
+    p.args.insert(p.args.end(), axes.begin(), axes.end());
   } else {
     p.args = {random_leaf(s, rng), "auto_unroll_max_step", std::to_string(rng.pick(std::vector<int64_t>{4, 16, 64}))};
   }

@@ -58,11 +58,18 @@ struct StageSchedule {
   std::string attach_stage;  // kAt: the consumer whose loop computes this stage
   std::string attach_loop;   // kAt: that loop's name
   std::vector<StorageAlign> aligns;
+  // The buffer's dimensions from outermost to innermost in memory (reorder_storage);
+  // empty means the axes' own order (row-major).
+  std::vector<int> storage_order;
 
   const std::string& name() const { return def.name; }
   int find_loop(std::string_view name) const;  // -1 when absent
   int leaf_position(int loop) const;           // -1 when not a leaf
   int num_root_loops() const { return int(def.axes.size() + def.reduce_axes.size()); }
+  // The spatial axis stored innermost (contiguous).
+  int innermost_storage_axis() const {
+    return storage_order.empty() ? int(def.axes.size()) - 1 : storage_order.back();
+  }
 
   // Removes every reduction loop (roots and the loops split or fused from them) and
   // the relations between them. cache_write and rfactor move the reduction elsewhere.

@@ -13,7 +13,7 @@ PrimitiveResult apply_storage_align(ScheduleState& state, const PrimitiveArgs& a
   for (size_t i = 0; i < stage.def.axes.size(); ++i)
     if (stage.def.axes[i].name == ref.get().name) axis = int(i);
   if (axis < 0) return invalid_argument(ref.text() + " is not a dimension of " + stage.name() + "'s buffer");
-  if (axis == int(stage.def.axes.size()) - 1)
+  if (axis == stage.innermost_storage_axis())
     return invalid_argument("cannot align the innermost dimension " + ref.text() + " (its stride is 1)");
   if (stage.is_output)
     return failed_precondition("stage " + stage.name() + " is an output; its layout is fixed by the caller");

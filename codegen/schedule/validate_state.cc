@@ -65,6 +65,10 @@ Status validate_state(const ScheduleState& state) {
                                        s.name() + "." + vector_loop);
       }
     }
+    for (const StorageAlign& a : s.aligns)
+      if (a.axis == s.innermost_storage_axis())
+        return failed_precondition("dimension " + s.name() + "." + s.def.axes[size_t(a.axis)].name +
+                                   " is aligned and would be stored innermost (its stride is 1)");
     if (s.attach == AttachKind::kInline) {
       if (!state.attached_at(s.name()).empty())
         return failed_precondition("stage " + s.name() + " is inlined but a stage is computed at its loops");

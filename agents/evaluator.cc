@@ -1,0 +1,211 @@
+#include "agents/evaluator.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "codegen/analysis/cost_model.h"
+#include "codegen/analysis/op_count.h"
+#include "codegen/lower/lower.h"
+#include "codegen/measure/runner.h"
+#include "datasets/registry.h"
+
+namespace tensorgym {
+namespace {
+
+// Programs by benchmark URI or text, parsed once per evaluator.
+class ProgramCache {
+ public:
+  explicit ProgramCache(DatasetRegistry* datasets) : datasets_(datasets) {}
+
+  struct Entry {
+    ProgramPtr program;
+    std::string text;
+    double flops = 0;
+  };
+
+  Expected<Entry> get(const Candidate& c) {
+    const std::string key = c.program_text.empty() ? "uri:" + c.benchmark : "text:" + c.program_text;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return it->second;
+    }
+    Entry e;
+    if (c.program_text.empty()) {
+      DatasetRegistry& registry = datasets_ ? *datasets_ : DatasetRegistry::global();
+      TG_ASSIGN_OR_RETURN(Benchmark b, registry.resolve(c.benchmark));
+      e.program = b.program;
+      e.text = b.program_text;
+    } else {
+      TG_ASSIGN_OR_RETURN(Program p, parse_program(c.program_text, builtin_program_limits()));
+      e.program = std::make_shared<const Program>(std::move(p));
+      e.text = c.program_text;
+    }
+    e.flops = count_ops(*e.program).flops;
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.emplace(key, e);
+    return e;
+  }
+
+ private:
+  DatasetRegistry* datasets_;
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+};
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads.
+template <class F>
+void parallel_for(size_t n, int threads, F&& fn) {
+  size_t workers = std::min<size_t>(n, size_t(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+  for (std::thread& t : pool) t.join();
+}
+
+class RunnerEvaluator : public Evaluator {
+ public:
+  explicit RunnerEvaluator(const RunnerEvaluatorOptions& options) : options_(options), programs_(options.datasets) {}
+
+  std::string metric() const override { return "runtime"; }
+  bool deterministic() const override { return false; }
+
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
+    std::vector<Evaluation> out(candidates.size());
+    Runner& r = runner();
+    parallel_for(candidates.size(), options_.workers, [&](size_t i) { out[i] = measure_one(r, candidates[i]); });
+    return out;
+  }
+
+ private:
+  Runner& runner() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!runner_) {
+      RunnerOptions ro;
+      ro.num_workers = std::max(1, options_.workers);
+      ro.worker_binary = options_.worker_binary;
+      runner_ = std::make_unique<Runner>(ro);
+    }
+    return *runner_;
+  }
+
+  Evaluation measure_one(Runner& r, const Candidate& c) {
+    Evaluation e;
+    Expected<ProgramCache::Entry> p = programs_.get(c);
+    if (!p.ok()) {
+      e.status = p.status();
+      return e;
+    }
+    e.flops = p->flops;
+    proto::MeasureRequest request;
+    request.set_program(p->text);
+    request.set_schedule(c.trace);
+    *request.mutable_settings() = options_.settings;
+    if (options_.threads > 0 && request.settings().threads() == 0)
+      request.mutable_settings()->set_threads(options_.threads);
+    proto::MeasureResult result = r.measure(request);
+    google::protobuf::util::JsonPrintOptions jopts;
+    jopts.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(result.provenance(), &e.provenance_json, jopts);
+    if (result.error() != proto::MEASURE_OK) {
+      StatusCode code = result.error() == proto::INSTANTIATION ? StatusCode::kInvalidArgument
+                        : result.error() == proto::TIMEOUT     ? StatusCode::kDeadlineExceeded
+                                                               : StatusCode::kFailedPrecondition;
+      e.status = Status(code, std::string(proto::MeasureError_Name(result.error())) + ": " + result.error_message());
+      return e;
+    }
+    e.cost = result.runtime().median_s();
+    e.gflops = result.gflops();
+    return e;
+  }
+
+  RunnerEvaluatorOptions options_;
+  ProgramCache programs_;
+  std::mutex mu_;
+  std::unique_ptr<Runner> runner_;
+};
+
+class EstCyclesEvaluator : public Evaluator {
+ public:
+  explicit EstCyclesEvaluator(const EstCyclesEvaluatorOptions& options)
+      : options_(options), programs_(options.datasets) {}
+
+  std::string metric() const override { return "est_cycles"; }
+  bool deterministic() const override { return true; }
+
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
+    std::vector<Evaluation> out(candidates.size());
+    parallel_for(candidates.size(), options_.threads, [&](size_t i) { out[i] = estimate_one(candidates[i]); });
+    return out;
+  }
+
+ private:
+  Evaluation estimate_one(const Candidate& c) {
+    Evaluation e;
+    Expected<ProgramCache::Entry> p = programs_.get(c);
+    if (!p.ok()) {
+      e.status = p.status();
+      return e;
+    }
+    e.flops = p->flops;
+    Expected<Schedule> s = Schedule::from_text(p->program, c.trace);
+    if (!s.ok()) {
+      e.status = Status(s.status().code(), "INSTANTIATION: schedule:" + s.status().message());
+      return e;
+    }
+    Expected<LoopNest> nest = lower(*s);
+    if (!nest.ok()) {
+      e.status = Status(nest.status().code(), "INSTANTIATION: lowering: " + nest.status().message());
+      return e;
+    }
+    e.cost = est_cycles(*nest, MachineModel::reference());
+    if (!(e.cost > 0)) {
+      e.status = internal_error("est_cycles gave " + std::to_string(e.cost));
+      return e;
+    }
+    e.gflops = e.flops * kNominalGHz / e.cost;
+    return e;
+  }
+
+  EstCyclesEvaluatorOptions options_;
+  ProgramCache programs_;
+};
+
+}  // namespace
+
+proto::RunnerSettings search_runner_settings() {
+  proto::RunnerSettings s;
+  s.set_repeat(2);
+  s.set_min_repeat_ms(30);
+  s.set_check_points(128);
+  s.set_compile_timeout_s(20);
+  s.set_run_timeout_s(5);
+  return s;
+}
+
+std::unique_ptr<Evaluator> make_runner_evaluator(const RunnerEvaluatorOptions& options) {
+  return std::make_unique<RunnerEvaluator>(options);
+}
+
+std::unique_ptr<Evaluator> make_est_cycles_evaluator(const EstCyclesEvaluatorOptions& options) {
+  return std::make_unique<EstCyclesEvaluator>(options);
+}
+
+Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choice) {
+  if (choice.reward == "runtime" || choice.reward == "gflops") return make_runner_evaluator(choice.runner);
+  if (choice.reward == "est_cycles") return make_est_cycles_evaluator(choice.est);
+  return invalid_argument("unknown reward '" + choice.reward + "' for a search (runtime, est_cycles)");
+}
+
+}  // namespace tensorgym

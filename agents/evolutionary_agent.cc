@@ -1,0 +1,336 @@
+#include "agents/evolutionary_agent.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "agents/cost_model_xgb.h"
+#include "agents/serial.h"
+#include "agents/sketch.h"
+#include "codegen/lower/lower.h"
+
+namespace tensorgym {
+namespace {
+
+using Rows = std::vector<StoreFeatureRow>;
+
+struct Member {
+  Genome genome;
+  std::string trace;
+  const Rows* rows = nullptr;
+  double score = 0;
+};
+
+class EvolutionaryAgent : public SearchAgent {
+ public:
+  std::string name() const override { return "evolutionary"; }
+
+  Status start(SearchContext& ctx) override {
+    program_ = ctx.benchmark->program;
+    plan_ = make_sketch_plan(*program_);
+    XgbCostModelOptions mo;
+    mo.rounds = ctx.options->retrain_rounds;
+    model_ = std::make_unique<XgbCostModel>(mo);
+    if (!ctx.initial_cost_model.empty()) TG_RETURN_IF_ERROR(model_->load(ctx.initial_cost_model));
+    round_ = 0;
+    genomes_.clear();
+    quality_.clear();
+    return Status();
+  }
+
+  Expected<std::vector<std::string>> propose(SearchContext& ctx) override {
+    ++round_;
+    scratch_.clear();
+    const AgentOptions& o = *ctx.options;
+    Rng& rng = *ctx.rng;
+    const size_t batch = size_t(o.batch_size);
+    std::vector<std::string> out;
+    std::set<std::string> chosen;
+    std::map<std::string, Genome> proposed;
+    auto fresh = [&](const std::string& t) { return !ctx.lookup(t) && !chosen.count(t); };
+    auto take = [&](const Member& m) {
+      out.push_back(m.trace);
+      chosen.insert(m.trace);
+      proposed[m.trace] = m.genome;
+    };
+
+    const bool evolve = o.use_cost_model ? model_->trained() && round_ > o.warmup_random_rounds
+                                         : round_ > o.warmup_random_rounds;
+    if (!evolve) {
+      for (size_t attempt = 0; attempt < batch * 64 && out.size() < batch; ++attempt) {
+        Member m;
+        if (make_member(random_genome(plan_, rng), &m) && fresh(m.trace)) take(m);
+      }
+      remember(proposed);
+      return out;
+    }
+
+    // The initial population: the best measured genomes, then random ones.
+    const size_t population = size_t(o.population);
+    std::vector<Member> pop;
+    {
+      std::vector<const TrialRecord*> measured;
+      for (const TrialRecord& r : *ctx.records)
+        if (r.eval.ok() && genomes_.count(r.trace)) measured.push_back(&r);
+      std::stable_sort(measured.begin(), measured.end(),
+                       [](const TrialRecord* a, const TrialRecord* b) { return a->eval.cost < b->eval.cost; });
+      size_t seeds = std::min(measured.size(), std::max<size_t>(1, population / 8));
+      for (size_t i = 0; i < seeds; ++i) {
+        Member m;
+        if (make_member(genomes_.at(measured[i]->trace), &m)) pop.push_back(std::move(m));
+      }
+    }
+    for (size_t attempt = 0; pop.size() < population && attempt < population * 8; ++attempt) {
+      Member m;
+      if (make_member(random_genome(plan_, rng), &m)) pop.push_back(std::move(m));
+    }
+    TG_RETURN_IF_ERROR(score(pop, rng, o.use_cost_model));
+
+    // Every unmeasured candidate seen, with its score.
+    std::map<std::string, Member> seen;
+    auto collect = [&](const std::vector<Member>& p) {
+      for (const Member& m : p)
+        if (!ctx.lookup(m.trace)) seen.emplace(m.trace, m);
+    };
+    collect(pop);
+    for (int gen = 0; gen < o.generations && !pop.empty(); ++gen) {
+      std::vector<double> prefix = selection_prefix(pop);
+      auto parent = [&]() -> const Member& {
+        double x = rng.uniform() * prefix.back();
+        size_t i = size_t(std::upper_bound(prefix.begin(), prefix.end(), x) - prefix.begin());
+        return pop[std::min(i, pop.size() - 1)];
+      };
+      std::vector<Member> next;
+      for (size_t attempt = 0; next.size() < population && attempt < population * 8; ++attempt) {
+        Genome child = rng.chance(o.mutation_probability) ? mutate_genome(plan_, parent().genome, rng)
+                                                          : crossover_genomes(plan_, parent().genome, parent().genome, rng);
+        Member m;
+        if (make_member(std::move(child), &m)) next.push_back(std::move(m));
+      }
+      pop = std::move(next);
+      TG_RETURN_IF_ERROR(score(pop, rng, o.use_cost_model));
+      collect(pop);
+    }
+
+    // The best-scored unmeasured candidates, then a few at random.
+    std::vector<const Member*> ranked;
+    for (const auto& [trace, m] : seen) ranked.push_back(&m);
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Member* a, const Member* b) { return a->score > b->score; });
+    size_t random_part = size_t(std::llround(double(batch) * o.eps_greedy));
+    for (const Member* m : ranked) {
+      if (out.size() + random_part >= batch) break;
+      if (fresh(m->trace)) take(*m);
+    }
+    for (size_t attempt = 0; out.size() < batch && attempt < batch * 64; ++attempt) {
+      Member m;
+      if (!pop.empty() && rng.chance(0.5)) {
+        m = pop[size_t(rng.below(pop.size()))];
+      } else if (!make_member(random_genome(plan_, rng), &m)) {
+        continue;
+      }
+      if (fresh(m.trace)) take(m);
+    }
+    remember(proposed);
+    return out;
+  }
+
+  Status observe(SearchContext& ctx, const std::vector<std::string>& traces,
+                 const std::vector<Evaluation>& evals) override {
+    // The model's ranking of the new batch, which it has not seen.
+    if (model_->trained()) {
+      std::vector<const Rows*> programs;
+      std::vector<double> costs;
+      std::vector<bool> valid;
+      for (size_t i = 0; i < traces.size(); ++i) {
+        const Rows* rows = record_rows(traces[i]);
+        if (!rows || rows->empty()) continue;
+        programs.push_back(rows);
+        costs.push_back(evals[i].ok() ? evals[i].cost : std::numeric_limits<double>::infinity());
+        valid.push_back(evals[i].ok());
+      }
+      TG_ASSIGN_OR_RETURN(std::vector<double> scores, model_->predict(programs));
+      RankingQuality q = ranking_quality(scores, costs, valid, std::max(1, int(traces.size()) / 4));
+      if (q.pairs > 0) quality_.push_back(q);
+    }
+    if (!ctx.options->use_cost_model) return Status();
+    std::vector<CostSample> samples;
+    for (const TrialRecord& r : *ctx.records) {
+      const Rows* rows = record_rows(r.trace);
+      if (!rows || rows->empty()) continue;
+      samples.push_back({*rows, r.eval.ok() ? r.eval.cost : 0.0, r.eval.ok()});
+    }
+    Status st = model_->train(samples);
+    if (!st.ok() && st.code() != StatusCode::kFailedPrecondition) return st;
+    return Status();
+  }
+
+  std::string save() const override {
+    Record r;
+    r.put_int("round", round_);
+    Expected<std::string> model = model_->save();
+    r.put("model", model.ok() ? *model : "");
+    for (const auto& [trace, g] : genomes_) {
+      Record e;
+      e.put("trace", trace);
+      e.put("genome", genome_to_text(g));
+      r.put("genome", e.bytes());
+    }
+    for (const RankingQuality& q : quality_) {
+      Record e;
+      e.put_double("pairwise", q.pairwise_accuracy);
+      e.put_double("recall", q.top_k_recall);
+      e.put_int("k", q.k);
+      e.put_int("pairs", q.pairs);
+      e.put_int("samples", int64_t(q.samples));
+      r.put("quality", e.bytes());
+    }
+    return r.bytes();
+  }
+
+  Status load(SearchContext& ctx, const std::string& bytes) override {
+    TG_ASSIGN_OR_RETURN(Record r, Record::parse(bytes, "evolutionary state"));
+    TG_ASSIGN_OR_RETURN(int64_t round, r.get_int("round"));
+    round_ = int(round);
+    TG_ASSIGN_OR_RETURN(std::string model, r.get("model"));
+    TG_RETURN_IF_ERROR(model_->load(model));
+    genomes_.clear();
+    for (const std::string& e : r.get_all("genome")) {
+      TG_ASSIGN_OR_RETURN(Record ge, Record::parse(e, "genome"));
+      TG_ASSIGN_OR_RETURN(std::string trace, ge.get("trace"));
+      TG_ASSIGN_OR_RETURN(std::string text, ge.get("genome"));
+      TG_ASSIGN_OR_RETURN(Genome g, genome_from_text(plan_, text));
+      genomes_[trace] = std::move(g);
+    }
+    quality_.clear();
+    for (const std::string& e : r.get_all("quality")) {
+      TG_ASSIGN_OR_RETURN(Record qe, Record::parse(e, "quality"));
+      RankingQuality q;
+      TG_ASSIGN_OR_RETURN(q.pairwise_accuracy, qe.get_double("pairwise"));
+      TG_ASSIGN_OR_RETURN(q.top_k_recall, qe.get_double("recall"));
+      TG_ASSIGN_OR_RETURN(int64_t k, qe.get_int("k"));
+      q.k = int(k);
+      TG_ASSIGN_OR_RETURN(q.pairs, qe.get_int("pairs"));
+      TG_ASSIGN_OR_RETURN(int64_t n, qe.get_int("samples"));
+      q.samples = size_t(n);
+      quality_.push_back(q);
+    }
+    (void)ctx;
+    return Status();
+  }
+
+  std::string cost_model() const override {
+    Expected<std::string> bytes = model_->save();
+    return bytes.ok() ? *bytes : "";
+  }
+
+  std::map<std::string, std::string> report() const override {
+    std::map<std::string, std::string> out;
+    char buf[64];
+    out["cost_model.rounds_evaluated"] = std::to_string(quality_.size());
+    if (!quality_.empty()) {
+      double pa = 0, rc = 0, w = 0;
+      for (const RankingQuality& q : quality_) {
+        pa += q.pairwise_accuracy * double(q.pairs);
+        rc += q.top_k_recall;
+        w += double(q.pairs);
+      }
+      std::snprintf(buf, sizeof buf, "%.3f", w > 0 ? pa / w : 0.0);
+      out["cost_model.pairwise_accuracy"] = buf;
+      std::snprintf(buf, sizeof buf, "%.3f", rc / double(quality_.size()));
+      out["cost_model.top_k_recall"] = buf;
+      std::snprintf(buf, sizeof buf, "%.3f", quality_.back().pairwise_accuracy);
+      out["cost_model.pairwise_accuracy_last_round"] = buf;
+    }
+    return out;
+  }
+
+ private:
+  // Renders, lowers and featurizes a genome; false when it does not render or lower.
+  bool make_member(Genome g, Member* m) {
+    Expected<Schedule> s = render_genome(plan_, g, program_);
+    if (!s.ok()) return false;
+    m->trace = s->trace().to_string();
+    auto it = scratch_.find(m->trace);
+    if (it == scratch_.end()) {
+      Expected<LoopNest> nest = lower(*s);
+      Rows rows;
+      if (nest.ok()) rows = extract_features(*nest).rows;
+      it = scratch_.emplace(m->trace, std::move(rows)).first;
+    }
+    if (it->second.empty()) return false;
+    m->rows = &it->second;
+    m->genome = std::move(g);
+    return true;
+  }
+
+  // Ranks a population: the cost model's scores, or random ones without it.
+  Status score(std::vector<Member>& pop, Rng& rng, bool use_model) {
+    if (!use_model) {
+      for (Member& m : pop) m.score = rng.uniform();
+      return Status();
+    }
+    std::vector<const Rows*> programs;
+    for (const Member& m : pop) programs.push_back(m.rows);
+    TG_ASSIGN_OR_RETURN(std::vector<double> s, model_->predict(programs));
+    for (size_t i = 0; i < pop.size(); ++i) pop[i].score = s[i];
+    return Status();
+  }
+
+  // Cumulative selection weights: proportional to the score above the population's
+  // minimum (every member keeps a small chance).
+  static std::vector<double> selection_prefix(const std::vector<Member>& pop) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const Member& m : pop) {
+      lo = std::min(lo, m.score);
+      hi = std::max(hi, m.score);
+    }
+    double floor = std::max(1e-9, (hi - lo) * 0.01);
+    std::vector<double> prefix;
+    double sum = 0;
+    for (const Member& m : pop) {
+      sum += std::isfinite(m.score) ? m.score - lo + floor : floor;
+      prefix.push_back(sum);
+    }
+    return prefix;
+  }
+
+  void remember(const std::map<std::string, Genome>& proposed) {
+    for (const auto& [trace, g] : proposed) genomes_[trace] = g;
+  }
+
+  // Features of a measured trace (cached; recomputed after a resume).
+  const Rows* record_rows(const std::string& trace) {
+    auto it = record_features_.find(trace);
+    if (it != record_features_.end()) return &it->second;
+    Rows rows;
+    auto sc = scratch_.find(trace);
+    if (sc != scratch_.end()) {
+      rows = sc->second;
+    } else {
+      Expected<Schedule> s = Schedule::from_text(program_, trace);
+      if (s.ok()) {
+        Expected<LoopNest> nest = lower(*s);
+        if (nest.ok()) rows = extract_features(*nest).rows;
+      }
+    }
+    return &record_features_.emplace(trace, std::move(rows)).first->second;
+  }
+
+  ProgramPtr program_;
+  SketchPlan plan_;
+  std::unique_ptr<XgbCostModel> model_;
+  int round_ = 0;
+  std::map<std::string, Genome> genomes_;  // proposed candidates' genomes, by trace
+  std::vector<RankingQuality> quality_;
+  std::map<std::string, Rows> scratch_;          // features of this round's candidates
+  std::map<std::string, Rows> record_features_;  // features of measured candidates
+};
+
+}  // namespace
+
+std::unique_ptr<SearchAgent> make_evolutionary_agent() { return std::make_unique<EvolutionaryAgent>(); }
+
+}  // namespace tensorgym

@@ -1,0 +1,182 @@
+// Memory planners: speed and quality, printed as Markdown tables (docs/performance.md).
+//
+//   build/bin/memplan_benchmark [--minimalloc DIR] [--time-limit S] [--skip-graphs]
+//                               [--skip-minimalloc] [--skip-speed]
+//
+// 1. Speed: every greedy planner on a 20,000-buffer instance shaped like a model
+//    graph's (short lifetimes, some long ones), median of 3 runs.
+// 2. graphs-v0: arena / lb_live of best_fit_best in program order without in-place,
+//    and of `best` (order search, in-place, offset search), with the reduction.
+// 3. Offset-only instances (MiniMalloc's eleven "challenging" ones when DIR has
+//    them): arena / peak live bytes of the greedy planners and of `best` within the
+//    time limit (60 s by default), and how many `best` brings within 1.10.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "datasets/graphs.h"
+#include "datasets/lifetimes.h"
+#include "memplan/offset_planners.h"
+#include "memplan/planner.h"
+#include "memplan/verify.h"
+#include "support/random.h"
+
+using namespace tensorgym;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+Instance large_instance(int n, uint64_t seed) {
+  Rng rng(seed);
+  Instance inst;
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.id = "t" + std::to_string(i);
+    b.lower = i / 2 + rng.range(0, 3);  // about two tensors per operator step
+    b.upper = b.lower + (rng.chance(0.05) ? rng.range(20, 400) : rng.range(1, 8));
+    b.size = 64 * rng.range(1, 4096);
+    inst.buffers.push_back(b);
+  }
+  inst.alignment = 64;
+  return inst;
+}
+
+void speed() {
+  const Instance inst = large_instance(20000, 1);
+  std::printf(
+      "## Greedy planners on a 20,000-buffer instance\n\n| planner | seconds (median of 3) | arena / lb_live "
+      "|\n|---|---|---|\n");
+  const int64_t lb = peak_live_bytes(inst);
+  for (const char* p : {"naive", "greedy_by_size", "first_fit", "greedy_by_breadth", "best_fit_spatial",
+                        "best_fit_temporal", "best_fit_best", "usmp_greedy_by_size", "usmp_greedy_by_conflicts"}) {
+    std::vector<double> t;
+    int64_t arena = 0;
+    for (int r = 0; r < 3; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      Expected<OffsetPlan> plan = plan_offsets(p, inst);
+      t.push_back(seconds_since(start));
+      arena = plan->arena;
+      if (r == 0 && !verify_offsets(inst, plan->offsets).ok()) std::printf("INVALID plan from %s\n", p);
+    }
+    std::sort(t.begin(), t.end());
+    std::printf("| %s | %.3f | %.3f |\n", p, t[1], double(arena) / double(lb));
+  }
+  std::printf("\n");
+}
+
+void graphs(double time_limit) {
+  std::printf("## graphs-v0 (fp32, batch 1, 64-byte alignment)\n\n");
+  std::printf(
+      "| graph | best_fit_best, program order, no in-place: arena (MiB) | / lb_live | best: arena (MiB) | / lb_live "
+      "| order, aliases | reduction | best seconds |\n|---|---|---|---|---|---|---|---|\n");
+  double total_reduction = 0;
+  int n = 0;
+  for (const std::string& name : graphs_v0_names()) {
+    Expected<GraphBenchmark> b = resolve_graph("benchmark://graphs-v0/" + name);
+    if (!b.ok()) continue;
+    GraphPlanOptions base;
+    base.planner = "best_fit_best";
+    Expected<GraphPlan> f = plan_graph(*b->graph, base);
+    GraphPlanOptions best;
+    best.planner = "best";
+    best.time_limit_s = time_limit;
+    Expected<GraphPlan> s = plan_graph(*b->graph, best);
+    if (!f.ok() || !s.ok()) {
+      std::printf("| %s | error |\n", name.c_str());
+      continue;
+    }
+    const double reduction = 1.0 - double(s->arena) / double(f->arena);
+    total_reduction += reduction;
+    ++n;
+    std::printf("| %s | %.2f | %.4f | %.2f | %.4f | %s, %zu | %.1f%% | %.2f |\n", name.c_str(),
+                double(f->arena) / double(1 << 20), double(f->arena) / double(f->layout.lb_live),
+                double(s->arena) / double(1 << 20), double(s->arena) / double(s->layout.lb_live), s->order_name.c_str(),
+                s->decisions.aliases.size(), 100 * reduction, s->seconds);
+  }
+  if (n)
+    std::printf("\nMean reduction of `best` from best_fit_best (program order, no in-place): %.1f%%\n\n",
+                100 * total_reduction / n);
+}
+
+void instances(const std::string& dir, double time_limit) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".csv") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    std::printf("(no .csv instances in %s)\n", dir.c_str());
+    return;
+  }
+  std::printf("## Offset-only instances (%s), arena / peak live bytes; `best` with %.0f s each\n\n", dir.c_str(),
+              time_limit);
+  const char* planners[] = {"greedy_by_size", "first_fit", "best_fit_best", "usmp_greedy_by_size", "hill_climb"};
+  std::printf("| instance | buffers |");
+  for (const char* p : planners) std::printf(" %s |", p);
+  std::printf(" best | best seconds |\n|---|---|");
+  for (size_t i = 0; i < std::size(planners) + 2; ++i) std::printf("---|");
+  std::printf("\n");
+  int within = 0;
+  for (const std::string& f : files) {
+    Expected<Instance> inst = load_lifetimes_csv(f);
+    if (!inst.ok()) continue;
+    const int64_t lb = peak_live_bytes(*inst);
+    std::printf("| %s | %zu |", std::filesystem::path(f).filename().c_str(), inst->buffers.size());
+    for (const char* p : planners) {
+      Expected<OffsetPlan> plan = plan_offsets(p, *inst);
+      std::printf(" %.3f |", double(plan->arena) / double(lb));
+    }
+    OffsetPlannerOptions o;
+    o.time_limit_s = time_limit;
+    const auto start = std::chrono::steady_clock::now();
+    Expected<OffsetPlan> best = plan_offsets("search", *inst, o);
+    const double t = seconds_since(start);
+    const bool valid = verify_offsets(*inst, best->offsets).ok();
+    const double ratio = double(best->arena) / double(lb);
+    within += valid && ratio <= 1.10;
+    std::printf(" %.3f%s | %.1f |\n", ratio, valid ? "" : " INVALID", t);
+    std::fflush(stdout);
+  }
+  std::printf("\n`best` within 1.10 of the lower bound on %d of %zu.\n\n", within, files.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "../shared/data/minimalloc-challenging";
+  double time_limit = 60, graph_time = 10;
+  bool do_graphs = true, do_instances = true, do_speed = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--minimalloc" && i + 1 < argc)
+      dir = argv[++i];
+    else if (a == "--time-limit" && i + 1 < argc)
+      time_limit = std::atof(argv[++i]);
+    else if (a == "--graph-time-limit" && i + 1 < argc)
+      graph_time = std::atof(argv[++i]);
+    else if (a == "--skip-graphs")
+      do_graphs = false;
+    else if (a == "--skip-minimalloc")
+      do_instances = false;
+    else if (a == "--skip-speed")
+      do_speed = false;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--minimalloc DIR] [--time-limit S] [--graph-time-limit S] [--skip-graphs] "
+                   "[--skip-minimalloc] [--skip-speed]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (do_speed) speed();
+  if (do_graphs) graphs(graph_time);
+  if (do_instances) instances(dir, time_limit);
+  return 0;
+}

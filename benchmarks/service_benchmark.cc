@@ -1,0 +1,543 @@
+// The service against the transport's own floor, side by side in one run.
+//
+//   build/bin/service_benchmark [--rounds N] [--calls N]
+//
+// Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this
+// binary with --echo-server: a generic callback service that answers every message
+// with a canned StepResponse of the size the real service sends), both as separate
+// processes on 127.0.0.1, then alternates blocks of calls to each with the same
+// generated stub and the same request bytes, and prints medians and the median of the
+// per-round ratios (docs/performance.md). Also: StartSession and ForkSession latency,
+// the client library's Env::step (unary and streaming), throughput with 1 and 2
+// client threads, and the service's memory per idle session.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/connection.h"
+#include "client/env.h"
+#include "envs/env.h"
+#include "proto/tensorgym.grpc.pb.h"
+
+extern char** environ;
+
+namespace tensorgym {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using proto::TensorGym;
+
+const std::string kBenchmark = "benchmark://ops-v0/gmm-1";
+// One episode of the step workload: each action changes the schedule (the nest is
+// lowered again), and every step observes the loop nest.
+const std::vector<std::string> kActions = {"split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)",
+                                           "reorder(C, io, jo, ii, ji)", "vectorize(C.ji)", "parallel(C.io)",
+                                           "unroll(C.ii)"};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// ---- the echo server (a separate process) -------------------------------------------------
+
+class EchoReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  EchoReactor(const grpc::ByteBuffer& canned, bool unary) : out_(canned), unary_(unary) { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (unary_) {
+      StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+    } else {
+      StartWrite(&out_);
+    }
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::CANCELLED);
+      return;
+    }
+    if (!unary_) StartRead(&in_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
+  const bool unary_;
+};
+
+class EchoService final : public grpc::CallbackGenericService {
+ public:
+  explicit EchoService(const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    canned_ = grpc::ByteBuffer(&slice, 1);
+  }
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    const bool stream = ctx->method().size() >= 8 && ctx->method().compare(ctx->method().size() - 8, 8, "/Session") == 0;
+    return new EchoReactor(canned_, !stream);
+  }
+
+ private:
+  grpc::ByteBuffer canned_;
+};
+
+int run_echo_server(const std::string& port_file, const std::string& response_file) {
+  std::ifstream in(response_file, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EchoService service(ss.str());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterCallbackGenericService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) return 1;
+  {
+    std::ofstream out(port_file + ".tmp");
+    out << port << "\n";
+  }
+  std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  server->Wait();  // until killed
+  return 0;
+}
+
+// ---- child processes ------------------------------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  int port = 0;
+  ~Child() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  }
+};
+
+bool spawn(std::vector<std::string> args, const std::string& port_file, Child* child) {
+  std::remove(port_file.c_str());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (posix_spawn(&child->pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream in(port_file);
+    if (in >> child->port && child->port > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::string self_path() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+int64_t rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+
+// ---- the client side -------------------------------------------------------------------------
+
+std::unique_ptr<grpc::ClientContext> context() {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  return c;
+}
+
+uint64_t start_session(TensorGym::Stub& stub) {
+  proto::StartSessionRequest r;
+  r.set_env("schedule-v0");
+  r.set_benchmark(kBenchmark);
+  proto::StartSessionResponse s;
+  grpc::Status st = stub.StartSession(context().get(), r, &s);
+  if (!st.ok()) {
+    std::fprintf(stderr, "StartSession: %s\n", st.error_message().c_str());
+    std::exit(1);
+  }
+  return s.session_id();
+}
+
+void end_session(TensorGym::Stub& stub, uint64_t id) {
+  proto::EndSessionRequest r;
+  r.set_session_id(id);
+  proto::EndSessionResponse e;
+  (void)stub.EndSession(context().get(), r, &e);
+}
+
+proto::StepRequest step_request(uint64_t session, const std::string& action, const std::string& observation) {
+  proto::StepRequest r;
+  r.set_session_id(session);
+  if (!action.empty()) r.add_action()->set_string_value(action);
+  r.add_observation_space(observation);
+  return r;
+}
+
+// A workload: `calls` timed calls; returns the median microseconds per call (medians,
+// not means: this machine is shared, and a burst of other work lands on a few calls).
+using Workload = std::function<double(int calls)>;
+
+struct Comparison {
+  double a_us = 0, b_us = 0, ratio = 0;
+};
+
+// Alternates blocks of A and B (A first in even rounds, B first in odd ones) and
+// returns the medians and the median of the per-round ratios A / B.
+Comparison compare(const Workload& a, const Workload& b, int rounds, int calls) {
+  a(calls / 4);  // warm both
+  b(calls / 4);
+  std::vector<double> as, bs, ratios;
+  for (int r = 0; r < rounds; ++r) {
+    double ta, tb;
+    if (r % 2 == 0) {
+      ta = a(calls);
+      tb = b(calls);
+    } else {
+      tb = b(calls);
+      ta = a(calls);
+    }
+    as.push_back(ta);
+    bs.push_back(tb);
+    ratios.push_back(ta / tb);
+  }
+  return {median(as), median(bs), median(ratios)};
+}
+
+// Steps of the action workload on a session: episodes of kActions, a fresh session
+// (not timed) after each.
+struct ActionSteps {
+  TensorGym::Stub& stub;
+  std::string observation;
+  uint64_t session = 0;
+  size_t next = 0;
+  double operator()(int calls) {
+    std::vector<double> t;
+    for (int i = 0; i < calls; ++i) {
+      if (session == 0 || next == kActions.size()) {
+        if (session) end_session(stub, session);
+        session = start_session(stub);
+        next = 0;
+      }
+      proto::StepRequest r = step_request(session, kActions[next++], observation);
+      proto::StepResponse out;
+      grpc::ClientContext ctx;
+      const auto t0 = Clock::now();
+      grpc::Status st = stub.Step(&ctx, r, &out);
+      t.push_back(micros(Clock::now() - t0));
+      if (!st.ok()) std::fprintf(stderr, "Step: %s\n", st.error_message().c_str());
+    }
+    return median(t);
+  }
+};
+
+// Unary calls with one fixed request (echo, or an observation-only step).
+double fixed_unary(TensorGym::Stub& stub, const proto::StepRequest& r, int calls) {
+  std::vector<double> t;
+  for (int i = 0; i < calls; ++i) {
+    proto::StepResponse out;
+    grpc::ClientContext ctx;
+    const auto t0 = Clock::now();
+    (void)stub.Step(&ctx, r, &out);
+    t.push_back(micros(Clock::now() - t0));
+  }
+  return median(t);
+}
+
+// One message each way on an open Session stream.
+struct StreamSteps {
+  TensorGym::Stub& stub;
+  std::unique_ptr<grpc::ClientContext> ctx = std::make_unique<grpc::ClientContext>();
+  std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
+  explicit StreamSteps(TensorGym::Stub& s) : stub(s), stream(s.Session(ctx.get())) {}
+  ~StreamSteps() {
+    stream->WritesDone();
+    (void)stream->Finish();
+  }
+  double run(const std::function<proto::StepRequest()>& next, int calls) {
+    std::vector<double> t;
+    for (int i = 0; i < calls; ++i) {
+      proto::StepRequest r = next();
+      proto::StepResponse out;
+      const auto t0 = Clock::now();
+      stream->Write(r);
+      stream->Read(&out);
+      t.push_back(micros(Clock::now() - t0));
+    }
+    return median(t);
+  }
+};
+
+int run_benchmark(int rounds, int calls) {
+  const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string self = self_path();
+  const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
+
+  Child real;
+  if (!spawn({tensorgym, "serve", "--port", "0", "--port-file", dir + "/real.port", "--log-level", "warning",
+              "--max-sessions", "100000"},
+             dir + "/real.port", &real)) {
+    std::fprintf(stderr, "cannot start %s serve\n", tensorgym.c_str());
+    return 1;
+  }
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto real_channel =
+      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(real.port), grpc::InsecureChannelCredentials(), args);
+  auto real_stub = TensorGym::NewStub(real_channel);
+
+  // The echo answers with a real StepResponse of the median size of the workload's.
+  std::vector<std::string> responses;
+  {
+    uint64_t s = start_session(*real_stub);
+    for (const std::string& a : kActions) {
+      proto::StepResponse out;
+      grpc::ClientContext ctx;
+      (void)real_stub->Step(&ctx, step_request(s, a, "loop_nest"), &out);
+      responses.push_back(out.SerializeAsString());
+    }
+    end_session(*real_stub, s);
+  }
+  std::sort(responses.begin(), responses.end(),
+            [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
+  const std::string canned = responses[responses.size() / 2];
+  const size_t request_bytes = step_request(1, kActions[0], "loop_nest").ByteSizeLong();
+  {
+    std::ofstream out(dir + "/response.bin", std::ios::binary);
+    out << canned;
+  }
+  Child echo;
+  if (!spawn({self, "--echo-server", dir + "/echo.port", dir + "/response.bin"}, dir + "/echo.port", &echo)) {
+    std::fprintf(stderr, "cannot start the echo server\n");
+    return 1;
+  }
+  auto echo_channel =
+      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(echo.port), grpc::InsecureChannelCredentials(), args);
+  auto echo_stub = TensorGym::NewStub(echo_channel);
+
+  std::printf("service_benchmark: %d rounds of %d calls, alternating; request %zu B, response %zu B\n\n", rounds,
+              calls, request_bytes, canned.size());
+  std::printf("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
+
+  // 1. Unary Step: an action + the loop_nest observation.
+  ActionSteps real_steps{*real_stub, "loop_nest"};
+  const proto::StepRequest echo_request = step_request(1, kActions[0], "loop_nest");
+  Comparison unary = compare([&](int n) { return real_steps(n); },
+                             [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+  std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", unary.a_us, unary.b_us, unary.ratio);
+
+  // 2. Unary Step: action_mask only (no action).
+  uint64_t mask_session = start_session(*real_stub);
+  const proto::StepRequest mask_request = step_request(mask_session, "", "action_mask");
+  {
+    proto::StepResponse probe;
+    grpc::ClientContext ctx;
+    (void)real_stub->Step(&ctx, mask_request, &probe);
+  }
+  Comparison mask = compare([&](int n) { return fixed_unary(*real_stub, mask_request, n); },
+                            [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+  std::printf("| unary Step (action_mask, no action), us | %.1f | %.1f | %.3f |\n", mask.a_us, mask.b_us, mask.ratio);
+
+  // 3. Session stream: one message each way, action + loop_nest.
+  {
+    StreamSteps real_stream(*real_stub), echo_stream(*echo_stub);
+    uint64_t session = 0;
+    size_t next = 0;
+    auto real_next = [&] {
+      if (session == 0 || next == kActions.size()) {
+        if (session) end_session(*real_stub, session);
+        session = start_session(*real_stub);
+        next = 0;
+      }
+      return step_request(session, kActions[next++], "loop_nest");
+    };
+    Comparison stream = compare([&](int n) { return real_stream.run(real_next, n); },
+                                [&](int n) { return echo_stream.run([&] { return echo_request; }, n); }, rounds, calls);
+    std::printf("| Session stream step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", stream.a_us, stream.b_us,
+                stream.ratio);
+    // Stream against unary echo: what the stream saves.
+    Comparison vs_unary = compare([&](int n) { return real_stream.run(real_next, n); },
+                                  [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+    std::printf("| Session stream step vs unary echo, us | %.1f | %.1f | %.3f |\n", vs_unary.a_us, vs_unary.b_us,
+                vs_unary.ratio);
+  }
+
+  // 4. The client library's Env::step (unary and streaming) against the raw stub.
+  {
+    client::ConnectionOptions o;
+    o.endpoint = "127.0.0.1:" + std::to_string(real.port);
+    auto conn = client::Connection::open(o);
+    if (!conn.ok()) {
+      std::fprintf(stderr, "%s\n", conn.status().to_string().c_str());
+      return 1;
+    }
+    for (bool streaming : {false, true}) {
+      auto env = (*conn)->make_env("schedule-v0");
+      (*env)->set_streaming(streaming);
+      size_t next = kActions.size();
+      auto lib = [&](int n) {
+        std::vector<double> t;
+        for (int i = 0; i < n; ++i) {
+          if (next == kActions.size()) {
+            (void)(*env)->reset(kBenchmark, {}, {});
+            next = 0;
+          }
+          const auto t0 = Clock::now();
+          StepResult r = (*env)->step({Event(kActions[next++])}, {"loop_nest"}, {});
+          t.push_back(micros(Clock::now() - t0));
+          if (!r.error.ok()) std::fprintf(stderr, "step: %s\n", r.error.to_string().c_str());
+        }
+        return median(t);
+      };
+      Comparison c = compare(lib, [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+      std::printf("| client::Env::step%s (action + loop_nest), us | %.1f | %.1f | %.3f |\n",
+                  streaming ? " streaming" : "", c.a_us, c.b_us, c.ratio);
+    }
+  }
+
+  // 5. The same step in-process, for the work itself.
+  {
+    auto env = make_env("schedule-v0", std::make_shared<EnvContext>());
+    std::vector<double> per, mask;
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<double> t, m;
+      for (int i = 0; i < calls; ++i) {
+        if (i % int(kActions.size()) == 0) (void)(*env)->reset(kBenchmark, {}, {});
+        auto t0 = Clock::now();
+        StepResult s = (*env)->step({Event(kActions[size_t(i) % kActions.size()])}, {"loop_nest"}, {});
+        t.push_back(micros(Clock::now() - t0));
+        t0 = Clock::now();
+        s = (*env)->step({}, {"action_mask"}, {});
+        m.push_back(micros(Clock::now() - t0));
+      }
+      per.push_back(median(t));
+      mask.push_back(median(m));
+    }
+    std::printf("| in-process Env::step (action + loop_nest), us | %.1f | | |\n", median(per));
+    std::printf("| in-process Env::step (action_mask, no action), us | %.1f | | |\n", median(mask));
+  }
+
+  // 6. StartSession and ForkSession latency (EndSession not timed).
+  {
+    std::vector<double> starts, forks;
+    for (int i = 0; i < rounds * 20; ++i) {
+      proto::StartSessionRequest r;
+      r.set_env("schedule-v0");
+      r.set_benchmark(kBenchmark);
+      proto::StartSessionResponse s;
+      grpc::ClientContext ctx;
+      auto t0 = Clock::now();
+      (void)real_stub->StartSession(&ctx, r, &s);
+      starts.push_back(micros(Clock::now() - t0));
+      proto::StepResponse out;
+      grpc::ClientContext sctx;
+      (void)real_stub->Step(&sctx, step_request(s.session_id(), kActions[0], "loop_nest"), &out);
+      proto::ForkSessionRequest f;
+      f.set_session_id(s.session_id());
+      proto::ForkSessionResponse fr;
+      grpc::ClientContext fctx;
+      t0 = Clock::now();
+      (void)real_stub->ForkSession(&fctx, f, &fr);
+      forks.push_back(micros(Clock::now() - t0));
+      end_session(*real_stub, fr.session_id());
+      end_session(*real_stub, s.session_id());
+    }
+    std::printf("| StartSession (gmm-1), us | %.1f | | |\n", median(starts));
+    std::printf("| ForkSession, us | %.1f | | |\n", median(forks));
+  }
+
+  // 7. Throughput with 1 and 2 client threads (each its own session and channel).
+  auto throughput = [&](int threads, bool use_echo) {
+    std::atomic<int64_t> steps{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        grpc::ChannelArguments a;
+        a.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+        a.SetInt("tensorgym.bench.thread", t);  // a channel (connection) of its own
+        auto ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(use_echo ? echo.port : real.port),
+                                            grpc::InsecureChannelCredentials(), a);
+        auto stub = TensorGym::NewStub(ch);
+        ActionSteps w{*stub, "loop_nest"};
+        while (!stop.load()) {
+          if (use_echo) {
+            fixed_unary(*stub, echo_request, 10);
+          } else {
+            w(10);
+          }
+          steps += 10;
+        }
+        if (w.session) end_session(*stub, w.session);
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    stop = true;
+    for (std::thread& th : pool) th.join();
+    return double(steps.load()) / 2.0;
+  };
+  const double t1 = throughput(1, false), t2 = throughput(2, false);
+  const double e1 = throughput(1, true), e2 = throughput(2, true);
+  std::printf("| throughput, 1 client thread, steps/s | %.0f | %.0f | %.3f |\n", t1, e1, t1 / e1);
+  std::printf("| throughput, 2 client threads, steps/s | %.0f | %.0f | %.3f |\n", t2, e2, t2 / e2);
+
+  // 8. Memory per idle session.
+  {
+    const int n = 2000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const int64_t before = rss_kib(real.pid);
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(start_session(*real_stub));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const int64_t after = rss_kib(real.pid);
+    std::printf("| memory per idle session (%d sessions on gmm-1), KiB | %.1f | | |\n", n,
+                double(after - before) / n);
+    for (uint64_t id : ids) end_session(*real_stub, id);
+  }
+  std::remove((dir + "/response.bin").c_str());
+  ::rmdir(dir.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensorgym
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--echo-server") == 0) return tensorgym::run_echo_server(argv[2], argv[3]);
+  int rounds = 15, calls = 200;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
+  }
+  return tensorgym::run_benchmark(rounds, calls);
+}

@@ -1,0 +1,322 @@
+// tensorgym memplan (--benchmark URI | --onnx FILE | --lifetimes FILE)
+//     [--planner NAME | --planner all] [--order NAME] [--inplace on|off]
+//     [--time-limit S] [--memory-limit BYTES] [--alignment A] [--seed N]
+//     [--plan-out FILE] [--lifetimes-out FILE] [--plot FILE.svg] [--json]
+//   Plans the memory of a model graph or an offset-only instance with each planner
+//   and prints, per planner, the arena bytes, the live lower bound (lb_live, for the
+//   planner's order), the ratio and the time taken. Every plan is verified. A plan
+//   over --memory-limit is reported infeasible (exit status 2 when no planner fits).
+//   --plan-out writes the smallest plan as CSV `id,offset`; --lifetimes-out writes
+//   the buffers it was made for as `id,lower,upper,size` (for a graph: the buffers of
+//   that plan's order and in-place choices).
+// tensorgym memplan --verify PLAN --lifetimes FILE
+//   Checks a plan against an instance: prints the arena, or the first violation
+//   (exit status 1).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "client/cli/cli_common.h"
+#include "datasets/graphs.h"
+#include "datasets/lifetimes.h"
+#include "datasets/onnx_import.h"
+#include "memplan/order.h"
+#include "memplan/planner.h"
+#include "memplan/svg.h"
+#include "memplan/verify.h"
+#include "spaces/event.h"
+
+namespace tensorgym::cli {
+namespace {
+
+struct Options {
+  std::string benchmark, onnx, lifetimes, verify;
+  std::string planner = "all";
+  std::string order = "program_order";
+  std::string inplace = "off";
+  double time_limit = 10;
+  int64_t memory_limit = 0;
+  int64_t alignment = 0;
+  uint64_t seed = 1;
+  std::string plan_out, lifetimes_out, plot;
+  bool json = false;
+  bool order_given = false, inplace_given = false;
+};
+
+struct Row {
+  std::string planner;
+  Status status;
+  int64_t arena = 0, lb_live = 0, lb_op = 0;
+  double seconds = 0;
+  std::string order;
+  bool inplace = false;
+  Instance instance;  // what the plan is for
+  Offsets offsets;
+  std::vector<int> kinds;
+  ArenaBreakdown breakdown;  // graphs
+};
+
+const char* const kKindNames[4] = {"inputs", "outputs", "intermediates", "scratch"};
+
+Status write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return Status(StatusCode::kPermissionDenied, "cannot write " + path);
+  return Status();
+}
+
+std::string fixed(double v, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+int run(const Options& o) {
+  if (!o.verify.empty()) {
+    if (o.lifetimes.empty())
+      return report_error(
+          invalid_argument("--verify needs the instance: --lifetimes FILE (write a graph plan's with "
+                           "--lifetimes-out)"));
+    Expected<Instance> inst = load_lifetimes_csv(o.lifetimes);
+    if (!inst.ok()) return report_error(inst.status());
+    if (o.alignment > 0) inst->alignment = o.alignment;
+    Expected<std::string> text = read_text_file(o.verify);
+    if (!text.ok()) return report_error(text.status());
+    Expected<Offsets> offsets = offsets_from_csv(*inst, *text, o.verify);
+    if (!offsets.ok()) return report_error(offsets.status());
+    Expected<int64_t> arena = verify_offsets(*inst, *offsets);
+    if (!arena.ok()) {
+      std::cout << "INVALID: " << arena.status().message() << "\n";
+      return 1;
+    }
+    const int64_t lb = peak_live_bytes(*inst);
+    std::cout << "valid: arena " << *arena << " bytes, lower bound " << lb << " bytes, ratio "
+              << fixed(lb > 0 ? double(*arena) / double(lb) : 1.0, 4) << "\n";
+    return 0;
+  }
+  const int sources = !o.benchmark.empty() + !o.onnx.empty() + !o.lifetimes.empty();
+  if (sources != 1) return report_error(invalid_argument("give exactly one of --benchmark, --onnx, --lifetimes"));
+  std::string uri = o.benchmark;
+  if (!o.onnx.empty()) uri = "file://" + o.onnx;
+  if (!o.lifetimes.empty()) uri = "file://" + o.lifetimes;
+  GraphBenchmark gb;
+  if (!o.onnx.empty()) {
+    Expected<Graph> g = import_onnx_file(o.onnx);
+    if (!g.ok()) return report_error(g.status());
+    gb = GraphBenchmark{uri, std::make_shared<const Graph>(std::move(*g)), nullptr};
+  } else if (!o.lifetimes.empty()) {
+    Expected<Instance> inst = load_lifetimes_csv(o.lifetimes);
+    if (!inst.ok()) return report_error(inst.status());
+    gb = GraphBenchmark{uri, nullptr, std::make_shared<const Instance>(std::move(*inst))};
+  } else {
+    Expected<GraphBenchmark> r = resolve_graph(uri);
+    if (!r.ok()) return report_error(r.status());
+    gb = std::move(*r);
+  }
+  const GraphBenchmark* bench = &gb;
+
+  std::vector<std::string> planners;
+  if (o.planner == "all") {
+    planners = memplan_planner_names();
+  } else {
+    planners = {o.planner};
+  }
+  for (const std::string& p : planners) {
+    bool known = false;
+    for (const std::string& n : memplan_planner_names()) known |= n == p;
+    if (!known) {
+      std::string list;
+      for (const std::string& n : memplan_planner_names()) list += (list.empty() ? "" : ", ") + n;
+      return report_error(invalid_argument("unknown planner '" + p + "' (known: " + list + ", all)"));
+    }
+  }
+  if (o.inplace != "on" && o.inplace != "off") return report_error(invalid_argument("--inplace is on or off"));
+
+  std::vector<Row> rows;
+  int64_t independent = 0;
+  for (const std::string& p : planners) {
+    Row row;
+    row.planner = p;
+    GraphPlanOptions opt;
+    opt.planner = p;
+    opt.order = o.order;
+    opt.inplace = o.inplace == "on";
+    opt.best_chooses = !o.order_given && !o.inplace_given;
+    opt.time_limit_s = o.time_limit;
+    opt.memory_limit = o.memory_limit;
+    opt.seed = o.seed;
+    if (bench->is_graph()) {
+      if (o.alignment > 0) opt.alignment = o.alignment;
+      independent = order_independent_bound(*bench->graph, true, opt.alignment);
+      Expected<GraphPlan> plan = plan_graph(*bench->graph, opt);
+      if (!plan.ok()) {
+        row.status = plan.status();
+      } else {
+        row.arena = plan->arena;
+        row.lb_live = plan->layout.lb_live;
+        row.lb_op = plan->layout.lb_op;
+        row.seconds = plan->seconds;
+        row.order = plan->order_name;
+        row.inplace = plan->inplace;
+        row.instance = plan->layout.instance;
+        row.offsets = plan->offsets;
+        for (BufferKind k : plan->layout.kind) row.kinds.push_back(int(k));
+        row.breakdown = arena_breakdown(plan->layout);
+      }
+    } else {
+      Instance inst = *bench->instance;
+      if (o.alignment > 0) inst.alignment = o.alignment;
+      const auto start = std::chrono::steady_clock::now();
+      Expected<OffsetPlan> plan = plan_instance(inst, p, opt);
+      row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      row.lb_live = peak_live_bytes(inst);
+      if (!plan.ok()) {
+        row.status = plan.status();
+      } else {
+        row.arena = plan->arena;
+        row.instance = inst;
+        row.offsets = plan->offsets;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+
+  const Row* best = nullptr;
+  for (const Row& r : rows)
+    if (r.status.ok() && (!best || r.arena < best->arena)) best = &r;
+  if (best && !o.plan_out.empty()) {
+    Status st = write_file(o.plan_out, offsets_to_csv(best->instance, best->offsets));
+    if (!st.ok()) return report_error(st);
+  }
+  if (best && !o.lifetimes_out.empty()) {
+    Status st = write_file(o.lifetimes_out, lifetimes_to_csv(best->instance));
+    if (!st.ok()) return report_error(st);
+  }
+  if (best && !o.plot.empty()) {
+    Status st = write_file(o.plot, plan_svg(best->instance, best->offsets, best->lb_live,
+                                            bench->uri + " (" + best->planner + ")", best->kinds));
+    if (!st.ok()) return report_error(st);
+  }
+
+  if (o.json) {
+    std::string s = "{\"benchmark\": " + json_quote(bench->uri);
+    if (bench->is_graph()) {
+      s += ", \"operators\": " + std::to_string(bench->graph->ops.size()) +
+           ", \"tensors\": " + std::to_string(bench->graph->tensors.size()) +
+           ", \"order_independent_bound\": " + std::to_string(independent);
+    } else {
+      s += ", \"buffers\": " + std::to_string(bench->instance->buffers.size());
+    }
+    if (o.memory_limit > 0) s += ", \"memory_limit\": " + std::to_string(o.memory_limit);
+    s += ", \"planners\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      s += std::string(i ? ", " : "") + "{\"planner\": " + json_quote(r.planner);
+      if (!r.status.ok()) {
+        const bool infeasible = r.status.code() == StatusCode::kResourceExhausted;
+        s += ", \"feasible\": false, \"error\": " + json_quote(r.status.message()) + "}";
+        (void)infeasible;
+        continue;
+      }
+      s += ", \"feasible\": true, \"arena\": " + std::to_string(r.arena) +
+           ", \"lb_live\": " + std::to_string(r.lb_live) +
+           ", \"ratio\": " + fixed(r.lb_live > 0 ? double(r.arena) / double(r.lb_live) : 1.0, 6) +
+           ", \"seconds\": " + fixed(r.seconds, 6);
+      s += ", \"alignment\": " + std::to_string(r.instance.alignment);
+      if (bench->is_graph()) {
+        s += ", \"lb_op\": " + std::to_string(r.lb_op) + ", \"order\": " + json_quote(r.order) +
+             ", \"inplace\": " + (r.inplace ? "true" : "false") + ", \"breakdown\": {";
+        for (int k = 0; k < 4; ++k)
+          s += std::string(k ? ", " : "") + "\"" + kKindNames[k] + "\": {\"bytes\": " + std::to_string(r.breakdown.total[k]) +
+               ", \"at_peak\": " + std::to_string(r.breakdown.at_peak[k]) + ", \"buffers\": " +
+               std::to_string(r.breakdown.count[k]) + "}";
+        s += "}";
+      }
+      s += "}";
+    }
+    s += "]}";
+    std::cout << s << "\n";
+  } else {
+    std::cout << bench->uri;
+    if (bench->is_graph()) {
+      std::cout << ": " << bench->graph->ops.size() << " operators, " << bench->graph->tensors.size()
+                << " tensors, order-independent bound " << independent << " bytes\n";
+    } else {
+      std::cout << ": " << bench->instance->buffers.size() << " buffers\n";
+    }
+    std::printf("%-26s %14s %14s %8s %9s  %s\n", "planner", "arena", "lb_live", "ratio", "seconds",
+                bench->is_graph() ? "order, in-place" : "");
+    for (const Row& r : rows) {
+      if (!r.status.ok()) {
+        std::printf(
+            "%-26s %s\n", r.planner.c_str(),
+            (r.status.code() == StatusCode::kResourceExhausted ? r.status.message() : "error: " + r.status.message())
+                .c_str());
+        continue;
+      }
+      std::printf("%-26s %14lld %14lld %8.4f %9.3f  %s\n", r.planner.c_str(), static_cast<long long>(r.arena),
+                  static_cast<long long>(r.lb_live), r.lb_live > 0 ? double(r.arena) / double(r.lb_live) : 1.0,
+                  r.seconds, bench->is_graph() ? (r.order + ", " + (r.inplace ? "on" : "off")).c_str() : "");
+    }
+    if (best) {
+      std::printf("alignment %lld bytes", static_cast<long long>(best->instance.alignment));
+      if (bench->is_graph()) {
+        std::printf("; the arena of %s holds", best->planner.c_str());
+        for (int k = 0; k < 4; ++k)
+          std::printf("%s %s %lld bytes (%lld live at the peak)", k ? "," : "", kKindNames[k],
+                      static_cast<long long>(best->breakdown.total[k]),
+                      static_cast<long long>(best->breakdown.at_peak[k]));
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  }
+  if (!best) {
+    for (const Row& r : rows)
+      if (r.status.code() != StatusCode::kResourceExhausted) return report_error(r.status);
+    return 2;  // nothing fits the memory limit
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_memplan_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("memplan", "Plan the memory of a model graph or an offset-only instance");
+  cmd->add_option("--benchmark", o->benchmark, "Graph benchmark URI (benchmark://graphs-v0/resnet50, file://x.onnx)");
+  cmd->add_option("--onnx", o->onnx, "ONNX model file");
+  cmd->add_option("--lifetimes", o->lifetimes, "Offset-only instance, CSV id,lower,upper,size");
+  cmd->add_option("--planner", o->planner, "Planner name, or all")->default_val("all");
+  CLI::Option* order = cmd->add_option("--order", o->order,
+                                       "Operator order for graphs (program_order, list, dfs, "
+                                       "postorder, best_of_list_dfs_postorder, search)");
+  CLI::Option* inplace = cmd->add_option("--inplace", o->inplace,
+                                         "In-place reuse for graphs: on or off (default "
+                                         "off; `best` chooses unless --order/--inplace)");
+  cmd->add_option("--time-limit", o->time_limit, "Seconds for search-based planners")
+      ->default_val(10)
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--memory-limit", o->memory_limit, "Hard limit on the arena in bytes (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--alignment", o->alignment, "Offset alignment in bytes (default 64 for graphs, 1 for lifetimes)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--seed", o->seed, "Seed of hill_climb")->default_val(1);
+  cmd->add_option("--plan-out", o->plan_out, "Write the smallest plan as CSV id,offset");
+  cmd->add_option("--lifetimes-out", o->lifetimes_out, "Write the smallest plan's buffers as CSV id,lower,upper,size");
+  cmd->add_option("--plot", o->plot, "Draw the smallest plan as SVG");
+  cmd->add_option("--verify", o->verify, "Check the plan file against --lifetimes");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o, order, inplace] {
+    o->order_given = order->count() > 0;
+    o->inplace_given = inplace->count() > 0;
+    const int status = run(*o);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+}
+
+}  // namespace tensorgym::cli

@@ -1,0 +1,271 @@
+// tensorgym search --benchmark URI --agent NAME [--trials N] [--reward runtime|est_cycles]
+//                  [--threads N] [--workers N] [--seed S] [--time-limit S] [--early-stopping N]
+//                  [--state-out FILE] [--plot FILE.svg] [--checkpoint FILE] [--resume FILE]
+//                  [--cost-model-out FILE] [--cost-model-in FILE] [--json]
+// Searches for a fast schedule with one of the agents of agents/ (random, greedy, beam,
+// evolutionary): each trial is one candidate evaluated by the runner's sandboxed
+// workers (runtime) or the analytical cost model (est_cycles). Shows a progress bar
+// with the best-so-far GFLOP/s on a terminal (plain lines otherwise), prints the best
+// schedule, and appends it as an EpisodeState that `tensorgym validate` accepts.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "agents/search.h"
+#include "client/cli/cli_common.h"
+#include "client/cli/env_runner.h"
+#include "spaces/event.h"
+
+namespace tensorgym::cli {
+namespace {
+
+struct SearchCliOptions {
+  std::string benchmark;
+  std::string agent = "evolutionary";
+  int64_t trials = 1000;
+  double time_limit = 0;
+  int64_t early_stopping = 0;
+  std::string reward = "runtime";
+  int threads = 0;
+  int workers = 1;
+  std::vector<std::string> endpoints;
+  uint64_t seed = 0;
+  std::string state_out;
+  std::string plot;
+  std::string checkpoint;
+  std::string resume;
+  std::string cost_model_out;
+  std::string cost_model_in;
+  bool json = false;
+  bool quiet = false;
+  AgentOptions agent_options;
+};
+
+Expected<std::string> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!out) return failed_precondition("cannot write " + path);
+  return Status();
+}
+
+std::string gflops_text(double g, const std::string& metric) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f %s", g, metric == "est_cycles" ? "est. GFLOP/s" : "GFLOP/s");
+  return buf;
+}
+
+// A one-line progress display: redrawn in place on a terminal, a line per improvement
+// (and every tenth of the budget) otherwise.
+class ProgressDisplay {
+ public:
+  ProgressDisplay(std::string metric, bool quiet) : metric_(std::move(metric)), quiet_(quiet), tty_(isatty(2)) {}
+
+  void update(const SearchProgress& p) {
+    if (quiet_) return;
+    if (tty_) {
+      const int width = 30;
+      int filled = p.max_trials > 0 ? int(double(width) * double(p.trials) / double(p.max_trials)) : 0;
+      std::string bar(size_t(std::min(filled, width)), '#');
+      bar.resize(size_t(width), '.');
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "\r[%s] %lld/%lld trials  best %s (trial %lld)  failed %lld  %.1f s ", bar.c_str(),
+                    (long long)p.trials, (long long)p.max_trials,
+                    p.has_best ? gflops_text(p.best_gflops, metric_).c_str() : "-", (long long)p.best_trial,
+                    (long long)p.failed_trials, p.elapsed_s);
+      std::fputs(buf, stderr);
+      std::fflush(stderr);
+      drawn_ = true;
+      return;
+    }
+    bool improved = p.has_best && p.best_trial != last_best_trial_;
+    int64_t decile = p.max_trials > 0 ? p.trials * 10 / p.max_trials : p.trials / 100;
+    if (improved || decile != last_decile_) {
+      std::fprintf(stderr, "trial %lld: best %s (trial %lld), %lld failed, %.1f s\n", (long long)p.trials,
+                   p.has_best ? gflops_text(p.best_gflops, metric_).c_str() : "-", (long long)p.best_trial,
+                   (long long)p.failed_trials, p.elapsed_s);
+      last_best_trial_ = p.best_trial;
+      last_decile_ = decile;
+    }
+  }
+  void finish() {
+    if (drawn_) std::fputs("\n", stderr);
+    drawn_ = false;
+  }
+
+ private:
+  std::string metric_;
+  bool quiet_;
+  bool tty_;
+  bool drawn_ = false;
+  int64_t last_best_trial_ = -1;
+  int64_t last_decile_ = -1;
+};
+
+int run_search(const SearchCliOptions& o) {
+  if (!o.endpoints.empty())
+    return report_error(unimplemented(
+        "--endpoints: the batch evaluator (remote endpoints) is not yet available; search evaluates locally"));
+  if (o.benchmark.empty() && o.resume.empty()) return report_error(invalid_argument("--benchmark URI is required"));
+
+  EvaluatorChoice choice;
+  choice.reward = o.reward;
+  choice.runner.workers = o.workers;
+  choice.runner.threads = o.threads;
+  choice.runner.settings = search_runner_settings();
+  choice.est.threads = std::max(1, o.workers);
+  Expected<std::unique_ptr<Evaluator>> evaluator = make_evaluator(choice);
+  if (!evaluator.ok()) return report_error(evaluator.status());
+
+  SearchSetup setup;
+  setup.benchmark = o.benchmark;
+  setup.agent = o.agent;
+  setup.seed = o.seed;
+  setup.budget.max_trials = o.trials;
+  setup.budget.max_seconds = o.time_limit;
+  setup.budget.early_stopping = o.early_stopping;
+  setup.options = o.agent_options;
+  setup.evaluator = evaluator->get();
+  setup.eval_chunk = std::max(1, o.workers);
+  setup.env_context = cli_env_context(o.threads);
+  if (!o.cost_model_in.empty()) {
+    Expected<std::string> bytes = read_bytes(o.cost_model_in);
+    if (!bytes.ok()) return report_error(bytes.status());
+    setup.initial_cost_model = *bytes;
+  }
+  Expected<std::unique_ptr<Search>> search =
+      o.resume.empty() ? Search::create(setup) : Search::resume(o.resume, setup);
+  if (!search.ok()) return report_error(search.status());
+  Search& s = **search;
+
+  if (!o.quiet && !o.json) {
+    std::cerr << "search " << s.benchmark().uri << " with " << s.agent().name() << ", reward " << s.metric()
+              << ", seed " << s.setup().seed;
+    if (!o.resume.empty()) std::cerr << ", resumed at trial " << s.trials();
+    std::cerr << "\n";
+  }
+  ProgressDisplay display(s.metric(), o.quiet || o.json);
+  Status st = s.run([&](const SearchProgress& p) { display.update(p); });
+  display.finish();
+  if (!o.checkpoint.empty()) {
+    Status cs = s.save_checkpoint(o.checkpoint);
+    if (!cs.ok()) return report_error(cs);
+  }
+  if (!st.ok()) return report_error(st);
+
+  if (!o.cost_model_out.empty()) {
+    std::string model = s.agent().cost_model();
+    if (model.empty()) return report_error(failed_precondition("agent " + s.agent().name() + " has no trained cost model"));
+    Status ws = write_bytes(o.cost_model_out, model);
+    if (!ws.ok()) return report_error(ws);
+  }
+  if (!o.plot.empty()) {
+    std::string svg = best_so_far_svg({{s.agent().name(), s.best_gflops_curve()}},
+                                      s.benchmark().uri + ": " + s.agent().name() + ", reward " + s.metric(),
+                                      s.metric() == "est_cycles" ? "best est. GFLOP/s" : "best GFLOP/s");
+    Status ws = write_bytes(o.plot, svg);
+    if (!ws.ok()) return report_error(ws);
+  }
+
+  const TrialRecord* best = s.best();
+  if (best && !o.state_out.empty()) {
+    Expected<EpisodeState> state = s.best_episode_state();
+    if (!state.ok()) return report_error(state.status());
+    Status as = append_episode_state(o.state_out, *state);
+    if (!as.ok()) return report_error(as);
+  }
+
+  std::map<std::string, std::string> report = s.agent().report();
+  SearchProgress p = s.progress();
+  if (o.json) {
+    std::string j = "{\"benchmark\": " + json_quote(s.benchmark().uri) + ", \"agent\": " + json_quote(s.agent().name()) +
+                    ", \"reward\": " + json_quote(s.metric()) + ", \"seed\": " + std::to_string(s.setup().seed) +
+                    ", \"trials\": " + std::to_string(p.trials) + ", \"failed_trials\": " +
+                    std::to_string(p.failed_trials) + ", \"elapsed_s\": " + event_to_json(Event(p.elapsed_s)) +
+                    ", \"stop_reason\": " + json_quote(stop_reason_name(s.stop_reason()));
+    if (best) {
+      j += ", \"best\": {\"trial\": " + std::to_string(best->trial) + ", \"cost\": " + event_to_json(Event(best->eval.cost)) +
+           ", \"gflops\": " + event_to_json(Event(best->eval.gflops)) + ", \"schedule\": " + json_quote(best->trace) + "}";
+    } else {
+      j += ", \"best\": null";
+    }
+    j += ", \"report\": {";
+    bool first = true;
+    for (const auto& [k, v] : report) {
+      j += (first ? "" : ", ") + json_quote(k) + ": " + json_quote(v);
+      first = false;
+    }
+    j += "}}";
+    std::cout << j << "\n";
+  } else {
+    std::cout << "stopped: " << stop_reason_name(s.stop_reason()) << " after " << p.trials << " trials ("
+              << p.failed_trials << " failed), " << event_to_json(Event(p.elapsed_s)) << " s\n";
+    if (best) {
+      std::cout << "best: trial " << best->trial << ", " << gflops_text(best->eval.gflops, s.metric()) << ", "
+                << s.metric() << " " << event_to_json(Event(best->eval.cost)) << "\n";
+      std::cout << "schedule:\n" << best->trace;
+    } else {
+      std::cout << "no valid schedule found\n";
+    }
+    for (const auto& [k, v] : report) std::cout << k << ": " << v << "\n";
+    if (best && !o.state_out.empty()) std::cout << "state: " << o.state_out << "\n";
+    if (!o.checkpoint.empty()) std::cout << "checkpoint: " << o.checkpoint << "\n";
+    if (!o.plot.empty()) std::cout << "plot: " << o.plot << "\n";
+  }
+  return best ? 0 : 1;
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app) {
+  auto o = std::make_shared<SearchCliOptions>();
+  CLI::App* cmd = app.add_subcommand("search", "Search for a fast schedule with an agent (random, greedy, beam, evolutionary)");
+  cmd->add_option("--benchmark", o->benchmark, "Benchmark URI, e.g. benchmark://ops-v0/gmm-4");
+  cmd->add_option("--agent", o->agent, "random, greedy, beam or evolutionary")->default_val("evolutionary");
+  cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: none)")->default_val(1000);
+  cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
+  cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
+  cmd->add_option("--reward", o->reward, "runtime (measured) or est_cycles (the analytical model)")->default_val("runtime");
+  cmd->add_option("--threads", o->threads, "Threads of the compiled kernels (0: every core)");
+  cmd->add_option("--workers", o->workers, "Sandboxed measurement workers (est_cycles: estimating threads)")->default_val(1);
+  cmd->add_option("--endpoints", o->endpoints, "Remote evaluation endpoints (not yet available)");
+  cmd->add_option("--seed", o->seed, "Seed of the agent's random choices")->default_val(0);
+  cmd->add_option("--state-out", o->state_out, "Append the best episode as an EpisodeState (JSON Lines)");
+  cmd->add_option("--plot", o->plot, "Write the best-so-far curve (GFLOP/s against trials) as SVG");
+  cmd->add_option("--checkpoint", o->checkpoint, "Write the whole search state here when the search stops");
+  cmd->add_option("--resume", o->resume, "Continue the search saved in this checkpoint (budgets count from its start)");
+  cmd->add_option("--cost-model-out", o->cost_model_out, "Save the learned cost model (evolutionary)");
+  cmd->add_option("--cost-model-in", o->cost_model_in, "Start from a saved cost model (evolutionary)");
+  cmd->add_option("--episode-length", o->agent_options.episode_length, "random: actions per episode; greedy, beam: depth")
+      ->default_val(o->agent_options.episode_length);
+  cmd->add_option("--branching", o->agent_options.branching, "greedy, beam: actions tried per state")
+      ->default_val(o->agent_options.branching);
+  cmd->add_option("--beam-width", o->agent_options.beam_width, "beam: states kept per depth")
+      ->default_val(o->agent_options.beam_width);
+  cmd->add_option("--batch", o->agent_options.batch_size, "random, evolutionary: candidates per round")
+      ->default_val(o->agent_options.batch_size);
+  cmd->add_option("--population", o->agent_options.population, "evolutionary: population size")
+      ->default_val(o->agent_options.population);
+  cmd->add_option("--generations", o->agent_options.generations, "evolutionary: generations per round")
+      ->default_val(o->agent_options.generations);
+  cmd->add_flag("--json", o->json, "Print one JSON object with the outcome");
+  cmd->add_flag("--quiet", o->quiet, "No progress output");
+  cmd->callback([o] {
+    int rc = run_search(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace tensorgym::cli

@@ -1,0 +1,163 @@
+#include "memplan/exec/arena_exec.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "codegen/cpu/cpu_backend.h"
+#include "codegen/lower/lower.h"
+#include "codegen/schedule/schedule.h"
+#include "memplan/op_programs.h"
+#include "support/random.h"
+
+namespace tensorgym {
+namespace {
+
+struct AlignedBuffer {
+  float* data = nullptr;
+  explicit AlignedBuffer(int64_t bytes) {
+    const size_t size = size_t((std::max<int64_t>(bytes, 64) + 63) / 64 * 64);
+    data = static_cast<float*>(std::aligned_alloc(64, size));
+  }
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+};
+
+uint64_t name_seed(const std::string& name, uint64_t seed) {
+  uint64_t h = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (char c : name) h = (h ^ uint64_t(static_cast<unsigned char>(c))) * 0x100000001b3ull;
+  return h;
+}
+
+void fill_random(float* data, int64_t n, uint64_t seed, float scale) {
+  Rng rng(seed);
+  for (int64_t i = 0; i < n; ++i) data[i] = float((rng.uniform() * 2 - 1) * scale);
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const CpuKernel>> KernelCache::get(const std::string& text) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(text);
+    if (it != kernels_.end()) return it->second;
+  }
+  Expected<Program> parsed = parse_program(text);
+  if (!parsed.ok())
+    return internal_error("operator program does not parse: " + parsed.status().message() + "\n" + text);
+  auto program = std::make_shared<const Program>(std::move(*parsed));
+  Schedule schedule(program);
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(schedule));
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, compile_cpu_kernel(nest));
+  std::lock_guard<std::mutex> lock(mu_);
+  kernels_.emplace(text, kernel);
+  return kernel;
+}
+
+size_t KernelCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kernels_.size();
+}
+
+Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions, const Offsets* offsets,
+                             int64_t alignment, KernelCache& cache, uint64_t seed) {
+  for (const GraphTensor& t : graph.tensors)
+    if (t.dtype != "f32") return unimplemented("tensor '" + t.name + "' is " + t.dtype + ": only f32 graphs run");
+  TG_ASSIGN_OR_RETURN(GraphLayout layout, layout_graph(graph, decisions, alignment));
+  std::vector<std::unique_ptr<AlignedBuffer>> owned;
+  std::vector<float*> tensor_ptr(graph.tensors.size(), nullptr);
+  std::vector<char*> scratch_ptr(graph.ops.size(), nullptr);
+  char* arena = nullptr;
+  if (offsets) {
+    if (offsets->size() != layout.instance.buffers.size())
+      return invalid_argument("the plan has " + std::to_string(offsets->size()) + " offsets for " +
+                              std::to_string(layout.instance.buffers.size()) + " buffers");
+    const int64_t size = arena_size(layout.instance, *offsets);
+    owned.push_back(std::make_unique<AlignedBuffer>(size));
+    arena = reinterpret_cast<char*>(owned.back()->data);
+    std::memset(arena, 0xff, size_t(size));  // NaN everywhere: reading unwritten memory shows
+    for (size_t t = 0; t < graph.tensors.size(); ++t)
+      if (layout.buffer_of_tensor[t] >= 0)
+        tensor_ptr[t] = reinterpret_cast<float*>(arena + (*offsets)[size_t(layout.buffer_of_tensor[t])]);
+    for (size_t o = 0; o < graph.ops.size(); ++o)
+      if (layout.scratch_of_op[o] >= 0) scratch_ptr[o] = arena + (*offsets)[size_t(layout.scratch_of_op[o])];
+  } else {
+    for (size_t t = 0; t < graph.tensors.size(); ++t) {
+      if (graph.tensors[t].kind == TensorKind::kConstant) continue;
+      owned.push_back(std::make_unique<AlignedBuffer>(graph.tensors[t].bytes));
+      tensor_ptr[t] = owned.back()->data;
+    }
+    for (size_t o = 0; o < graph.ops.size(); ++o) {
+      if (graph.ops[o].scratch_bytes <= 0) continue;
+      owned.push_back(std::make_unique<AlignedBuffer>(graph.ops[o].scratch_bytes));
+      scratch_ptr[o] = reinterpret_cast<char*>(owned.back()->data);
+    }
+  }
+  // Weights outside the arena; inputs in it. Values depend on the name and seed only.
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const GraphTensor& gt = graph.tensors[t];
+    const int64_t n = shape_elements(gt.shape);
+    if (gt.kind == TensorKind::kConstant) {
+      owned.push_back(std::make_unique<AlignedBuffer>(gt.bytes));
+      tensor_ptr[t] = owned.back()->data;
+      // Scaled so activations stay of order one through deep networks.
+      const int64_t fan_in = gt.shape.size() >= 2 ? n / gt.shape[0] : 1;
+      fill_random(tensor_ptr[t], n, name_seed(gt.name, seed),
+                  float(1.0 / std::sqrt(double(std::max<int64_t>(1, fan_in)))));
+    } else if (gt.kind == TensorKind::kInput) {
+      fill_random(tensor_ptr[t], n, name_seed(gt.name, seed), 1.0f);
+    }
+  }
+  GraphRun run;
+  for (int op_index : decisions.order) {
+    const GraphOp& op = graph.ops[size_t(op_index)];
+    TG_ASSIGN_OR_RETURN(OpProgram program, op_program(graph, op));
+    float* out = tensor_ptr[size_t(op.outputs[0])];
+    if (op.type == "reshape" && out == tensor_ptr[size_t(op.inputs[0])]) continue;  // a view of the same bytes
+    for (size_t k = 0; k < program.stages.size(); ++k) {
+      const OpStage& stage = program.stages[k];
+      TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, cache.get(program.stage_text(graph, op, k)));
+      std::vector<void*> args;
+      for (const std::string& r : stage.reads) {
+        if (r[0] == 'X') {
+          args.push_back(tensor_ptr[size_t(op.inputs[size_t(std::stoi(r.substr(1)))])]);
+        } else {
+          size_t j = 0;
+          while (program.stages[j].name != r) ++j;
+          args.push_back(scratch_ptr[size_t(op_index)] + op_stage_offset(program, j));
+        }
+      }
+      args.push_back(k + 1 == program.stages.size()
+                         ? static_cast<void*>(out)
+                         : static_cast<void*>(scratch_ptr[size_t(op_index)] + op_stage_offset(program, k)));
+      kernel->run(args.data(), 1);
+      ++run.kernels_run;
+    }
+  }
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (graph.tensors[t].kind != TensorKind::kOutput) continue;
+    const int64_t n = shape_elements(graph.tensors[t].shape);
+    run.outputs.emplace_back(tensor_ptr[t], tensor_ptr[t] + n);
+    run.output_names.push_back(graph.tensors[t].name);
+  }
+  return run;
+}
+
+double max_output_difference(const GraphRun& a, const GraphRun& b) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (a.outputs.size() != b.outputs.size()) return kInf;
+  double worst = 0;
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    if (a.outputs[i].size() != b.outputs[i].size()) return kInf;
+    for (size_t k = 0; k < a.outputs[i].size(); ++k) {
+      const float x = a.outputs[i][k], y = b.outputs[i][k];
+      if (std::isnan(x) != std::isnan(y)) return kInf;
+      if (!std::isnan(x)) worst = std::max(worst, double(std::fabs(x - y)));
+    }
+  }
+  return worst;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,380 @@
+#include "memplan/offset_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace tensorgym {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The buffers of an instance cut into sections: the intervals between consecutive
+// lifetime endpoints. Buffers with size 0 are left out (they go at offset 0).
+struct Sweep {
+  std::vector<int> buffers;  // instance indices of the buffers searched
+  std::vector<int64_t> size;
+  std::vector<int> first, last;            // sections [first, last) per buffer
+  std::vector<std::vector<int>> overlaps;  // by local index
+  std::vector<int64_t> section_total;      // sum of sizes per section
+  std::vector<std::vector<int>> members;   // buffers spanning each section
+  int sections = 0;
+};
+
+Sweep make_sweep(const Instance& inst) {
+  Sweep s;
+  std::vector<int64_t> points;
+  for (size_t i = 0; i < inst.buffers.size(); ++i) {
+    const Buffer& b = inst.buffers[i];
+    if (b.size == 0) continue;
+    s.buffers.push_back(int(i));
+    s.size.push_back(b.size);
+    points.push_back(b.lower);
+    points.push_back(b.upper);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  s.sections = std::max<int>(0, int(points.size()) - 1);
+  s.section_total.assign(size_t(s.sections), 0);
+  std::vector<int> local(inst.buffers.size(), -1);
+  for (size_t k = 0; k < s.buffers.size(); ++k) {
+    const Buffer& b = inst.buffers[size_t(s.buffers[k])];
+    local[size_t(s.buffers[k])] = int(k);
+    const int lo = int(std::lower_bound(points.begin(), points.end(), b.lower) - points.begin());
+    const int hi = int(std::lower_bound(points.begin(), points.end(), b.upper) - points.begin());
+    s.first.push_back(lo);
+    s.last.push_back(hi);
+    for (int j = lo; j < hi; ++j) s.section_total[size_t(j)] += b.size;
+  }
+  s.members.resize(size_t(s.sections));
+  for (size_t k = 0; k < s.buffers.size(); ++k)
+    for (int j = s.first[k]; j < s.last[k]; ++j) s.members[size_t(j)].push_back(int(k));
+  std::vector<std::vector<int>> conflicts = lifetime_conflicts(inst);
+  s.overlaps.resize(s.buffers.size());
+  for (size_t k = 0; k < s.buffers.size(); ++k)
+    for (int j : conflicts[size_t(s.buffers[k])])
+      if (local[size_t(j)] >= 0) s.overlaps[k].push_back(local[size_t(j)]);
+  return s;
+}
+
+// A static order of the buffers, by a string of keys as in MiniMalloc's
+// preorderings: T (largest section total over the lifetime), W (sections spanned),
+// A (area), Z (size), L (length); ties by index.
+std::vector<int> preorder(const Sweep& s, const Instance& inst, const std::string& keys) {
+  const size_t n = s.buffers.size();
+  std::vector<int64_t> total(n, 0), width(n), area(n), length(n);
+  for (size_t k = 0; k < n; ++k) {
+    for (int j = s.first[k]; j < s.last[k]; ++j) total[k] = std::max(total[k], s.section_total[size_t(j)]);
+    width[k] = s.last[k] - s.first[k];
+    const Buffer& b = inst.buffers[size_t(s.buffers[k])];
+    length[k] = b.upper - b.lower;
+    area[k] = b.size * length[k];
+  }
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    for (char c : keys) {
+      const std::vector<int64_t>* v = nullptr;
+      switch (c) {
+        case 'T': v = &total; break;
+        case 'W': v = &width; break;
+        case 'A': v = &area; break;
+        case 'Z': v = &s.size; break;
+        case 'L': v = &length; break;
+      }
+      if (v && (*v)[size_t(a)] != (*v)[size_t(b)]) return (*v)[size_t(a)] > (*v)[size_t(b)];
+    }
+    return a < b;
+  });
+  return order;
+}
+
+enum class Outcome { kFound, kNotFound, kLimit };
+
+// The decision procedure for one capacity and one preordering. The search works on
+// a partition: buffers and a range of sections; when no buffer still to place
+// crosses a section boundary, the two sides are independent and are solved one
+// after the other (MiniMalloc's dynamic decomposition). State is always restored on
+// the way back; plans found are copied out at the leaves.
+class Fit {
+ public:
+  Fit(const Sweep& s, const std::vector<int>& order, int64_t capacity, int64_t alignment)
+      : s_(s), order_(order), capacity_(capacity), alignment_(alignment) {
+    const size_t n = s.buffers.size();
+    rank_.assign(n, 0);
+    for (size_t r = 0; r < n; ++r) rank_[size_t(order[r])] = int(r);
+    offset_.assign(n, -1);
+    solution_.assign(n, -1);
+    min_offset_.assign(n, 0);
+    floor_.assign(size_t(s.sections), 0);
+    seen_.assign(size_t(s.sections), 0);
+    total_ = s.section_total;
+    cuts_.assign(size_t(std::max(0, s.sections - 1)), 0);
+    for (size_t k = 0; k < n; ++k)
+      for (int j = s.first[k]; j + 1 < s.last[k]; ++j) ++cuts_[size_t(j)];
+  }
+
+  Outcome run(int64_t node_limit, Clock::time_point deadline, int64_t* nodes) {
+    nodes_left_ = node_limit;
+    deadline_ = deadline;
+    for (int64_t t : total_)
+      if (t > capacity_) return Outcome::kNotFound;
+    for (int64_t z : s_.size)
+      if (z > capacity_) return Outcome::kNotFound;
+    Part all;
+    for (size_t r = 0; r < order_.size(); ++r) all.ranks.push_back(int(r));
+    all.lo = 0;
+    all.hi = s_.sections;
+    std::vector<int> cut_points;
+    for (size_t j = 0; j < cuts_.size(); ++j)
+      if (cuts_[j] == 0) cut_points.push_back(int(j) + 1);
+    Outcome o = solve_parts(all, cut_points);
+    *nodes += node_limit - std::max<int64_t>(nodes_left_, 0);
+    return o;
+  }
+
+  const std::vector<int64_t>& offsets() const { return solution_; }
+
+ private:
+  struct Part {
+    std::vector<int> ranks;  // preorder ranks of its buffers, ascending
+    int lo = 0, hi = 0;      // sections [lo, hi)
+  };
+  struct Candidate {
+    int64_t offset;
+    int rank;
+  };
+
+  // Splits `part` at the section boundaries `cut_points` (sorted) and solves each
+  // piece that has buffers still to place.
+  Outcome solve_parts(const Part& part, const std::vector<int>& cut_points) {
+    std::vector<int> bounds = {part.lo};
+    for (int c : cut_points)
+      if (c > part.lo && c < part.hi) bounds.push_back(c);
+    bounds.push_back(part.hi);
+    if (bounds.size() == 2) return search(part, 0, -1);
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+      Part sub;
+      sub.lo = bounds[k];
+      sub.hi = bounds[k + 1];
+      for (int r : part.ranks) {
+        const int b = order_[size_t(r)];
+        if (offset_[size_t(b)] < 0 && s_.first[size_t(b)] < sub.hi && s_.last[size_t(b)] > sub.lo)
+          sub.ranks.push_back(r);
+      }
+      if (sub.ranks.empty()) continue;
+      Outcome o = search(sub, 0, -1);
+      if (o != Outcome::kFound) return o;
+    }
+    return Outcome::kFound;
+  }
+
+  Outcome search(const Part& part, int64_t last_offset, int last_rank) {
+    if (--nodes_left_ < 0) return Outcome::kLimit;
+    if ((nodes_left_ & 1023) == 0 && Clock::now() > deadline_) {
+      nodes_left_ = -1;
+      return Outcome::kLimit;
+    }
+    std::vector<Candidate> cands;
+    int64_t min_height = INT64_MAX;
+    for (int r : part.ranks) {
+      const int b = order_[size_t(r)];
+      if (offset_[size_t(b)] >= 0) continue;
+      cands.push_back({min_offset_[size_t(b)], r});
+      min_height = std::min(min_height, min_offset_[size_t(b)] + s_.size[size_t(b)]);
+    }
+    if (cands.empty()) {
+      for (int r : part.ranks) solution_[size_t(order_[size_t(r)])] = offset_[size_t(order_[size_t(r)])];
+      return Outcome::kFound;
+    }
+    std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+    });
+    for (const Candidate& c : cands) {
+      // Canonical order: offsets never decrease (ties in preorder).
+      if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
+      // Dominance: another buffer would fit entirely below this one.
+      if (c.offset >= min_height) break;
+      const int b = order_[size_t(c.rank)];
+      if (c.offset + s_.size[size_t(b)] > capacity_) continue;
+      Outcome o = place_and_recurse(part, b, c.offset, c.rank);
+      if (o != Outcome::kNotFound) return o;
+    }
+    return Outcome::kNotFound;
+  }
+
+  Outcome place_and_recurse(const Part& part, int b, int64_t off, int rank) {
+    const int64_t size = s_.size[size_t(b)];
+    const int64_t top = off + size;
+    const int64_t next_min = align_up(top, alignment_);
+    offset_[size_t(b)] = off;
+    const size_t mark = undo_min_.size();
+    for (int o : s_.overlaps[size_t(b)]) {
+      if (offset_[size_t(o)] >= 0 || min_offset_[size_t(o)] >= next_min) continue;
+      undo_min_.push_back({o, min_offset_[size_t(o)]});
+      min_offset_[size_t(o)] = next_min;
+    }
+    const size_t fmark = undo_floor_.size();
+    for (int j = s_.first[size_t(b)]; j < s_.last[size_t(b)]; ++j) {
+      undo_floor_.push_back({j, floor_[size_t(j)]});
+      floor_[size_t(j)] = top;
+      total_[size_t(j)] -= size;
+    }
+    // A section's floor is at least the lowest offset any buffer still to place
+    // there can take (the sections of buffers whose lowest offset just rose).
+    ++stamp_;
+    for (size_t u = mark; u < undo_min_.size(); ++u) {
+      const int o = undo_min_[u].first;
+      for (int j = s_.first[size_t(o)]; j < s_.last[size_t(o)]; ++j) {
+        if (seen_[size_t(j)] == stamp_) continue;
+        seen_[size_t(j)] = stamp_;
+        const int64_t floor = floor_[size_t(j)];
+        int64_t lowest = INT64_MAX;
+        for (int m : s_.members[size_t(j)]) {
+          if (offset_[size_t(m)] >= 0) continue;
+          lowest = std::min(lowest, min_offset_[size_t(m)]);
+          if (lowest <= floor) break;  // no change
+        }
+        if (lowest != INT64_MAX && floor < lowest) {
+          undo_floor_.push_back({j, floor_[size_t(j)]});
+          floor_[size_t(j)] = lowest;
+        }
+      }
+    }
+    std::vector<int> new_cuts;
+    for (int j = s_.first[size_t(b)]; j + 1 < s_.last[size_t(b)]; ++j)
+      if (--cuts_[size_t(j)] == 0 && j + 1 > part.lo && j + 1 < part.hi) new_cuts.push_back(j + 1);
+    Outcome o = Outcome::kNotFound;
+    if (consistent(part, off)) {
+      if (new_cuts.empty()) {
+        o = search(part, off, rank);
+      } else {
+        o = solve_parts(part, new_cuts);
+        if (o == Outcome::kFound)  // the buffers placed before the split
+          for (int r : part.ranks) {
+            const int x = order_[size_t(r)];
+            if (offset_[size_t(x)] >= 0) solution_[size_t(x)] = offset_[size_t(x)];
+          }
+      }
+    }
+    for (int j = s_.first[size_t(b)]; j + 1 < s_.last[size_t(b)]; ++j) ++cuts_[size_t(j)];
+    for (int j = s_.first[size_t(b)]; j < s_.last[size_t(b)]; ++j) total_[size_t(j)] += size;
+    while (undo_floor_.size() > fmark) {
+      floor_[size_t(undo_floor_.back().first)] = undo_floor_.back().second;
+      undo_floor_.pop_back();
+    }
+    while (undo_min_.size() > mark) {
+      min_offset_[size_t(undo_min_.back().first)] = undo_min_.back().second;
+      undo_min_.pop_back();
+    }
+    offset_[size_t(b)] = -1;
+    return o;
+  }
+
+  // Every buffer still to place goes above both the last offset and the floor of
+  // each section it spans, and the ones in one section are stacked.
+  bool consistent(const Part& part, int64_t off) const {
+    for (int j = part.lo; j < part.hi; ++j)
+      if (total_[size_t(j)] > 0 && std::max(off, floor_[size_t(j)]) + total_[size_t(j)] > capacity_) return false;
+    return true;
+  }
+
+  const Sweep& s_;
+  const std::vector<int>& order_;
+  const int64_t capacity_;
+  const int64_t alignment_;
+  std::vector<int> rank_;
+  std::vector<int64_t> offset_, solution_, min_offset_, floor_, total_;
+  std::vector<int> cuts_;
+  std::vector<std::pair<int, int64_t>> undo_min_;
+  std::vector<std::pair<int, int64_t>> undo_floor_;
+  std::vector<int64_t> seen_;
+  int64_t stamp_ = 0;
+  int64_t nodes_left_ = 0;
+  Clock::time_point deadline_;
+};
+
+const std::vector<std::string>& preorderings() {
+  static const std::vector<std::string> p = {"LAT", "TAL", "TLA"};
+  return p;
+}
+
+}  // namespace
+
+FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_limit, double seconds, Offsets* offsets,
+                      int64_t* nodes) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  int64_t local_nodes = 0;
+  if (!nodes) nodes = &local_nodes;
+  const Sweep s = make_sweep(instance);
+  std::vector<std::vector<int>> orders;
+  for (const std::string& keys : preorderings()) orders.push_back(preorder(s, instance, keys));
+  // Round robin over the preorderings with a growing node budget: one of them often
+  // finds a plan quickly where another wanders.
+  int64_t budget = std::max<int64_t>(1000, int64_t(s.buffers.size()) * 4);
+  int64_t spent = 0;
+  while (true) {
+    for (const std::vector<int>& order : orders) {
+      Fit fit(s, order, capacity, instance.alignment);
+      int64_t used = 0;
+      const int64_t this_budget = std::min(budget, std::max<int64_t>(1, node_limit - spent));
+      Outcome o = fit.run(this_budget, deadline, &used);
+      spent += used;
+      *nodes += used;
+      if (o == Outcome::kFound) {
+        offsets->assign(instance.buffers.size(), 0);
+        for (size_t k = 0; k < s.buffers.size(); ++k) (*offsets)[size_t(s.buffers[k])] = fit.offsets()[k];
+        return FitResult::kFound;
+      }
+      if (o == Outcome::kNotFound) return FitResult::kInfeasible;  // exhausted: a proof
+      if (spent >= node_limit || Clock::now() > deadline) return FitResult::kGaveUp;
+    }
+    budget *= 2;
+  }
+}
+
+OffsetSearchResult search_offsets(const Instance& instance, const Offsets& initial,
+                                  const OffsetSearchOptions& options) {
+  OffsetSearchResult r;
+  r.offsets = initial;
+  r.arena = arena_size(instance, initial);
+  int64_t largest = 0;
+  for (const Buffer& b : instance.buffers) largest = std::max(largest, b.size);
+  r.lower_bound = std::max(peak_live_bytes(instance), largest);
+  const Clock::time_point start = Clock::now();
+  auto remaining = [&] { return options.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count(); };
+  const int64_t lo = r.lower_bound;  // no plan below this
+  if (r.arena <= lo) {
+    r.proven_optimal = true;
+    return r;
+  }
+  // Node budgets scale with the time limit so results do not depend on the machine's
+  // speed until the time limit cuts in: about 50,000 nodes per second of limit.
+  const int64_t total_nodes = std::max<int64_t>(options.initial_nodes, int64_t(options.time_limit_s * 50000));
+  bool first = true;
+  int64_t tried = lo;  // capacities below this were proven infeasible or given up
+  while (tried < r.arena && remaining() > 0) {
+    // First the lower bound itself (often the optimum), then bisection between what
+    // was given up or proven infeasible and the best plan found.
+    int64_t capacity = first ? tried : tried + (r.arena - tried) / 2;
+    if (!first && capacity <= tried) break;
+    if (options.memory_limit > 0 && capacity > options.memory_limit && !first) break;
+    const double share = first ? 0.35 : 0.3;
+    const int64_t nodes = std::max<int64_t>(options.initial_nodes, int64_t(double(total_nodes) * share));
+    first = false;
+    Offsets found;
+    FitResult f = fit_offsets(instance, capacity, nodes, std::max(0.0, remaining() * share), &found, &r.nodes);
+    if (f == FitResult::kFound) {
+      r.offsets = std::move(found);
+      r.arena = arena_size(instance, r.offsets);
+    } else {
+      if (f == FitResult::kInfeasible) r.lower_bound = std::max(r.lower_bound, capacity + 1);
+      tried = capacity + 1;
+    }
+  }
+  r.proven_optimal = r.arena <= r.lower_bound;
+  return r;
+}
+
+}  // namespace tensorgym

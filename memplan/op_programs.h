@@ -1,0 +1,45 @@
+// What each graph operator computes, as tensor programs in the program language:
+// the source of truth for an operator's scratch (its internal stages, e.g. a conv's
+// padded input, softmax's row maxima) and for executing a graph on a backend
+// (memplan/exec/). The operator types and their attributes are listed in
+// docs/memory_planning.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memplan/graph.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+// One stage of an operator's program: a single-stage program of its own (the inputs
+// it reads declared, then the stage), so each stage can run as one kernel with its
+// buffers wherever the memory plan put them.
+struct OpStage {
+  std::string name;  // "Y" for the operator's output, "T0", "T1", ... for scratch
+  std::vector<int64_t> shape;
+  std::string line;                // the stage in the program language
+  std::vector<std::string> reads;  // the names it reads: "X0".. (operator inputs) or earlier stages
+};
+
+struct OpProgram {
+  std::vector<std::string> input_names;  // "X0", "X1", ... for the operator's inputs, in order
+  std::vector<OpStage> stages;           // the last one writes the operator's output
+
+  // The whole operator as one program (for the reference evaluator and tests).
+  std::string full_text(const Graph& graph, const GraphOp& op) const;
+  // Stage `k` as a program of its own: its reads declared as inputs, then the stage.
+  std::string stage_text(const Graph& graph, const GraphOp& op, size_t k) const;
+};
+
+// The program of an operator; UNIMPLEMENTED naming the type when there is none.
+Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op);
+
+// Bytes of the operator's internal stages, each rounded up to `alignment`: its scratch.
+int64_t op_scratch_bytes(const OpProgram& program, int64_t alignment = 64);
+// Where stage `k` (not the last) lives inside the operator's scratch.
+int64_t op_stage_offset(const OpProgram& program, size_t k, int64_t alignment = 64);
+
+}  // namespace tensorgym

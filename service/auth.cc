@@ -1,0 +1,84 @@
+#include "service/auth.h"
+
+#include <arpa/inet.h>
+
+#include <fstream>
+#include <grpcpp/server_context.h>
+
+namespace tensorgym::service {
+namespace {
+
+std::string trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// Compares without an early exit, so the time taken does not reveal the prefix matched.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+Expected<Authenticator> Authenticator::from_options(const ServerOptions& options) {
+  if (!options.auth_token.empty()) return Authenticator(options.auth_token);
+  if (options.auth_token_file.empty()) return Authenticator();
+  std::ifstream in(options.auth_token_file);
+  if (!in) return invalid_argument("cannot read the token file " + options.auth_token_file);
+  std::string line;
+  std::getline(in, line);
+  line = trim(line);
+  if (line.empty()) return invalid_argument("the token file " + options.auth_token_file + " is empty");
+  return Authenticator(line);
+}
+
+Status Authenticator::check_header(std::string_view value) const {
+  if (token_.empty()) return Status();
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.empty()) return Status(StatusCode::kUnauthenticated, "this server requires a bearer token: send metadata 'authorization: Bearer <token>'");
+  if (value.substr(0, kBearer.size()) != kBearer || !constant_time_equal(value.substr(kBearer.size()), token_))
+    return Status(StatusCode::kUnauthenticated, "wrong bearer token in the 'authorization' metadata");
+  return Status();
+}
+
+Status Authenticator::check(const grpc::ServerContextBase& context) const {
+  if (token_.empty()) return Status();
+  const auto& md = context.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return check_header({});
+  return check_header(std::string_view(it->second.data(), it->second.size()));
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+Status check_bind_policy(const ServerOptions& options) {
+  const bool tls = !options.tls_cert_file.empty() || !options.tls_key_file.empty();
+  if (tls && (options.tls_cert_file.empty() || options.tls_key_file.empty()))
+    return invalid_argument("TLS needs both --tls-cert and --tls-key");
+  if (is_loopback_host(options.host)) return Status();
+  const bool token = !options.auth_token.empty() || !options.auth_token_file.empty();
+  if (tls || token) return Status();
+  return failed_precondition("refusing to serve on " + options.host +
+                             ", which is not a loopback address, without --tls-cert/--tls-key or "
+                             "--auth-token-file: anyone who reaches the port could run programs on this "
+                             "machine. Bind 127.0.0.1 (the default), or configure TLS or a token");
+}
+
+}  // namespace tensorgym::service

@@ -1,0 +1,247 @@
+#include "service/server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "codegen/measure/runner.h"
+#include "datasets/registry.h"
+#include "service/auth.h"
+#include "service/log.h"
+#include "service/tensorgym_service.h"
+
+namespace tensorgym::service {
+namespace {
+
+constexpr const char* kServiceName = "tensorgym.proto.TensorGym";
+
+std::string host_port(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Expected<std::string> read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return invalid_argument(std::string("cannot read the ") + what + " " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::shared_ptr<EnvContext> context;
+  std::unique_ptr<TensorGymService> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool shut_down = false;
+  std::thread reaper;
+
+  void run_reaper() {
+    const double period_s = options.idle_timeout_s > 0 ? std::clamp(options.idle_timeout_s / 4, 0.05, 1.0) : 1.0;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::duration<double>(period_s));
+      if (stopping) break;
+      lock.unlock();
+      service->reap_idle_sessions();
+      lock.lock();
+    }
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { shutdown(std::chrono::seconds(0)); }
+
+Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
+  set_log_level(options.log_level);
+  TG_RETURN_IF_ERROR(check_bind_policy(options));
+  TG_ASSIGN_OR_RETURN(Authenticator auth, Authenticator::from_options(options));
+  if (options.port < 0 || options.port > 65535) return invalid_argument("the port must be in 0..65535");
+  if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
+    return invalid_argument("--max-message-bytes must be in 1..2147483647");
+  if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->context = std::make_shared<EnvContext>();
+  impl->context->runner_workers = std::max(1, options.workers);
+  impl->context->worker_binary = options.worker_binary;
+  impl->context->threads = options.threads;
+  (void)DatasetRegistry::global().datasets();  // built now, not in the first call
+  impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth));
+
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!options.tls_cert_file.empty()) {
+    TG_ASSIGN_OR_RETURN(std::string cert, read_file(options.tls_cert_file, "TLS certificate"));
+    TG_ASSIGN_OR_RETURN(std::string key, read_file(options.tls_key_file, "TLS key"));
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureServerCredentials();
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  const std::string listen = host_port(options.host, options.port);
+  builder.AddListeningPort(listen, credentials, &impl->port);
+  builder.RegisterService(impl->service.get());
+  builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);
+  // A port already in use is an error, not a second server sharing it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0)
+    return Status(StatusCode::kUnavailable, "cannot listen on " + listen + " (address in use or not available)");
+  if (grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService())
+    health->SetServingStatus(kServiceName, true);
+  Impl* raw = impl.get();
+  impl->reaper = std::thread([raw] { raw->run_reaper(); });
+  log(LogLevel::kInfo, "listening on " + host_port(options.host, impl->port) + (options.auth_token.empty() && options.auth_token_file.empty() ? "" : " (token)") +
+                           (options.tls_cert_file.empty() ? "" : " (TLS)"));
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+int Server::port() const { return impl_->port; }
+
+std::string Server::address() const { return host_port(impl_->options.host, impl_->port); }
+
+TensorGymService& Server::service() { return *impl_->service; }
+
+const std::shared_ptr<EnvContext>& Server::context() const { return impl_->context; }
+
+void Server::shutdown(std::chrono::steady_clock::duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->shut_down) return;
+    impl_->shut_down = true;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->reaper.joinable()) impl_->reaper.join();
+  if (grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService()) health->Shutdown();
+  // The executor finishes (or, past the grace, cancels) the calls that measure while
+  // gRPC waits for its handlers; both wait for the same calls.
+  std::thread drain([this, grace] { impl_->service->shutdown(grace); });
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(grace));
+  drain.join();
+  impl_->server->Wait();
+  impl_->service->sessions().clear();
+  if (impl_->context) impl_->context->runner().shutdown();
+  log(LogLevel::kInfo, "stopped");
+}
+
+Status write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return invalid_argument("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return invalid_argument("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    done += size_t(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return invalid_argument("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
+  }
+  return Status();
+}
+
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) {
+  g_signal.store(sig);
+  const char c = 1;
+  ssize_t n = ::write(g_signal_pipe[1], &c, 1);
+  (void)n;
+}
+
+}  // namespace
+
+int run_server(const ServerOptions& options) {
+  set_log_level(options.log_level);
+  // Signals arrive through a pipe; handlers (not a blocked mask) so that the
+  // measurement workers this process starts inherit nothing.
+  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    log(LogLevel::kError, std::string("pipe: ") + std::strerror(errno));
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Expected<std::unique_ptr<Server>> server = Server::start(options);
+  if (!server.ok()) {
+    log(LogLevel::kError, server.status().to_string());
+    return 1;
+  }
+  if (!options.port_file.empty()) {
+    Status st = write_file_atomically(options.port_file, std::to_string((*server)->port()) + "\n");
+    if (!st.ok()) {
+      log(LogLevel::kError, st.to_string());
+      return 1;
+    }
+  }
+  // Warm the measurement workers in the background: serving does not wait for them.
+  std::shared_ptr<EnvContext> context = (*server)->context();
+  std::thread warm([context] {
+    Status st = context->runner().start_workers();
+    if (!st.ok()) log(LogLevel::kWarning, "measurement workers did not start: " + st.to_string());
+  });
+
+  for (;;) {
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    int r = ::poll(&p, 1, 200);
+    if (r > 0) break;
+    if (options.parent_pid > 0 && ::getppid() != options.parent_pid) {
+      log(LogLevel::kWarning, "the parent process " + std::to_string(options.parent_pid) + " is gone; exiting");
+      break;
+    }
+  }
+  if (int sig = g_signal.load()) log(LogLevel::kInfo, std::string("received ") + strsignal(sig) + "; shutting down");
+  (*server)->shutdown(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options.shutdown_grace_s)));
+  warm.join();
+  server->reset();
+  if (!options.port_file.empty()) ::unlink(options.port_file.c_str());
+  return 0;
+}
+
+}  // namespace tensorgym::service

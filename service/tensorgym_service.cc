@@ -1,0 +1,501 @@
+#include "service/tensorgym_service.h"
+
+#include <algorithm>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <random>
+
+#include "client/rpc_status.h"
+#include "client/wire.h"
+#include "codegen/measure/runner.h"
+#include "datasets/registry.h"
+#include "service/log.h"
+#include "service/validation.h"
+
+namespace tensorgym::service {
+namespace {
+
+constexpr const char* kProtocolVersion = "1";
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 10000;
+constexpr size_t kMaxParameterBytes = 4096;
+
+grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* ctx, const Status& status) {
+  return finish(ctx, rpc::to_grpc(status));
+}
+
+grpc::Status session_not_found(uint64_t id) {
+  proto::SessionNotFound detail;
+  detail.set_session_id(id);
+  return rpc::to_grpc(SessionTable::unknown_session(id), detail);
+}
+
+DatasetRegistry& registry_of(const EnvContext& context) {
+  return context.datasets ? *context.datasets : DatasetRegistry::global();
+}
+
+}  // namespace
+
+// A unary call that runs on the executor; the client cancelling it (or its deadline
+// passing, which gRPC reports the same way) cancels its measurement.
+class TensorGymService::SlowUnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  SlowUnaryReactor(CallExecutor& executor, std::shared_ptr<CallExecutor::Call> call)
+      : executor_(executor), call_(std::move(call)) {}
+  void OnCancel() override {
+    const bool late = CallExecutor::Clock::now() >= call_->deadline();
+    executor_.cancel(*call_, late ? StatusCode::kDeadlineExceeded : StatusCode::kCancelled);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  CallExecutor& executor_;
+  const std::shared_ptr<CallExecutor::Call> call_;
+};
+
+TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context,
+                                   Authenticator auth)
+    : options_(options), context_(std::move(context)), auth_(std::move(auth)), sessions_(options.max_sessions) {
+  const int threads = options_.call_threads > 0 ? options_.call_threads : 2 * std::max(1, options_.workers) + 2;
+  std::shared_ptr<EnvContext> ctx = context_;
+  executor_ = std::make_unique<CallExecutor>(threads, [ctx](uint64_t job_id) { ctx->runner().cancel(job_id); });
+  serve_files_ = is_loopback_host(options_.host) || options_.allow_file_benchmarks_remote;
+  std::random_device rd;
+  char id[40];
+  std::snprintf(id, sizeof id, "%08x%08x-%d", rd(), rd(), int(::getpid()));
+  instance_id_ = id;
+  for (const std::string& name : env_names()) {
+    Expected<std::unique_ptr<Env>> env = make_env(name, context_);
+    if (!env.ok()) continue;
+    spaces_to_proto(**env, &spaces_[name]);
+    std::unordered_set<std::string>& measuring = measuring_[name];
+    for (const Space& s : (*env)->observation_spaces())
+      if (s.platform_dependent()) measuring.insert(s.name());
+    for (const Space& s : (*env)->reward_spaces())
+      if (s.platform_dependent()) measuring.insert(s.name());
+  }
+}
+
+TensorGymService::~TensorGymService() {
+  executor_.reset();  // cancels and joins calls in flight before the sessions go
+  sessions_.clear();
+}
+
+bool TensorGymService::may_measure(const std::string& env, const std::vector<std::string>& observations,
+                                   const std::vector<std::string>& rewards) const {
+  auto it = measuring_.find(env);
+  if (it == measuring_.end()) return true;  // unknown: be safe
+  for (const std::string& o : observations)
+    if (it->second.count(o)) return true;
+  for (const std::string& r : rewards)
+    if (it->second.count(r)) return true;
+  return false;
+}
+
+Status TensorGymService::check_benchmark_uri(const std::string& uri) const {
+  if (!serve_files_ && uri.rfind("file:", 0) == 0)
+    return Status(StatusCode::kPermissionDenied,
+                  "file:// benchmarks read the server's files and are served on loopback only; add the program "
+                  "with AddBenchmark and use its benchmark://user-v0 URI");
+  return Status();
+}
+
+template <class Fn>
+grpc::ServerUnaryReactor* TensorGymService::run_slow(grpc::CallbackServerContext* ctx, Fn fn) {
+  std::shared_ptr<CallExecutor::Call> call = executor_->create_call(ctx->deadline());
+  auto* reactor = new SlowUnaryReactor(*executor_, call);
+  executor_->submit(std::move(call), [reactor, fn = std::move(fn)](CallExecutor::Call& c) mutable {
+    grpc::Status status = c.cancelled() ? rpc::to_grpc(c.reason()) : fn(c);
+    reactor->Finish(status);
+  });
+  return reactor;
+}
+
+template <class Fn>
+grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerContext* ctx, uint64_t session_id,
+                                                         bool may_block, Fn fn) {
+  Expected<std::shared_ptr<service::Session>> found = sessions_.find(session_id);
+  if (!found.ok()) return finish(ctx, session_not_found(session_id));
+  std::shared_ptr<service::Session> session = std::move(*found);
+  if (!may_block) {
+    std::unique_lock<std::mutex> lock(session->mu, std::try_to_lock);
+    if (lock.owns_lock()) {
+      session->touch();
+      return finish(ctx, fn(*session, nullptr));
+    }
+  }
+  // Busy (a call that measures holds it) or slow: wait on the executor, not on gRPC's threads.
+  return run_slow(ctx, [session, fn = std::move(fn)](CallExecutor::Call& call) mutable {
+    std::lock_guard<std::mutex> lock(session->mu);
+    if (call.cancelled()) return rpc::to_grpc(call.reason());
+    session->touch();
+    return fn(*session, &call);
+  });
+}
+
+grpc::ServerUnaryReactor* TensorGymService::GetVersion(grpc::CallbackServerContext* ctx,
+                                                       const proto::GetVersionRequest*,
+                                                       proto::GetVersionResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  response->set_service_version(TENSORGYM_VERSION);
+  response->set_protocol_version(kProtocolVersion);
+  response->set_instance_id(instance_id_);
+  for (const auto& [name, spaces] : spaces_) response->add_env(name);
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContext* ctx,
+                                                      const proto::GetSpacesRequest* request,
+                                                      proto::GetSpacesResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  auto it = spaces_.find(request->env());
+  if (it == spaces_.end()) {
+    std::string known;
+    for (const auto& [name, s] : spaces_) known += (known.empty() ? "" : ", ") + name;
+    return finish(ctx, not_found("unknown environment '" + request->env() + "' (known: " + known + ")"));
+  }
+  *response = it->second;
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::ListDatasets(grpc::CallbackServerContext* ctx,
+                                                         const proto::ListDatasetsRequest*,
+                                                         proto::ListDatasetsResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  for (const Dataset* d : registry_of(*context_).datasets()) {
+    proto::DatasetInfo* info = response->add_dataset();
+    info->set_name(d->name());
+    info->set_description(d->description());
+    info->set_size(d->size());
+  }
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerContext* ctx,
+                                                           const proto::ListBenchmarksRequest* request,
+                                                           proto::ListBenchmarksResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (request->page_size() < 0) return finish(ctx, invalid_argument("page_size must be >= 0"));
+  const int64_t page_size = request->page_size() == 0 ? kDefaultPageSize : std::min(request->page_size(), kMaxPageSize);
+  if (request->offset() < 0) return finish(ctx, invalid_argument("offset must be >= 0"));
+  int64_t offset = request->offset();
+  const std::string& token = request->page_token();
+  if (!token.empty()) {
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), offset);
+    if (ec != std::errc() || end != token.data() + token.size() || offset < 0)
+      return finish(ctx, invalid_argument("page_token '" + token + "' is not one this server gave"));
+  }
+  Expected<const Dataset*> dataset = registry_of(*context_).find_dataset(request->dataset());
+  if (!dataset.ok()) return finish(ctx, dataset.status());
+  const std::vector<BenchmarkInfo> rows = (*dataset)->list(offset, page_size);
+  response->mutable_benchmark()->Reserve(int(rows.size()));
+  for (const BenchmarkInfo& b : rows) {
+    proto::BenchmarkInfo* info = response->add_benchmark();
+    info->set_uri(b.uri);
+    info->set_shape(b.shape);
+  }
+  const int64_t next = offset + int64_t(rows.size());
+  const int64_t size = (*dataset)->size();
+  if (int64_t(rows.size()) == page_size && (size < 0 || next < size)) response->set_next_page_token(std::to_string(next));
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerContext* ctx,
+                                                         const proto::AddBenchmarkRequest* request,
+                                                         proto::AddBenchmarkResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (int64_t(request->program().size()) > options_.max_program_bytes)
+    return finish(ctx, invalid_argument("the program text is " + std::to_string(request->program().size()) +
+                                        " bytes; the cap is " + std::to_string(options_.max_program_bytes) +
+                                        " (--max-program-bytes)"));
+  Expected<std::string> uri = registry_of(*context_).add_user_benchmark(request->name(), request->program());
+  if (!uri.ok()) return finish(ctx, uri.status());
+  log(LogLevel::kDebug, "added " + *uri);
+  response->set_uri(*uri);
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerContext* ctx,
+                                                         const proto::StartSessionRequest* request,
+                                                         proto::StartSessionResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  struct Args {
+    std::string env, benchmark;
+    ResetOptions reset;
+    std::vector<std::string> observations, rewards;
+    std::vector<std::pair<std::string, std::string>> parameters;
+  };
+  auto args = std::make_shared<Args>();
+  args->env = request->env();
+  args->benchmark = request->benchmark();
+  args->reset.action_space = request->action_space();
+  args->reset.max_episode_steps = request->max_episode_steps();
+  if (Status st = names_from_proto(request->observation_space(), options_, "observation", &args->observations);
+      !st.ok())
+    return finish(ctx, st);
+  if (Status st = names_from_proto(request->reward_space(), options_, "reward", &args->rewards); !st.ok())
+    return finish(ctx, st);
+  if (Status st = check_benchmark_uri(args->benchmark); !st.ok()) return finish(ctx, st);
+  if (request->parameter_size() > options_.max_spaces_per_call)
+    return finish(ctx, invalid_argument("too many session parameters"));
+  for (const auto& [k, v] : request->parameter()) args->parameters.emplace_back(k, v);
+  if (int(sessions_.size()) >= sessions_.max_sessions())
+    return finish(ctx, resource_exhausted("the server holds " + std::to_string(sessions_.size()) +
+                                          " sessions, its cap (--max-sessions); end sessions that are no longer used"));
+
+  auto start = [this, args, response](CallExecutor::Call* call) -> grpc::Status {
+    Expected<std::unique_ptr<Env>> env = make_env(args->env, context_);
+    if (!env.ok()) return rpc::to_grpc(env.status());
+    for (const auto& [k, v] : args->parameters)
+      if (Status st = (*env)->set_parameter(k, v); !st.ok()) return rpc::to_grpc(st);
+    ResetOptions reset = args->reset;
+    // Starting the rewards takes one step; it does not count against the episode's steps.
+    if (!args->rewards.empty() && reset.max_episode_steps > 0) ++reset.max_episode_steps;
+    Expected<std::vector<Event>> obs = (*env)->reset(args->benchmark, reset, args->observations);
+    if (!obs.ok()) return rpc::to_grpc(obs.status());
+    if (!args->rewards.empty()) {
+      StepResult r = (*env)->step({}, {}, args->rewards);
+      if (!r.error.ok()) return rpc::to_grpc(r.error);
+    }
+    if (call && call->cancelled()) return rpc::to_grpc(call->reason());
+    Expected<std::shared_ptr<service::Session>> session = sessions_.add(std::move(*env));
+    if (!session.ok()) return rpc::to_grpc(session.status());
+    response->set_session_id((*session)->id);
+    events_to_proto(*obs, response->mutable_observation());
+    log(LogLevel::kDebug, "session " + std::to_string((*session)->id) + " started: " + args->benchmark);
+    return grpc::Status::OK;
+  };
+  if (may_measure(args->env, args->observations, args->rewards))
+    return run_slow(ctx, [start](CallExecutor::Call& call) { return start(&call); });
+  return finish(ctx, start(nullptr));
+}
+
+grpc::Status TensorGymService::step_session(service::Session& session, const StepArgs& args, CallExecutor::Call* call,
+                                            proto::StepResponse* response) {
+  StepResult result;
+  if (call) {
+    // Step a fork and keep it only if the call was not cancelled: a step whose
+    // deadline passed leaves the session as it was.
+    Expected<std::unique_ptr<Env>> fork = session.env->fork();
+    if (!fork.ok()) return rpc::to_grpc(fork.status());
+    result = (*fork)->step(args.actions, args.observations, args.rewards);
+    if (call->cancelled()) return rpc::to_grpc(call->reason());
+    session.env = std::move(*fork);
+  } else {
+    static std::atomic<int64_t> n{0}, ns{0};
+    auto t0 = std::chrono::steady_clock::now();
+    result = session.env->step(args.actions, args.observations, args.rewards);
+    ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (++n % 2000 == 0) fprintf(stderr, "DEBUG step %.1f us\n", ns.load() / 1e3 / n.load());
+  }
+  ++session.step_count;
+  step_result_to_proto(result, response);
+  response->set_step_count(session.step_count);
+  if (result.error.ok()) return grpc::Status::OK;
+  status_to_proto(result.error, response->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
+                                                 proto::StepResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  auto args = std::make_shared<StepArgs>();
+  if (Status st = step_args_from_proto(*request, options_, args.get()); !st.ok()) return finish(ctx, st);
+  Expected<std::shared_ptr<service::Session>> found = sessions_.find(request->session_id());
+  if (!found.ok()) return finish(ctx, session_not_found(request->session_id()));
+  const bool slow = may_measure((*found)->env_name, args->observations, args->rewards);
+  const bool error_in_response = request->error_in_response();
+  return with_session(ctx, request->session_id(), slow,
+                      [this, args, response, error_in_response](service::Session& s, CallExecutor::Call* call) {
+                        grpc::Status st = step_session(s, *args, call, response);
+                        if (!st.ok() || error_in_response || response->status().code() == 0) return st;
+                        // The conventional form: the step's error is the call's status.
+                        return grpc::Status(grpc::StatusCode(response->status().code()), response->status().message());
+                      });
+}
+
+grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerContext* ctx,
+                                                        const proto::ForkSessionRequest* request,
+                                                        proto::ForkSessionResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  return with_session(ctx, request->session_id(), false, [this, response](service::Session& s, CallExecutor::Call*) {
+    Expected<std::unique_ptr<Env>> fork = s.env->fork();
+    if (!fork.ok()) return rpc::to_grpc(fork.status());
+    Expected<std::shared_ptr<service::Session>> copy = sessions_.add(std::move(*fork), s.step_count);
+    if (!copy.ok()) return rpc::to_grpc(copy.status());
+    response->set_session_id((*copy)->id);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::ServerUnaryReactor* TensorGymService::EndSession(grpc::CallbackServerContext* ctx,
+                                                       const proto::EndSessionRequest* request,
+                                                       proto::EndSessionResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (!sessions_.remove(request->session_id())) return finish(ctx, session_not_found(request->session_id()));
+  response->set_remaining_sessions(int32_t(sessions_.size()));
+  return finish(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* TensorGymService::GetState(grpc::CallbackServerContext* ctx,
+                                                     const proto::GetStateRequest* request,
+                                                     proto::GetStateResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  return with_session(ctx, request->session_id(), false, [response](service::Session& s, CallExecutor::Call*) {
+    wire::episode_state_to_proto(s.env->state(), response->mutable_state());
+    response->set_step_count(s.step_count);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackServerContext* ctx,
+                                                                 const proto::SendSessionParameterRequest* request,
+                                                                 proto::SendSessionParameterResponse*) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (request->key().size() > kMaxParameterBytes || request->value().size() > kMaxParameterBytes)
+    return finish(ctx, invalid_argument("a session parameter's key and value are at most " +
+                                        std::to_string(kMaxParameterBytes) + " bytes each"));
+  std::string key = request->key(), value = request->value();
+  return with_session(ctx, request->session_id(), false, [key, value](service::Session& s, CallExecutor::Call*) {
+    return rpc::to_grpc(s.env->set_parameter(key, value));
+  });
+}
+
+grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext* ctx,
+                                                     const proto::ValidateRequest* request,
+                                                     proto::ValidateResponse* response) {
+  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = check_benchmark_uri(request->state().benchmark()); !st.ok()) return finish(ctx, st);
+  auto state = std::make_shared<EpisodeState>(wire::episode_state_from_proto(request->state()));
+  const double tolerance = request->tolerance() == 0 ? 0.25 : request->tolerance();
+  return run_slow(ctx, [this, state, tolerance, response](CallExecutor::Call& call) {
+    Expected<ValidationOutcome> out = validate_state(*state, tolerance, context_);
+    if (call.cancelled()) return rpc::to_grpc(call.reason());
+    if (!out.ok()) return rpc::to_grpc(out.status());
+    response->set_ok(out->ok);
+    response->set_error(out->error);
+    for (const auto& [name, value] : out->replayed) (*response->mutable_replayed_reward())[name] = value;
+    return grpc::Status::OK;
+  });
+}
+
+// Steps on one stream: read a request, answer it, read the next. Cheap steps run on
+// the gRPC thread that read them; steps that measure run on the executor.
+class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse> {
+ public:
+  SessionStream(TensorGymService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
+    if (Status st = service_.auth_.check(*ctx); !st.ok()) {
+      Finish(rpc::to_grpc(st));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side (or the call ended)
+      Finish(grpc::Status::OK);
+      return;
+    }
+    response_.Clear();
+    auto args = std::make_shared<StepArgs>();
+    Status st = step_args_from_proto(request_, service_.options_, args.get());
+    std::shared_ptr<service::Session> session;
+    if (st.ok()) {
+      Expected<std::shared_ptr<service::Session>> found = service_.sessions_.find(request_.session_id());
+      if (found.ok()) {
+        session = std::move(*found);
+      } else {
+        st = found.status();
+        proto::SessionNotFound detail;
+        detail.set_session_id(request_.session_id());
+        response_.mutable_status()->add_details()->PackFrom(detail);
+      }
+    }
+    if (!st.ok()) {
+      status_to_proto(st, response_.mutable_status());
+      StartWrite(&response_);
+      return;
+    }
+    if (!service_.may_measure(session->env_name, args->observations, args->rewards)) {
+      std::unique_lock<std::mutex> lock(session->mu, std::try_to_lock);
+      if (lock.owns_lock()) {
+        session->touch();
+        (void)service_.step_session(*session, *args, nullptr, &response_);
+        StartWrite(&response_);
+        return;
+      }
+    }
+    std::shared_ptr<CallExecutor::Call> call = service_.executor_->create_call(ctx_->deadline());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      call_ = call;
+    }
+    service_.executor_->submit(std::move(call), [this, session, args](CallExecutor::Call& c) {
+      std::unique_lock<std::mutex> lock(session->mu);
+      session->touch();
+      grpc::Status st = c.cancelled() ? rpc::to_grpc(c.reason()) : service_.step_session(*session, *args, &c, &response_);
+      lock.unlock();
+      if (!st.ok()) status_to_proto(rpc::from_grpc(st), response_.mutable_status());
+      {
+        std::lock_guard<std::mutex> guard(mu_);
+        call_.reset();
+      }
+      StartWrite(&response_);
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was closed"));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnCancel() override {
+    std::shared_ptr<CallExecutor::Call> call;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      call = call_;
+    }
+    if (call) {
+      const bool late = CallExecutor::Clock::now() >= call->deadline();
+      service_.executor_->cancel(*call, late ? StatusCode::kDeadlineExceeded : StatusCode::kCancelled);
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  TensorGymService& service_;
+  grpc::CallbackServerContext* ctx_;
+  proto::StepRequest request_;
+  proto::StepResponse response_;
+  std::mutex mu_;
+  std::shared_ptr<CallExecutor::Call> call_;  // the step on the executor, if any
+};
+
+grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse>* TensorGymService::Session(
+    grpc::CallbackServerContext* ctx) {
+  return new SessionStream(*this, ctx);
+}
+
+size_t TensorGymService::reap_idle_sessions() {
+  if (options_.idle_timeout_s <= 0) return 0;
+  std::vector<uint64_t> ids =
+      sessions_.reap_idle(std::chrono::nanoseconds(int64_t(options_.idle_timeout_s * 1e9)));
+  for (uint64_t id : ids) log(LogLevel::kInfo, "session " + std::to_string(id) + " ended after being idle");
+  return ids.size();
+}
+
+void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) { executor_->shutdown(grace); }
+
+}  // namespace tensorgym::service

@@ -1,0 +1,406 @@
+// Search agents: sketches render to legal, correct schedules; every agent is
+// deterministic given its seed; a checkpointed and resumed search continues exactly
+// where it stopped; budgets stop searches; the best episode is a state `tensorgym
+// validate` accepts; a search with real measurements through the Runner works.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "agents/evaluator.h"
+#include "agents/search.h"
+#include "agents/sketch.h"
+#include "codegen/interp/compare.h"
+#include "codegen/interp/interpreter.h"
+#include "codegen/lower/lower.h"
+#include "datasets/registry.h"
+#include "envs/episode_state.h"
+
+namespace tensorgym {
+namespace {
+
+const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/agents_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+Benchmark resolve(const std::string& uri) {
+  Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);
+  EXPECT_TRUE(b.ok()) << b.status().to_string();
+  return *b;
+}
+
+// --- sketches ----------------------------------------------------------------------
+
+TEST(SketchTest, PlansFollowTheRules) {
+  SketchPlan gemm = make_sketch_plan(*resolve("benchmark://ops-v0/gmm-1").program);
+  ASSERT_EQ(gemm.stages.size(), 1u);
+  EXPECT_EQ(gemm.stages[0].rule, StageRule::kTiled);
+  EXPECT_EQ(gemm.stages[0].reads, (std::vector<std::string>{"A", "B"}));
+
+  SketchPlan norm = make_sketch_plan(*resolve("benchmark://ops-v0/nrm-1").program);
+  ASSERT_EQ(norm.stages.size(), 2u);
+  EXPECT_EQ(norm.stages[0].rule, StageRule::kRFactor);
+  EXPECT_EQ(norm.stages[1].rule, StageRule::kSimple);
+
+  SketchPlan conv = make_sketch_plan(*resolve("benchmark://ops-v0/c2d-3").program);
+  ASSERT_EQ(conv.stages.size(), 2u);
+  EXPECT_EQ(conv.stages[0].rule, StageRule::kPrologue);  // padding
+  EXPECT_EQ(conv.stages[0].tiled_reader, "Y");
+  EXPECT_EQ(conv.stages[1].rule, StageRule::kTiled);
+
+  // conv, clamp, exp: the clamp is an epilogue, the exp the consumer Y may fuse into.
+  SketchPlan chain = make_sketch_plan(*resolve("generator://random-ops-v0/1").program);
+  ASSERT_EQ(chain.stages.size(), 3u);
+  EXPECT_EQ(chain.stages[0].rule, StageRule::kTiled);
+  EXPECT_EQ(chain.stages[0].consumer, "E2");
+  EXPECT_EQ(chain.stages[1].rule, StageRule::kEpilogue);
+  EXPECT_EQ(chain.stages[2].rule, StageRule::kFusable);
+}
+
+// The expert GEMM schedule is in the sketch space: the genome with its tile sizes
+// renders a schedule of the same structure.
+TEST(SketchTest, ExpertGemmIsASketch) {
+  Benchmark b = resolve("benchmark://ops-v0/gmm-4");
+  SketchPlan plan = make_sketch_plan(*b.program);
+  Genome g;
+  StageGenes s;
+  s.fuse_consumer = false;
+  s.spatial = {{1, 256, 1, 4}, {16, 1, 1, 64}};
+  s.reduce = {{1, 1024}};
+  s.compute_level = 1;
+  s.vec_axis = 1;
+  s.pack = {0, 1};  // B packed at the column block
+  s.parallel = 2;
+  s.unroll = 3;
+  g.stages = {s};
+  Expected<Schedule> sched = render_genome(plan, g, b.program);
+  ASSERT_TRUE(sched.ok()) << sched.status().to_string();
+  std::string text = sched->trace().to_string();
+  EXPECT_NE(text.find("cache_write(C, C_local)"), std::string::npos) << text;
+  EXPECT_NE(text.find("cache_read(B, C_local, B_C_local)"), std::string::npos) << text;
+  EXPECT_NE(text.find("vectorize(C_local.j3)"), std::string::npos) << text;
+  Expected<LoopNest> nest = lower(*sched);
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+}
+
+// Random genomes render, lower, round-trip through their text form, and compute what
+// the unscheduled program computes.
+TEST(SketchTest, RandomGenomesRenderCorrectSchedules) {
+  const char* kUris[] = {"benchmark://ops-v0/gmm-1", "benchmark://ops-v0/nrm-1", "generator://random-ops-v0/1",
+                         "generator://random-ops-v0/2", "generator://random-ops-v0/3",
+                         "generator://random-ops-v0/4", "generator://random-ops-v0/5"};
+  for (const char* uri : kUris) {
+    Benchmark b = resolve(uri);
+    SketchPlan plan = make_sketch_plan(*b.program);
+    Rng rng(7);
+    int rendered = 0;
+    for (int i = 0; i < 12; ++i) {
+      Genome g = random_genome(plan, rng);
+      if (i % 3 == 1) g = mutate_genome(plan, g, rng);
+      if (i % 3 == 2) g = crossover_genomes(plan, g, random_genome(plan, rng), rng);
+      Expected<Genome> back = genome_from_text(plan, genome_to_text(g));
+      ASSERT_TRUE(back.ok()) << back.status().to_string();
+      EXPECT_EQ(*back, g);
+      Expected<Schedule> s = render_genome(plan, g, b.program);
+      if (!s.ok()) continue;
+      ++rendered;
+      Expected<LoopNest> nest = lower(*s);
+      ASSERT_TRUE(nest.ok()) << uri << ": " << nest.status().to_string() << "\n" << s->trace().to_string();
+      if (i >= 3) continue;  // the interpreter is slow; check a few per program
+      std::vector<HostBuffer> inputs = make_random_inputs(*b.program, 3);
+      std::vector<HostBuffer> outputs = make_output_buffers(*nest);
+      Status st = interpret(*nest, const_pointers(inputs), pointers(outputs));
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ProgramEvaluator ref(*b.program, const_pointers(inputs));
+      for (size_t o = 0; o < nest->outputs.size(); ++o) {
+        Comparison c = compare_with_evaluator(ref, nest->outputs[o].name, outputs[o], {1e-3, 1e-4}, 64, 1);
+        EXPECT_TRUE(c.match) << uri << ": " << c.describe() << "\n" << s->trace().to_string();
+      }
+    }
+    EXPECT_GE(rendered, 8) << uri;
+  }
+}
+
+// --- searches with the deterministic evaluator ---------------------------------------
+
+struct Outcome {
+  std::vector<std::string> traces;
+  std::vector<double> costs;
+  std::string best;
+  uint64_t rng = 0;
+};
+
+Outcome outcome(const Search& s) {
+  Outcome o;
+  for (const TrialRecord& r : s.records()) {
+    o.traces.push_back(r.trace);
+    o.costs.push_back(r.eval.ok() ? r.eval.cost : -1);
+  }
+  if (s.best()) o.best = s.best()->trace;
+  o.rng = s.rng_state();
+  return o;
+}
+
+SearchSetup small_setup(const std::string& agent, const std::string& uri, Evaluator* e, int64_t trials) {
+  SearchSetup setup;
+  setup.benchmark = uri;
+  setup.agent = agent;
+  setup.seed = 42;
+  setup.budget.max_trials = trials;
+  setup.evaluator = e;
+  setup.options.batch_size = 8;
+  setup.options.population = 48;
+  setup.options.generations = 2;
+  setup.options.retrain_rounds = 20;
+  setup.options.episode_length = 4;
+  setup.options.branching = 6;
+  setup.options.beam_width = 2;
+  return setup;
+}
+
+Outcome run_search(const SearchSetup& setup) {
+  Expected<std::unique_ptr<Search>> s = Search::create(setup);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  if (!s.ok()) return {};
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return outcome(**s);
+}
+
+class AgentDeterminismTest : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {};
+
+TEST_P(AgentDeterminismTest, SameSeedSameBest) {
+  auto [agent, uri] = GetParam();
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  SearchSetup setup = small_setup(agent, uri, e.get(), 32);
+  Outcome a = run_search(setup);
+  Outcome b = run_search(setup);
+  ASSERT_FALSE(a.best.empty()) << agent << " found nothing on " << uri;
+  EXPECT_EQ(a.traces, b.traces);
+  EXPECT_EQ(a.costs, b.costs);
+  EXPECT_EQ(a.best, b.best);
+  // The best beats the unscheduled program.
+  std::vector<Evaluation> base = e->evaluate({{uri, "", ""}});
+  ASSERT_TRUE(base[0].ok());
+  double best = 1e300;
+  for (double c : a.costs)
+    if (c >= 0) best = std::min(best, c);
+  EXPECT_LT(best, base[0].cost);
+  // Another seed explores differently.
+  setup.seed = 43;
+  Outcome c = run_search(setup);
+  EXPECT_NE(a.traces, c.traces);
+}
+
+INSTANTIATE_TEST_SUITE_P(Agents, AgentDeterminismTest,
+                         ::testing::Values(std::make_tuple("random", "benchmark://ops-v0/gmm-1"),
+                                           std::make_tuple("greedy", "benchmark://ops-v0/gmm-1"),
+                                           std::make_tuple("beam", "benchmark://ops-v0/nrm-1"),
+                                           std::make_tuple("evolutionary", "benchmark://ops-v0/gmm-1"),
+                                           std::make_tuple("evolutionary", "benchmark://ops-v0/nrm-1"),
+                                           std::make_tuple("evolutionary", "generator://random-ops-v0/1")));
+
+class ResumeTest : public ::testing::TestWithParam<const char*> {};
+
+// N trials straight and N/2 + checkpoint + resume to N give the same history, best
+// and generator state. N/2 falls in the middle of a batch on purpose.
+TEST_P(ResumeTest, ResumedSearchContinuesExactly) {
+  const std::string agent = GetParam();
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  const std::string uri = "benchmark://ops-v0/gmm-1";
+  SearchSetup setup = small_setup(agent, uri, e.get(), 40);
+  Outcome straight = run_search(setup);
+
+  SearchSetup half = setup;
+  half.budget.max_trials = 21;
+  Expected<std::unique_ptr<Search>> first = Search::create(half);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->run().ok());
+  EXPECT_EQ((*first)->trials(), 21);
+  EXPECT_EQ((*first)->stop_reason(), StopReason::kTrials);
+  const std::string path = temp_path(agent + ".ckpt");
+  ASSERT_TRUE((*first)->save_checkpoint(path).ok());
+
+  Expected<std::unique_ptr<Search>> resumed = Search::resume(path, setup);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().to_string();
+  EXPECT_EQ((*resumed)->trials(), 21);
+  ASSERT_TRUE((*resumed)->run().ok());
+  Outcome o = outcome(**resumed);
+  EXPECT_EQ(o.traces, straight.traces);
+  EXPECT_EQ(o.costs, straight.costs);
+  EXPECT_EQ(o.best, straight.best);
+  EXPECT_EQ(o.rng, straight.rng);
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Agents, ResumeTest, ::testing::Values("random", "greedy", "beam", "evolutionary"));
+
+TEST(SearchTest, CheckpointErrors) {
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  SearchSetup setup = small_setup("random", "benchmark://ops-v0/gmm-1", e.get(), 4);
+  EXPECT_EQ(Search::resume(temp_path("missing"), setup).status().code(), StatusCode::kNotFound);
+  const std::string path = temp_path("garbage.ckpt");
+  {
+    std::ofstream out(path);
+    out << "magic 5\nhello\n";
+  }
+  EXPECT_FALSE(Search::resume(path, setup).ok());
+  std::remove(path.c_str());
+  // A checkpoint of an est_cycles search cannot continue with measured runtimes.
+  Expected<std::unique_ptr<Search>> s = Search::create(setup);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->run().ok());
+  const std::string ck = temp_path("metric.ckpt");
+  ASSERT_TRUE((*s)->save_checkpoint(ck).ok());
+  RunnerEvaluatorOptions ro;
+  ro.worker_binary = kBinary;
+  std::unique_ptr<Evaluator> runner = make_runner_evaluator(ro);
+  setup.evaluator = runner.get();
+  EXPECT_EQ(Search::resume(ck, setup).status().code(), StatusCode::kInvalidArgument);
+  std::remove(ck.c_str());
+}
+
+TEST(SearchTest, SetupErrors) {
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  SearchSetup setup = small_setup("nope", "benchmark://ops-v0/gmm-1", e.get(), 4);
+  EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kNotFound);
+  setup.agent = "random";
+  setup.benchmark = "benchmark://ops-v0/nope";
+  EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kNotFound);
+  setup.benchmark = "benchmark://ops-v0/gmm-1";
+  setup.budget.max_trials = 0;
+  EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kInvalidArgument);
+  setup.budget.max_trials = 4;
+  setup.evaluator = nullptr;
+  EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kInvalidArgument);
+  EvaluatorChoice choice;
+  choice.reward = "speed";
+  EXPECT_EQ(make_evaluator(choice).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SearchTest, EarlyStoppingAndTimeBudget) {
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  SearchSetup setup = small_setup("random", "benchmark://ops-v0/gmm-1", e.get(), 500);
+  setup.budget.early_stopping = 10;
+  Expected<std::unique_ptr<Search>> s = Search::create(setup);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->run().ok());
+  EXPECT_EQ((*s)->stop_reason(), StopReason::kEarlyStopping);
+  ASSERT_NE((*s)->best(), nullptr);
+  EXPECT_EQ((*s)->trials(), (*s)->best()->trial + 10);
+
+  setup.budget.early_stopping = 0;
+  setup.budget.max_trials = 0;
+  setup.budget.max_seconds = 0.5;
+  s = Search::create(setup);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->run().ok());
+  EXPECT_EQ((*s)->stop_reason(), StopReason::kTime);
+  EXPECT_GT((*s)->trials(), 0);
+}
+
+// The best episode replays in schedule-v0 to the recorded deterministic reward, and
+// `tensorgym validate` accepts it.
+TEST(SearchTest, BestEpisodeStateValidates) {
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  SearchSetup setup = small_setup("evolutionary", "benchmark://ops-v0/gmm-1", e.get(), 24);
+  Expected<std::unique_ptr<Search>> s = Search::create(setup);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->run().ok());
+  Expected<EpisodeState> state = (*s)->best_episode_state();
+  ASSERT_TRUE(state.ok()) << state.status().to_string();
+  EXPECT_EQ(state->env, "schedule-v0");
+  EXPECT_EQ(state->reward_space, "est_cycles");
+  EXPECT_GT(state->reward, 0);
+  ASSERT_TRUE(state->deterministic_rewards.count("est_cycles"));
+  const std::string path = temp_path("est.jsonl");
+  std::remove(path.c_str());
+  ASSERT_TRUE(append_episode_state(path, *state).ok());
+  EXPECT_EQ(std::system((kBinary + " validate " + path + " > /dev/null").c_str()), 0);
+  std::remove(path.c_str());
+}
+
+// --- real measurements ---------------------------------------------------------------
+
+TEST(SearchTest, EvolutionaryWithRealMeasurements) {
+  RunnerEvaluatorOptions ro;
+  ro.worker_binary = kBinary;
+  ro.threads = 1;
+  ro.settings = search_runner_settings();
+  ro.settings.set_repeat(1);
+  ro.settings.set_min_repeat_ms(1);
+  std::unique_ptr<Evaluator> e = make_runner_evaluator(ro);
+  SearchSetup setup = small_setup("evolutionary", "benchmark://ops-v0/gmm-1", e.get(), 12);
+  setup.options.batch_size = 6;
+  setup.env_context = std::make_shared<EnvContext>();
+  setup.env_context->worker_binary = kBinary;
+  setup.env_context->threads = 1;
+  Expected<std::unique_ptr<Search>> s = Search::create(setup);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->run().ok());
+  EXPECT_EQ((*s)->trials(), 12);
+  const TrialRecord* best = (*s)->best();
+  ASSERT_NE(best, nullptr);
+  EXPECT_GT(best->eval.gflops, 0);
+  EXPECT_NE(best->eval.provenance_json.find("worker_pid"), std::string::npos) << best->eval.provenance_json;
+  // Every failure is an error class of the runner, never a crash of the search.
+  for (const TrialRecord& r : (*s)->records())
+    if (!r.eval.ok()) {
+      EXPECT_NE(r.eval.status.message(), "") << r.trace;
+    }
+
+  Expected<EpisodeState> state = (*s)->best_episode_state();
+  ASSERT_TRUE(state.ok()) << state.status().to_string();
+  EXPECT_EQ(state->reward_space, "runtime");
+  EXPECT_GT(state->reward, 0.5);  // most of the way from the unscheduled program
+  EXPECT_FALSE(state->provenance_json.empty());
+  const std::string path = temp_path("runtime.jsonl");
+  std::remove(path.c_str());
+  ASSERT_TRUE(append_episode_state(path, *state).ok());
+  Expected<std::vector<EpisodeState>> back = read_episode_states(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)[0].actions, state->actions);
+  EXPECT_EQ(std::system((kBinary + " validate " + path + " > /dev/null").c_str()), 0);
+  std::remove(path.c_str());
+}
+
+// --- the command line ----------------------------------------------------------------
+
+TEST(SearchCommandTest, SearchWritesStatePlotAndCheckpoint) {
+  const std::string state = temp_path("cli.jsonl"), plot = temp_path("cli.svg"), ck = temp_path("cli.ckpt"),
+                    out = temp_path("cli.out");
+  std::remove(state.c_str());
+  std::string cmd = kBinary +
+                    " search --benchmark benchmark://ops-v0/nrm-1 --agent evolutionary --trials 16 --batch 8"
+                    " --population 32 --generations 1 --reward est_cycles --seed 3 --state-out " +
+                    state + " --plot " + plot + " --checkpoint " + ck + " > " + out + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream svg(plot);
+  std::stringstream ss;
+  ss << svg.rdbuf();
+  EXPECT_NE(ss.str().find("<polyline"), std::string::npos);
+  EXPECT_EQ(std::system((kBinary + " validate " + state + " > /dev/null").c_str()), 0);
+  // Resume to 24 trials.
+  cmd = kBinary + " search --resume " + ck + " --trials 24 --reward est_cycles --json > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream o(out);
+  std::stringstream os;
+  os << o.rdbuf();
+  EXPECT_NE(os.str().find("\"trials\": 24"), std::string::npos) << os.str();
+  // Remote evaluation is not there yet and says so.
+  cmd = kBinary + " search --benchmark benchmark://ops-v0/gmm-1 --endpoints localhost:1 > " + out + " 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  std::ifstream o2(out);
+  std::stringstream os2;
+  os2 << o2.rdbuf();
+  EXPECT_NE(os2.str().find("not yet available"), std::string::npos) << os2.str();
+  for (const std::string& p : {state, plot, ck, out}) std::remove(p.c_str());
+}
+
+}  // namespace
+}  // namespace tensorgym

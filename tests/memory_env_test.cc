@@ -1,0 +1,264 @@
+// memory-v0: the three action spaces, observations, rewards, the memory limit,
+// fork and replay, and random agents that must never produce an invalid plan.
+#include "envs/memory/memory_env.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "datasets/graphs.h"
+#include "envs/env.h"
+#include "memplan/planner.h"
+#include "memplan/verify.h"
+#include "support/random.h"
+
+namespace tensorgym {
+namespace {
+
+#define EXPECT_CONTAINS(text, part)                                                                           \
+  do {                                                                                                        \
+    const std::string tg_text_ = (text);                                                                      \
+    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
+  } while (0)
+
+std::unique_ptr<Env> make() {
+  Expected<std::unique_ptr<Env>> env = make_env("memory-v0", nullptr);
+  EXPECT_TRUE(env.ok()) << env.status().to_string();
+  return std::move(*env);
+}
+
+const char* kSmall = "benchmark://graphs-v0/resnet50@32";
+
+// Plays random legal actions to the end; checks the plan at the end.
+void play_random(Env& env, Rng& rng, const std::string& uri) {
+  int steps = 0;
+  while (true) {
+    StepResult r = env.step({}, {"action_mask", "decision"}, {"arena"});
+    ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+    if (r.terminated) break;
+    std::vector<int64_t> legal;
+    const Int64Tensor& mask = r.observations[0].as<Int64Tensor>();
+    for (size_t i = 0; i < mask.values.size(); ++i)
+      if (mask.values[i]) legal.push_back(int64_t(i));
+    ASSERT_FALSE(legal.empty()) << r.observations[1].as<std::string>();
+    StepResult s = env.step({Event(rng.pick(legal))}, {}, {"arena"});
+    ASSERT_TRUE(s.error.ok()) << s.error.to_string();
+    ASSERT_LT(++steps, 100000);
+  }
+  StepResult done = env.step({}, {"plan", "lifetimes", "arena_size"}, {});
+  ASSERT_TRUE(done.error.ok()) << done.error.to_string();
+  // Rebuild the instance from the lifetimes observation and verify the plan.
+  const Int64Tensor& table = done.observations[1].as<Int64Tensor>();
+  Instance inst;
+  Offsets offsets;
+  for (int64_t i = 0; i < table.shape[0]; ++i) {
+    const int64_t* row = &table.values[size_t(i * 4)];
+    inst.buffers.push_back({"b" + std::to_string(i), row[0], row[1], row[2]});
+    offsets.push_back(row[3]);
+  }
+  Expected<int64_t> arena = verify_offsets(inst, offsets);
+  ASSERT_TRUE(arena.ok()) << uri << ": " << arena.status().to_string();
+  EXPECT_EQ(*arena, done.observations[2].as<int64_t>());
+}
+
+TEST(MemoryEnv, IsRegisteredWithItsSpaces) {
+  std::vector<std::string> names = env_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "memory-v0"), names.end());
+  auto env = make();
+  EXPECT_EQ(env->name(), "memory-v0");
+  ASSERT_EQ(env->action_spaces().size(), 3u);
+  EXPECT_EQ(env->action_spaces()[0].name(), "order");
+  EXPECT_EQ(env->action_spaces()[1].name(), "inplace");
+  EXPECT_EQ(env->action_spaces()[2].name(), "placement");
+  for (const Space& s : env->observation_spaces()) EXPECT_FALSE(s.description().empty()) << s.name();
+  EXPECT_EQ(env->reward_spaces().size(), 2u);
+}
+
+TEST(MemoryEnv, RandomAgentsNeverProduceAnInvalidPlan) {
+  Rng rng(7);
+  const std::vector<std::string> uris = {kSmall, "benchmark://graphs-v0/bert_base_128@8",
+                                         "benchmark://graphs-v0/randwire_ws_2@32",
+                                         "benchmark://graphs-v0/inception_v3@75"};
+  for (const std::string& uri : uris) {
+    for (const char* space : {"order", "inplace", "placement"}) {
+      SCOPED_TRACE(uri + " " + space);
+      auto env = make();
+      ResetOptions o;
+      o.action_space = space;
+      Expected<std::vector<Event>> obs = env->reset(uri, o, {"decision"});
+      ASSERT_TRUE(obs.ok()) << obs.status().to_string();
+      play_random(*env, rng, uri);
+    }
+  }
+}
+
+TEST(MemoryEnv, OffsetOnlyInstancesTakePlacementOnly) {
+  const std::string path = testing::TempDir() + "/memory_env_instance.csv";
+  {
+    std::ofstream out(path);
+    out << "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
+  }
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "order";
+  EXPECT_CONTAINS(env->reset("file://" + path, o, {}).status().message(), "offset-only");
+  o.action_space = "placement";
+  Expected<std::vector<Event>> obs = env->reset("file://" + path, o, {"lower_bound", "decision"});
+  ASSERT_TRUE(obs.ok()) << obs.status().to_string();
+  EXPECT_EQ((*obs)[0].as<int64_t>(), 12);
+  EXPECT_EQ((*obs)[1].as<std::string>(), "placement");
+  Rng rng(3);
+  play_random(*env, rng, path);
+}
+
+TEST(MemoryEnv, RewardsSumToTheArenaReductionOverTheLowerBound) {
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "placement";
+  Expected<std::vector<Event>> obs = env->reset(kSmall, o, {"rollout_arena", "lower_bound"});
+  ASSERT_TRUE(obs.ok());
+  const double initial = double((*obs)[0].as<int64_t>()), lb = double((*obs)[1].as<int64_t>());
+  double total = 0, final_total = 0;
+  // Always the top of the arena: no reuse at all, so the arena grows.
+  while (true) {
+    StepResult r = env->step({Event("top")}, {"rollout_arena"}, {"arena", "arena_final"});
+    if (!r.error.ok()) {
+      EXPECT_EQ(r.error.code(), StatusCode::kFailedPrecondition);  // the plan was already complete
+      break;
+    }
+    total += r.rewards[0];
+    final_total += r.rewards[1];
+    if (r.terminated) {
+      const double final_arena = double(r.observations[0].as<int64_t>());
+      EXPECT_NEAR(total, (initial - final_arena) / lb, 1e-9);
+      EXPECT_NEAR(final_total, total, 1e-9);
+      EXPECT_LT(total, 0);
+      break;
+    }
+  }
+  EpisodeState s = env->state();
+  EXPECT_EQ(s.env, "memory-v0");
+  EXPECT_EQ(s.benchmark, kSmall);
+  EXPECT_FALSE(s.actions.empty());
+  EXPECT_EQ(s.actions[0], "top");
+}
+
+TEST(MemoryEnv, OrderAndInplaceDecisionsChangeThePlan) {
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "inplace";
+  ASSERT_TRUE(env->reset(kSmall, o, {}).ok());
+  // Declining every opportunity gives the no-reuse plan; accepting gives less.
+  StepResult r;
+  do r = env->step({Event("decline")}, {"arena_size"}, {});
+  while (!r.terminated && r.error.ok());
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  const int64_t declined = r.observations[0].as<int64_t>();
+  ASSERT_TRUE(env->reset(kSmall, o, {}).ok());
+  do r = env->step({Event("accept")}, {"arena_size", "candidate_features"}, {});
+  while (!r.terminated && r.error.ok());
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_LT(r.observations[0].as<int64_t>(), declined);
+  // Order actions by name; a wrong name is an error that changes nothing.
+  o.action_space = "order";
+  Expected<std::vector<Event>> obs = env->reset(kSmall, o, {"candidate_features", "action_mask"});
+  ASSERT_TRUE(obs.ok());
+  EXPECT_EQ((*obs)[0].as<DoubleTensor>().shape[0], 1);  // one operator ready at the start
+  EXPECT_EQ((*obs)[1].as<Int64Tensor>().values[0], 1);
+  StepResult bad = env->step({Event("no_such_op")}, {}, {});
+  EXPECT_CONTAINS(bad.error.message(), "no ready operator");
+  EXPECT_TRUE(env->state().actions.empty());
+  StepResult good = env->step({Event(int64_t(0))}, {}, {});
+  EXPECT_TRUE(good.error.ok());
+  EXPECT_EQ(env->state().actions.size(), 1u);
+}
+
+TEST(MemoryEnv, MemoryLimitIsReportedInfeasible) {
+  auto env = make();
+  ASSERT_TRUE(env->set_parameter("memory_limit", "1000").ok());
+  EXPECT_FALSE(env->set_parameter("memory_limit", "x").ok());
+  EXPECT_FALSE(env->set_parameter("nope", "1").ok());
+  ResetOptions o;
+  Expected<std::vector<Event>> obs = env->reset(kSmall, o, {"feasible"});
+  ASSERT_TRUE(obs.ok());
+  EXPECT_FALSE((*obs)[0].as<bool>());
+  StepResult r;
+  do r = env->step({Event("best_fit")}, {"feasible"}, {});
+  while (!r.terminated && r.error.ok());
+  EXPECT_TRUE(r.terminated);
+  EXPECT_EQ(r.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(r.error.message(), "infeasible");
+  EXPECT_FALSE(r.observations[0].as<bool>());
+  StepResult plan = env->step({}, {"plan"}, {});
+  EXPECT_EQ(plan.error.code(), StatusCode::kResourceExhausted);  // never returned as if it fit
+  // With a limit it fits, the plan is returned.
+  ASSERT_TRUE(env->set_parameter("memory_limit", "100000000").ok());
+  ASSERT_TRUE(env->reset(kSmall, o, {}).ok());
+  do r = env->step({Event("best_fit")}, {}, {});
+  while (!r.terminated && r.error.ok());
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  r = env->step({}, {"plan"}, {});
+  EXPECT_EQ(r.observations[0].as<std::string>().rfind("id,offset\n", 0), 0u);
+  EXPECT_NE(env->state().action_space.find("memory_limit=100000000"), std::string::npos);
+}
+
+TEST(MemoryEnv, ForkAndReplayGiveTheSamePlan) {
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "order;default_placement=first_fit";
+  ASSERT_TRUE(env->reset(kSmall, o, {}).ok());
+  Rng rng(11);
+  for (int i = 0; i < 20; ++i) {
+    StepResult r = env->step({}, {"action_mask"}, {});
+    std::vector<int64_t> legal;
+    for (size_t k = 0; k < r.observations[0].as<Int64Tensor>().values.size(); ++k)
+      if (r.observations[0].as<Int64Tensor>().values[k]) legal.push_back(int64_t(k));
+    ASSERT_TRUE(env->step({Event(rng.pick(legal))}, {}, {"arena"}).error.ok());
+  }
+  Expected<std::unique_ptr<Env>> copy = env->fork();
+  ASSERT_TRUE(copy.ok());
+  // Finish both with the default (first ready) and compare.
+  auto finish = [](Env& e) {
+    StepResult r;
+    do r = e.step({Event(int64_t(0))}, {}, {"arena"});
+    while (!r.terminated && r.error.ok());
+    EXPECT_TRUE(r.error.ok()) << r.error.to_string();
+    r = e.step({}, {"plan"}, {});
+    return r.observations.empty() ? std::string() : r.observations[0].as<std::string>();
+  };
+  const std::string a = finish(*env), b = finish(**copy);
+  EXPECT_EQ(a, b);
+  // Replay the state's actions on a fresh environment.
+  EpisodeState s = env->state();
+  EXPECT_EQ(s.action_space, "order;default_placement=first_fit");
+  auto again = make();
+  ResetOptions ro;
+  ro.action_space = s.action_space;
+  ASSERT_TRUE(again->reset(s.benchmark, ro, {}).ok());
+  std::vector<Event> actions(s.actions.begin(), s.actions.end());
+  StepResult r = again->step(actions, {}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_TRUE(r.terminated);
+  r = again->step({}, {"plan"}, {});
+  EXPECT_EQ(r.observations[0].as<std::string>(), a);
+}
+
+TEST(MemoryEnv, ResetErrors) {
+  auto env = make();
+  EXPECT_EQ(env->step({}, {}, {}).error.code(), StatusCode::kFailedPrecondition);
+  ResetOptions o;
+  o.action_space = "schedule";
+  EXPECT_CONTAINS(env->reset(kSmall, o, {}).status().message(), "unknown action space");
+  o.action_space = "";
+  EXPECT_CONTAINS(env->reset(kSmall, o, {"nope"}).status().message(), "unknown observation");
+  EXPECT_EQ(env->reset("benchmark://graphs-v0/vgg", o, {}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(env->reset("benchmark://ops-v0/gmm-1", o, {}).status().code(), StatusCode::kInvalidArgument);
+  // schedule-v0 refuses graphs, saying why.
+  Expected<std::unique_ptr<Env>> sched = make_env("schedule-v0", nullptr);
+  ASSERT_TRUE(sched.ok());
+  EXPECT_CONTAINS((*sched)->reset(kSmall, {}, {}).status().message(), "not a tensor program");
+}
+
+}  // namespace
+}  // namespace tensorgym
