@@ -81,12 +81,21 @@ std::array<int64_t, N> random_split(int64_t extent, const std::vector<int64_t>& 
   return f;
 }
 
-std::vector<int64_t> innermost_choices(int64_t extent, bool vector_axis) {
-  if (vector_axis) {
-    std::vector<int64_t> v = pow2_divisors(extent, 1, kMaxLanes);
-    if (v.size() > 1) v.erase(v.begin());  // prefer a real vector
-    return v;
+// Vector widths for an axis: its divisors in 2..64, powers of two twice as likely
+// (they fill whole registers); {1} when there is none.
+std::vector<int64_t> vector_choices(int64_t extent) {
+  std::vector<int64_t> out;
+  for (int64_t d : divisors(extent)) {
+    if (d < 2 || d > kMaxLanes) continue;
+    out.push_back(d);
+    if (is_pow2(d)) out.push_back(d);
   }
+  if (out.empty()) out.push_back(1);
+  return out;
+}
+
+std::vector<int64_t> innermost_choices(int64_t extent, bool vector_axis) {
+  if (vector_axis) return vector_choices(extent);
   std::vector<int64_t> out;
   for (int64_t d : divisors(extent))
     if (d <= kMaxRegisterTile) out.push_back(d);
@@ -97,10 +106,10 @@ int default_vec_axis(const StagePlan& sp, Rng& rng) {
   int n = int(sp.axes.size());
   std::vector<int> usable;
   for (int a = 0; a < n; ++a)
-    if (pow2_divisors(sp.axis_extents[size_t(a)], 2, kMaxLanes).size() > 0) usable.push_back(a);
+    if (vector_choices(sp.axis_extents[size_t(a)]).back() > 1) usable.push_back(a);
   if (usable.empty()) return n - 1;
   // Mostly the last usable axis (unit stride in row-major layouts).
-  if (rng.chance(0.75)) return usable.back();
+  if (rng.chance(0.6)) return usable.back();
   return rng.pick(usable);
 }
 
@@ -108,11 +117,7 @@ bool tiles_valid(const StagePlan& sp, const StageGenes& g) {
   for (size_t a = 0; a < sp.axes.size(); ++a) {
     const auto& f = g.spatial[a];
     if (f[0] * f[1] * f[2] * f[3] != sp.axis_extents[a]) return false;
-    if (int(a) == g.vec_axis) {
-      if (!is_pow2(f[3]) || f[3] > kMaxLanes) return false;
-    } else if (f[3] > kMaxLanes) {
-      return false;
-    }
+    if (f[3] > kMaxLanes) return false;
   }
   for (size_t r = 0; r < sp.reduce_axes.size(); ++r)
     if (g.reduce[r][0] * g.reduce[r][1] != sp.reduce_extents[r]) return false;
@@ -132,6 +137,7 @@ StageGenes random_stage_genes(const StagePlan& sp, Rng& rng) {
       }
       for (int64_t e : sp.reduce_extents) g.reduce.push_back(random_split<2>(e, divisors(e), rng));
       g.compute_level = int(rng.below(2));
+      g.layout = rng.chance(0.5);
       for (size_t i = 0; i < sp.reads.size(); ++i) g.pack.push_back(rng.chance(0.5) ? 0 : int(rng.range(1, 3)));
       g.parallel = int(rng.range(0, (g.compute_level + 1) * n));
       g.unroll = int(rng.below(4));
@@ -220,6 +226,22 @@ class Renderer {
     std::string name = base;
     for (int i = 1; st && st->find_loop(name) >= 0; ++i) name = base + "_" + std::to_string(i);
     return name;
+  }
+  // The dimension of `tensor` that `stage` indexes with exactly the variable `var`
+  // (before packing; -1 when none).
+  int dim_indexed_by(const std::string& stage_name, const std::string& tensor, const std::string& var) const {
+    const StageSchedule* st = stage(stage_name);
+    if (!st) return -1;
+    int dim = -1;
+    visit_exprs(st->def.body, [&](const Expr& e) {
+      const Load* load = e.as<Load>();
+      if (!load || load->name != tensor) return;
+      for (size_t i = 0; i < load->indices.size(); ++i) {
+        const Variable* v = load->indices[i].as<Variable>();
+        if (v && v->name == var) dim = int(i);
+      }
+    });
+    return dim;
   }
   std::string leaf_name(const std::string& stage_name, size_t pos) const {
     const StageSchedule* st = stage(stage_name);
@@ -326,6 +348,14 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
   args.insert(args.end(), iorder.begin(), iorder.end());
   TG_RETURN_IF_ERROR(r.must("reorder", args));
 
+  // Layout: the vector axis innermost in I's buffer.
+  if (g.layout && vec != n - 1) {
+    std::vector<std::string> dims = {I};
+    for (int a = 0; a < n; ++a)
+      if (a != vec) dims.push_back(sp.axes[size_t(a)]);
+    dims.push_back(sp.axes[size_t(vec)]);
+    r.optional("reorder_storage", dims);
+  }
   // Annotations.
   if (g.spatial[size_t(vec)][3] > 1) r.optional("vectorize", {ref(I, i3[size_t(vec)])});
   int64_t step = kUnrollSteps[std::clamp(g.unroll, 0, 3)];
@@ -333,7 +363,7 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
   {
     const auto& f = g.spatial[size_t(n - 1)];
     int64_t w = f[2] * f[3];
-    if (w > 1 && w <= kMaxLanes && is_pow2(w)) r.optional("vectorize", {ref(O, l2[size_t(n - 1)])});
+    if (w > 1 && w <= kMaxLanes) r.optional("vectorize", {ref(O, l2[size_t(n - 1)])});
   }
 
   info->outer = O;
@@ -353,7 +383,17 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
     if (loc == 3 && !info->i_r0.empty()) at = ref(I, info->i_r0);
     if (at.empty()) continue;
     std::string name = r.fresh_tensor(X + "_" + I);
-    r.optional_pair(Primitive{"cache_read", {X, I, name}, {}}, Primitive{"compute_at", {name, at}, {}});
+    if (!r.optional_pair(Primitive{"cache_read", {X, I, name}, {}}, Primitive{"compute_at", {name, at}, {}})) continue;
+    // Layout: the dimension the vector axis indexes innermost in the packed copy.
+    int dim = g.layout ? r.dim_indexed_by(I, X, sp.axes[size_t(vec)]) : -1;
+    const StageSchedule* packed = r.stage(name);
+    if (dim >= 0 && packed && dim + 1 < int(packed->def.axes.size())) {
+      std::vector<std::string> dims = {name};
+      for (size_t a = 0; a < packed->def.axes.size(); ++a)
+        if (int(a) != dim) dims.push_back(packed->def.axes[a].name);
+      dims.push_back(packed->def.axes[size_t(dim)].name);
+      r.optional("reorder_storage", dims);
+    }
   }
   return Status();
 }
@@ -503,7 +543,7 @@ Genome random_genome(const SketchPlan& plan, Rng& rng) {
 
 Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
   // The mutations that apply to this plan, with Ansor-like weights.
-  enum Kind { kTile, kParallel, kUnroll, kLocation, kPack, kVecAxis, kStructure, kVector };
+  enum Kind { kTile, kParallel, kUnroll, kLocation, kPack, kVecAxis, kLayout, kStructure, kVector };
   std::vector<std::pair<Kind, int>> kinds;  // (kind, stage)
   std::vector<double> weights;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -516,7 +556,8 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
         kinds.push_back({kUnroll, si}), weights.push_back(1);
         kinds.push_back({kLocation, si}), weights.push_back(1);
         if (!sp.reads.empty()) kinds.push_back({kPack, si}), weights.push_back(1);
-        if (sp.axes.size() > 1) kinds.push_back({kVecAxis, si}), weights.push_back(0.3);
+        if (sp.axes.size() > 1) kinds.push_back({kVecAxis, si}), weights.push_back(0.5);
+        kinds.push_back({kLayout, si}), weights.push_back(0.5);
         if (!sp.consumer.empty()) kinds.push_back({kStructure, si}), weights.push_back(0.3);
         break;
       case StageRule::kPrologue:
@@ -595,12 +636,15 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
       }
       case kVecAxis: {
         int a = int(rng.below(uint64_t(n)));
-        std::vector<int64_t> lanes = pow2_divisors(sp.axis_extents[size_t(a)], 1, kMaxLanes);
+        std::vector<int64_t> lanes = vector_choices(sp.axis_extents[size_t(a)]);
         s.vec_axis = a;
         // Its S3 becomes a power of two: redistribute the axis from scratch.
         s.spatial[size_t(a)] = random_split<4>(sp.axis_extents[size_t(a)], lanes, rng);
         break;
       }
+      case kLayout:
+        s.layout = !s.layout;
+        break;
       case kStructure:
         if (sp.rule == StageRule::kTiled) s.fuse_consumer = !s.fuse_consumer;
         if (sp.rule == StageRule::kRFactor) s.use_rfactor = !s.use_rfactor;
@@ -689,7 +733,7 @@ std::string genome_to_text(const Genome& g) {
   std::ostringstream o;
   for (const StageGenes& s : g.stages) {
     o << s.fuse_consumer << ' ' << s.compute_level << ' ' << s.vec_axis << ' ' << s.parallel << ' ' << s.unroll << ' '
-      << s.vector << ' ' << s.use_rfactor << ' ' << s.rfactor_inner << ' ' << s.location << " ;";
+      << s.vector << ' ' << s.use_rfactor << ' ' << s.rfactor_inner << ' ' << s.location << ' ' << s.layout << " ;";
     for (const auto& f : s.spatial) o << ' ' << f[0] << ' ' << f[1] << ' ' << f[2] << ' ' << f[3];
     o << " ;";
     for (const auto& f : s.reduce) o << ' ' << f[0] << ' ' << f[1];
@@ -719,11 +763,12 @@ Expected<Genome> genome_from_text(const SketchPlan& plan, const std::string& tex
     if (parts.size() != 4) return invalid_argument("malformed genome line: " + line);
     StageGenes s;
     std::istringstream head(parts[0]);
-    int fuse = 0, use_rf = 0;
+    int fuse = 0, use_rf = 0, layout = 0;
     head >> fuse >> s.compute_level >> s.vec_axis >> s.parallel >> s.unroll >> s.vector >> use_rf >> s.rfactor_inner >>
-        s.location;
+        s.location >> layout;
     if (!head) return invalid_argument("malformed genome line: " + line);
     s.fuse_consumer = fuse != 0;
+    s.layout = layout != 0;
     s.use_rfactor = use_rf != 0;
     std::istringstream sps(parts[1]);
     std::array<int64_t, 4> f4;

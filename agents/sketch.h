@@ -11,8 +11,11 @@
 //    cache_write of the stage (O copies the accumulated tile out), or, when the stage's
 //    only consumer is elementwise (after inlining elementwise epilogues), the stage
 //    itself with that consumer as O ("fusion of the consumer").
-//  - The innermost S3 loop (of the chosen vector axis) is vectorized, with a
-//    power-of-two width of at most 64 lanes; O's innermost loop too when it fits.
+//  - The innermost S3 loop (of the chosen vector axis) is vectorized, at most 64
+//    lanes (powers of two drawn twice as often); O's innermost loop too when it fits.
+//  - Optionally (layout), reorder_storage puts the vector axis innermost in I's buffer
+//    and in the packed copies (Ansor's layout rewrite: a convolution can vectorize over
+//    output channels with contiguous weights and accumulators).
 //  - Each tensor the tiled stage reads may be packed: a cache_read computed at O's
 //    level-0 or level-1 loop or at I's R0 loop (a contiguous panel per tile).
 //  - pragma(auto_unroll_max_step) of 0, 16, 64 or 512 on I's outermost loop.
@@ -81,6 +84,9 @@ struct StageGenes {
   int compute_level = 1;  // I computed at O's last loop of level 0 or 1
   int vec_axis = 0;       // the spatial axis whose S3 loop is innermost and vectorized
   std::vector<int> pack;  // per read tensor: 0 none, 1 O level 0, 2 O level 1, 3 I's R0
+  // reorder_storage: the vector axis innermost in I's buffer and in the packed copies
+  // (Ansor's layout rewrite; lets a convolution vectorize over output channels).
+  bool layout = false;
   // kTiled, kSimple, kRFactor
   int parallel = 0;  // number of outer loops fused and made parallel
   int unroll = 0;    // index into kUnrollSteps

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <sstream>
@@ -61,14 +62,20 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 
 // ---- the echo server (a separate process) -------------------------------------------------
 
+// Canned answers by request size: each workload's requests have their own size, and
+// get an answer of the size the real service gives them.
+using CannedAnswers = std::map<size_t, grpc::ByteBuffer>;
+
 class EchoReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  EchoReactor(const grpc::ByteBuffer& canned, bool unary) : out_(canned), unary_(unary) { StartRead(&in_); }
+  EchoReactor(const CannedAnswers& canned, bool unary) : canned_(canned), unary_(unary) { StartRead(&in_); }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
     }
+    auto it = canned_.find(in_.Length());
+    out_ = it != canned_.end() ? it->second : canned_.begin()->second;
     if (unary_) {
       StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
     } else {
@@ -85,6 +92,7 @@ class EchoReactor final : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 
  private:
+  const CannedAnswers& canned_;
   grpc::ByteBuffer in_;
   grpc::ByteBuffer out_;
   const bool unary_;
@@ -92,9 +100,9 @@ class EchoReactor final : public grpc::ServerGenericBidiReactor {
 
 class EchoService final : public grpc::CallbackGenericService {
  public:
-  explicit EchoService(const std::string& bytes) {
+  void add(size_t request_size, const std::string& bytes) {
     grpc::Slice slice(bytes);
-    canned_ = grpc::ByteBuffer(&slice, 1);
+    canned_[request_size] = grpc::ByteBuffer(&slice, 1);
   }
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     const bool stream = ctx->method().size() >= 8 && ctx->method().compare(ctx->method().size() - 8, 8, "/Session") == 0;
@@ -102,14 +110,19 @@ class EchoService final : public grpc::CallbackGenericService {
   }
 
  private:
-  grpc::ByteBuffer canned_;
+  CannedAnswers canned_;
 };
 
-int run_echo_server(const std::string& port_file, const std::string& response_file) {
-  std::ifstream in(response_file, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EchoService service(ss.str());
+// answers: "REQUEST_SIZE=FILE" pairs.
+int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers) {
+  EchoService service;
+  for (const std::string& a : answers) {
+    const size_t eq = a.find('=');
+    std::ifstream in(a.substr(eq + 1), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    service.add(std::stoul(a.substr(0, eq)), ss.str());
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -331,13 +344,39 @@ int run_benchmark(int rounds, int calls) {
   std::sort(responses.begin(), responses.end(),
             [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
   const std::string canned = responses[responses.size() / 2];
-  const size_t request_bytes = step_request(1, kActions[0], "loop_nest").ByteSizeLong();
+  // The session ids of the real and the echo requests differ, but not their encoded size.
+  const uint64_t kEchoSession = 1ull << 50;
+  const size_t request_bytes = step_request(kEchoSession, kActions[0], "loop_nest").ByteSizeLong();
+  std::string mask_answer;
+  uint64_t mask_session = start_session(*real_stub);
+  const proto::StepRequest mask_request = step_request(mask_session, "", "action_mask");
   {
-    std::ofstream out(dir + "/response.bin", std::ios::binary);
-    out << canned;
+    proto::StepResponse out;
+    grpc::ClientContext ctx;
+    (void)real_stub->Step(&ctx, mask_request, &out);
+    mask_answer = out.SerializeAsString();
+  }
+  const proto::StepRequest echo_mask_request = step_request(kEchoSession, "", "action_mask");
+  // loop_nest without an action: the nest is cached, the step only prints it.
+  std::string nest_answer;
+  const proto::StepRequest nest_request = step_request(mask_session, "", "loop_nest");
+  {
+    proto::StepResponse out;
+    grpc::ClientContext ctx;
+    (void)real_stub->Step(&ctx, nest_request, &out);
+    nest_answer = out.SerializeAsString();
+  }
+  const proto::StepRequest echo_nest_request = step_request(kEchoSession, "", "loop_nest");
+  {
+    std::ofstream(dir + "/step.bin", std::ios::binary) << canned;
+    std::ofstream(dir + "/mask.bin", std::ios::binary) << mask_answer;
+    std::ofstream(dir + "/nest.bin", std::ios::binary) << nest_answer;
   }
   Child echo;
-  if (!spawn({self, "--echo-server", dir + "/echo.port", dir + "/response.bin"}, dir + "/echo.port", &echo)) {
+  if (!spawn({self, "--echo-server", dir + "/echo.port", std::to_string(request_bytes) + "=" + dir + "/step.bin",
+              std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
+              std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin"},
+             dir + "/echo.port", &echo)) {
     std::fprintf(stderr, "cannot start the echo server\n");
     return 1;
   }
@@ -345,28 +384,26 @@ int run_benchmark(int rounds, int calls) {
       grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(echo.port), grpc::InsecureChannelCredentials(), args);
   auto echo_stub = TensorGym::NewStub(echo_channel);
 
-  std::printf("service_benchmark: %d rounds of %d calls, alternating; request %zu B, response %zu B\n\n", rounds,
-              calls, request_bytes, canned.size());
+  std::printf(
+      "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
+      "action_mask step: request %zu B, response %zu B\n\n",
+      rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size());
   std::printf("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
 
   // 1. Unary Step: an action + the loop_nest observation.
   ActionSteps real_steps{*real_stub, "loop_nest"};
-  const proto::StepRequest echo_request = step_request(1, kActions[0], "loop_nest");
+  const proto::StepRequest echo_request = step_request(kEchoSession, kActions[0], "loop_nest");
   Comparison unary = compare([&](int n) { return real_steps(n); },
                              [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
   std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", unary.a_us, unary.b_us, unary.ratio);
 
   // 2. Unary Step: action_mask only (no action).
-  uint64_t mask_session = start_session(*real_stub);
-  const proto::StepRequest mask_request = step_request(mask_session, "", "action_mask");
-  {
-    proto::StepResponse probe;
-    grpc::ClientContext ctx;
-    (void)real_stub->Step(&ctx, mask_request, &probe);
-  }
   Comparison mask = compare([&](int n) { return fixed_unary(*real_stub, mask_request, n); },
-                            [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+                            [&](int n) { return fixed_unary(*echo_stub, echo_mask_request, n); }, rounds, calls);
   std::printf("| unary Step (action_mask, no action), us | %.1f | %.1f | %.3f |\n", mask.a_us, mask.b_us, mask.ratio);
+  Comparison nest = compare([&](int n) { return fixed_unary(*real_stub, nest_request, n); },
+                            [&](int n) { return fixed_unary(*echo_stub, echo_nest_request, n); }, rounds, calls);
+  std::printf("| unary Step (loop_nest, no action), us | %.1f | %.1f | %.3f |\n", nest.a_us, nest.b_us, nest.ratio);
 
   // 3. Session stream: one message each way, action + loop_nest.
   {
@@ -385,11 +422,13 @@ int run_benchmark(int rounds, int calls) {
                                 [&](int n) { return echo_stream.run([&] { return echo_request; }, n); }, rounds, calls);
     std::printf("| Session stream step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", stream.a_us, stream.b_us,
                 stream.ratio);
-    // Stream against unary echo: what the stream saves.
+    // What the stream saves: TensorGym's stream step against TensorGym's unary Step.
+    ActionSteps unary_steps{*real_stub, "loop_nest"};
     Comparison vs_unary = compare([&](int n) { return real_stream.run(real_next, n); },
-                                  [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-    std::printf("| Session stream step vs unary echo, us | %.1f | %.1f | %.3f |\n", vs_unary.a_us, vs_unary.b_us,
-                vs_unary.ratio);
+                                  [&](int n) { return unary_steps(n); }, rounds, calls);
+    std::printf("| TensorGym Session stream step / TensorGym unary Step (action + loop_nest), us | %.1f | %.1f (unary) | %.3f |\n",
+                vs_unary.a_us, vs_unary.b_us, vs_unary.ratio);
+    if (unary_steps.session) end_session(*real_stub, unary_steps.session);
   }
 
   // 4. The client library's Env::step (unary and streaming) against the raw stub.
@@ -419,9 +458,12 @@ int run_benchmark(int rounds, int calls) {
         }
         return median(t);
       };
-      Comparison c = compare(lib, [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-      std::printf("| client::Env::step%s (action + loop_nest), us | %.1f | %.1f | %.3f |\n",
+      // Against the generated stub doing the same steps: what the library adds.
+      ActionSteps raw{*real_stub, "loop_nest"};
+      Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
+      std::printf("| client::Env::step%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
                   streaming ? " streaming" : "", c.a_us, c.b_us, c.ratio);
+      if (raw.session) end_session(*real_stub, raw.session);
     }
   }
 
@@ -444,6 +486,22 @@ int run_benchmark(int rounds, int calls) {
       mask.push_back(median(m));
     }
     std::printf("| in-process Env::step (action + loop_nest), us | %.1f | | |\n", median(per));
+    // The same steps, each after an echo call: caches as cold as a server's, where
+    // gRPC's threads and the client run between two steps of a session.
+    std::vector<double> cold;
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<double> t;
+      for (int i = 0; i < calls; ++i) {
+        if (i % int(kActions.size()) == 0) (void)(*env)->reset(kBenchmark, {}, {});
+        fixed_unary(*echo_stub, echo_request, 1);
+        const auto t0 = Clock::now();
+        StepResult s = (*env)->step({Event(kActions[size_t(i) % kActions.size()])}, {"loop_nest"}, {});
+        t.push_back(micros(Clock::now() - t0));
+      }
+      cold.push_back(median(t));
+    }
+    std::printf("| in-process Env::step (action + loop_nest), each after an echo call, us | %.1f | | |\n",
+                median(cold));
     std::printf("| in-process Env::step (action_mask, no action), us | %.1f | | |\n", median(mask));
   }
 
@@ -524,7 +582,9 @@ int run_benchmark(int rounds, int calls) {
                 double(after - before) / n);
     for (uint64_t id : ids) end_session(*real_stub, id);
   }
-  std::remove((dir + "/response.bin").c_str());
+  std::remove((dir + "/step.bin").c_str());
+  std::remove((dir + "/mask.bin").c_str());
+  std::remove((dir + "/nest.bin").c_str());
   ::rmdir(dir.c_str());
   return 0;
 }
@@ -533,7 +593,8 @@ int run_benchmark(int rounds, int calls) {
 }  // namespace tensorgym
 
 int main(int argc, char** argv) {
-  if (argc == 4 && std::strcmp(argv[1], "--echo-server") == 0) return tensorgym::run_echo_server(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "--echo-server") == 0)
+    return tensorgym::run_echo_server(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   int rounds = 15, calls = 200;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));

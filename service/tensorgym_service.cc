@@ -290,11 +290,7 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
     if (call->cancelled()) return rpc::to_grpc(call->reason());
     session.env = std::move(*fork);
   } else {
-    static std::atomic<int64_t> n{0}, ns{0};
-    auto t0 = std::chrono::steady_clock::now();
     result = session.env->step(args.actions, args.observations, args.rewards);
-    ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    if (++n % 2000 == 0) fprintf(stderr, "DEBUG step %.1f us\n", ns.load() / 1e3 / n.load());
   }
   ++session.step_count;
   step_result_to_proto(result, response);

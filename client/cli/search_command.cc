@@ -180,11 +180,12 @@ int run_search(const SearchCliOptions& o) {
   }
 
   const TrialRecord* best = s.best();
+  // The best episode (for a measured search this measures the unscheduled program and
+  // the best schedule once more, in the environment, as `validate` will).
+  Status state_status;
   if (best && !o.state_out.empty()) {
     Expected<EpisodeState> state = s.best_episode_state();
-    if (!state.ok()) return report_error(state.status());
-    Status as = append_episode_state(o.state_out, *state);
-    if (!as.ok()) return report_error(as);
+    state_status = state.ok() ? append_episode_state(o.state_out, *state) : state.status();
   }
 
   std::map<std::string, std::string> report = s.agent().report();
@@ -220,10 +221,11 @@ int run_search(const SearchCliOptions& o) {
       std::cout << "no valid schedule found\n";
     }
     for (const auto& [k, v] : report) std::cout << k << ": " << v << "\n";
-    if (best && !o.state_out.empty()) std::cout << "state: " << o.state_out << "\n";
+    if (best && !o.state_out.empty() && state_status.ok()) std::cout << "state: " << o.state_out << "\n";
     if (!o.checkpoint.empty()) std::cout << "checkpoint: " << o.checkpoint << "\n";
     if (!o.plot.empty()) std::cout << "plot: " << o.plot << "\n";
   }
+  if (!state_status.ok()) return report_error(state_status);
   return best ? 0 : 1;
 }
 
