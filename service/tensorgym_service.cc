@@ -12,7 +12,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "service/log.h"
-#include "service/validation.h"
+#include "envs/replay.h"
 
 namespace tensorgym::service {
 namespace {
@@ -373,7 +373,8 @@ grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext
   auto state = std::make_shared<EpisodeState>(wire::episode_state_from_proto(request->state()));
   const double tolerance = request->tolerance() == 0 ? 0.25 : request->tolerance();
   return run_slow(ctx, [this, state, tolerance, response](CallExecutor::Call& call) {
-    Expected<ValidationOutcome> out = validate_state(*state, tolerance, context_);
+    Expected<ValidationOutcome> out =
+        validate_episode(*state, tolerance, [this](const std::string& env) { return make_env(env, context_); });
     if (call.cancelled()) return rpc::to_grpc(call.reason());
     if (!out.ok()) return rpc::to_grpc(out.status());
     response->set_ok(out->ok);

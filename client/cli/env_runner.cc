@@ -143,35 +143,6 @@ Expected<EpisodeOutcome> run_episode(const EpisodeOptions& o, bool print_steps) 
   return out;
 }
 
-Expected<Replayed> replay_state(const EpisodeState& state, std::shared_ptr<EnvContext> context) {
-  return replay_state(state, [context](const std::string& env) { return make_env(env, context); });
-}
-
-Expected<Replayed> replay_state(const EpisodeState& state, const EnvFactory& make) {
-  Replayed out;
-  TG_ASSIGN_OR_RETURN(out.env, make(state.env));
-  ResetOptions reset;
-  reset.action_space = state.action_space;
-  TG_ASSIGN_OR_RETURN(std::vector<Event> first, out.env->reset(state.benchmark, reset, {}));
-  (void)first;
-  std::vector<std::string> rewards;
-  for (const auto& [name, value] : state.deterministic_rewards) rewards.push_back(name);
-  if (!state.reward_space.empty() && !state.deterministic_rewards.count(state.reward_space))
-    rewards.push_back(state.reward_space);
-  if (!rewards.empty()) {
-    StepResult r0 = out.env->step({}, {}, rewards);
-    if (!r0.error.ok()) return r0.error;
-    for (size_t i = 0; i < rewards.size(); ++i) out.cumulative[rewards[i]] += r0.rewards[i];
-  }
-  for (size_t i = 0; i < state.actions.size(); ++i) {
-    StepResult r = out.env->step({Event(state.actions[i])}, {}, rewards);
-    if (!r.error.ok())
-      return Status(r.error.code(), "action " + std::to_string(i + 1) + " (" + state.actions[i] + "): " + r.error.message());
-    for (size_t k = 0; k < rewards.size(); ++k) out.cumulative[rewards[k]] += r.rewards[k];
-  }
-  return out;
-}
-
 std::string outcome_json(const EpisodeOutcome& o) {
   std::string s = "{\"observations\": {";
   for (size_t i = 0; i < o.observation_names.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "envs/env.h"
+#include "envs/replay.h"
 #include "spaces/event.h"
 
 namespace CLI {
@@ -32,7 +33,7 @@ struct EndpointOptions {
 
 // Makes an environment by name: in-process (threads: for compiled runs) or on the
 // service. One factory shares one connection among the environments it makes.
-using EnvFactory = std::function<Expected<std::unique_ptr<Env>>(const std::string& env)>;
+using EnvFactory = EnvMaker;
 EnvFactory env_factory(const EndpointOptions& endpoint, int threads);
 
 struct EpisodeOptions {
@@ -70,15 +71,6 @@ std::shared_ptr<EnvContext> cli_env_context(int threads);
 // Resets, applies the actions one per step, then observes. With print_steps, prints
 // each step's action, its reward and the step observations.
 Expected<EpisodeOutcome> run_episode(const EpisodeOptions& options, bool print_steps);
-
-// Rebuilds an episode from its state: reset, then every action in order, computing the
-// state's reward along the way (and every deterministic reward it recorded).
-struct Replayed {
-  std::unique_ptr<Env> env;
-  std::map<std::string, double> cumulative;  // reward name -> sum over the actions
-};
-Expected<Replayed> replay_state(const EpisodeState& state, const EnvFactory& make);
-Expected<Replayed> replay_state(const EpisodeState& state, std::shared_ptr<EnvContext> context);
 
 std::string outcome_json(const EpisodeOutcome& outcome);
 void print_outcome(const EpisodeOutcome& outcome, std::ostream& os);

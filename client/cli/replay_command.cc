@@ -23,7 +23,7 @@ void add_replay_command(CLI::App& app) {
     for (size_t i = 0; i < states->size(); ++i) {
       const EpisodeState& s = (*states)[i];
       std::cout << "state " << i + 1 << ": " << s.benchmark << " (" << s.actions.size() << " actions)\n";
-      Expected<Replayed> r = replay_state(s, make);
+      Expected<Replayed> r = replay_episode(s, make);
       if (!r.ok()) {
         std::cout << "  error: " << r.status().to_string() << "\n";
         ++failed;

@@ -1,11 +1,9 @@
 // tensorgym validate FILE [--tolerance T]
-// Replays every EpisodeState of a JSON Lines file and checks it: the compiled program
-// is correct, deterministic rewards match exactly, a runtime-based reward is within
-// the tolerance. Prints one line per state ("ok" or what failed); exit status 1 if
+// Replays every EpisodeState of a JSON Lines file and checks it (envs/replay.h): the
+// compiled program is correct, deterministic rewards match exactly, a measured
+// reward is within the tolerance. Prints one line per state ("ok" or what failed); exit status 1 if
 // any state fails.
 #include <CLI/CLI.hpp>
-#include <cmath>
-#include <cstdio>
 #include <iostream>
 
 #include "client/cli/cli_common.h"
@@ -31,34 +29,11 @@ void add_validate_command(CLI::App& app) {
     for (size_t i = 0; i < states->size(); ++i) {
       const EpisodeState& s = (*states)[i];
       std::string what;
-      Expected<Replayed> r = replay_state(s, make);
-      if (!r.ok()) {
-        what = r.status().message();
-      } else {
-        StepResult check = r->env->step({}, {"correct"}, {});
-        if (!check.error.ok()) {
-          what = check.error.message();
-        } else if (!check.observations[0].as<bool>()) {
-          what = "the compiled program is not correct";
-        }
-        for (const auto& [name, recorded] : s.deterministic_rewards) {
-          double replayed = r->cumulative[name];
-          if (what.empty() && replayed != recorded) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "deterministic reward %s: recorded %.17g, replayed %.17g", name.c_str(),
-                          recorded, replayed);
-            what = buf;
-          }
-        }
-        if (what.empty() && !s.reward_space.empty() && !s.deterministic_rewards.count(s.reward_space)) {
-          double replayed = r->cumulative[s.reward_space];
-          if (std::fabs(replayed - s.reward) > *tolerance) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "reward %s: recorded %.4f, replayed %.4f (tolerance %.4f)",
-                          s.reward_space.c_str(), s.reward, replayed, *tolerance);
-            what = buf;
-          }
-        }
+      Expected<ValidationOutcome> v = validate_episode(s, *tolerance, make);
+      if (!v.ok()) {
+        what = v.status().message();
+      } else if (!v->ok) {
+        what = v->error;
       }
       std::cout << "state " << i + 1 << " " << s.benchmark << ": " << (what.empty() ? "ok" : what) << "\n";
       failed += !what.empty();

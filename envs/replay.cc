@@ -1,0 +1,91 @@
+#include "envs/replay.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tensorgym {
+namespace {
+
+std::vector<std::string> rewards_to_replay(const EpisodeState& s) {
+  std::vector<std::string> rewards;
+  for (const auto& [name, value] : s.deterministic_rewards) rewards.push_back(name);
+  if (!s.reward_space.empty() && !s.deterministic_rewards.count(s.reward_space)) rewards.push_back(s.reward_space);
+  return rewards;
+}
+
+}  // namespace
+
+Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& make) {
+  if (state.env.empty()) return invalid_argument("the EpisodeState has no env");
+  if (state.benchmark.empty()) return invalid_argument("the EpisodeState has no benchmark");
+  Replayed out;
+  TG_ASSIGN_OR_RETURN(out.env, make(state.env));
+  ResetOptions reset;
+  reset.action_space = state.action_space;
+  TG_ASSIGN_OR_RETURN(std::vector<Event> first, out.env->reset(state.benchmark, reset, {}));
+  (void)first;
+  std::vector<std::string> rewards = rewards_to_replay(state);
+  if (!rewards.empty()) {
+    StepResult r0 = out.env->step({}, {}, rewards);
+    if (!r0.error.ok()) return r0.error;
+    for (size_t i = 0; i < rewards.size(); ++i) out.cumulative[rewards[i]] += r0.rewards[i];
+  }
+  for (size_t i = 0; i < state.actions.size(); ++i) {
+    StepResult r = out.env->step({Event(state.actions[i])}, {}, rewards);
+    if (!r.error.ok())
+      return Status(r.error.code(),
+                    "action " + std::to_string(i + 1) + " (" + state.actions[i] + "): " + r.error.message());
+    for (size_t k = 0; k < rewards.size(); ++k) out.cumulative[rewards[k]] += r.rewards[k];
+  }
+  return out;
+}
+
+Expected<ValidationOutcome> validate_episode(const EpisodeState& s, double tolerance, const EnvMaker& make) {
+  if (!(tolerance >= 0)) return invalid_argument("the tolerance must be >= 0");
+  ValidationOutcome out;
+  auto fail = [&](std::string what) -> Expected<ValidationOutcome> {
+    out.ok = false;
+    out.error = std::move(what);
+    return out;
+  };
+  Expected<Replayed> r = replay_episode(s, make);
+  if (!r.ok()) {
+    // A failing action is a failed check; a state that cannot even start is an error.
+    bool action = r.status().message().rfind("action ", 0) == 0;
+    if (r.status().code() == StatusCode::kCancelled || !action) return r.status();
+    return fail(r.status().message());
+  }
+  out.replayed = r->cumulative;
+  // Environments that compile programs check them (memory-v0 has nothing to compile).
+  bool compiles = false;
+  for (const Space& space : r->env->observation_spaces()) compiles |= space.name() == "correct";
+  if (compiles) {
+    StepResult check = r->env->step({}, {"correct"}, {});
+    if (check.error.code() == StatusCode::kCancelled) return check.error;
+    if (!check.error.ok()) return fail(check.error.message());
+    if (!check.observations[0].is<bool>() || !check.observations[0].as<bool>())
+      return fail("the compiled program is not correct");
+  }
+  for (const auto& [name, recorded] : s.deterministic_rewards) {
+    double replayed = out.replayed[name];
+    if (replayed != recorded) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "deterministic reward %s: recorded %.17g, replayed %.17g", name.c_str(), recorded,
+                    replayed);
+      return fail(buf);
+    }
+  }
+  if (!s.reward_space.empty() && !s.deterministic_rewards.count(s.reward_space)) {
+    double replayed = out.replayed[s.reward_space];
+    if (std::fabs(replayed - s.reward) > tolerance) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "reward %s: recorded %.4f, replayed %.4f (tolerance %.4f)", s.reward_space.c_str(),
+                    s.reward, replayed, tolerance);
+      return fail(buf);
+    }
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace tensorgym
