@@ -2,19 +2,48 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
+#include <charconv>
+#include <ostream>
 
 #include "codegen/ir/ir_visitor.h"
 
 namespace tensorgym {
 namespace {
 
+// Appends to a string (printing runs on every loop_nest observation: no iostreams).
+class TextOut {
+ public:
+  explicit TextOut(std::string& out) : out_(out) {}
+  TextOut& operator<<(char c) {
+    out_ += c;
+    return *this;
+  }
+  TextOut& operator<<(const char* s) {
+    out_ += s;
+    return *this;
+  }
+  TextOut& operator<<(const std::string& s) {
+    out_ += s;
+    return *this;
+  }
+  TextOut& operator<<(int64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out_.append(buf, end);
+    return *this;
+  }
+  TextOut& operator<<(int v) { return *this << int64_t(v); }
+
+ private:
+  std::string& out_;
+};
+
 // Binding strength, loosest first; mirrors the parser's grammar.
 enum Prec { kPrecOr = 1, kPrecAnd, kPrecCmp, kPrecAdd, kPrecMul, kPrecUnary, kPrecAtom };
 
 class Printer : public IRVisitor {
  public:
-  explicit Printer(std::ostream& os) : os_(os) {}
+  explicit Printer(std::string& out) : os_(out) {}
 
   void print(const Expr& e, int context_prec = 0) {
     int saved = context_;
@@ -25,7 +54,7 @@ class Printer : public IRVisitor {
   void print(const Stmt& s) { visit_stmt(s); }
 
  private:
-  std::ostream& os_;
+  TextOut os_;
   int context_ = 0;
   int indent_ = 0;
 
@@ -61,7 +90,9 @@ class Printer : public IRVisitor {
     }
     os_ << ']';
   }
-  void line() { os_ << std::string(size_t(indent_) * 2, ' '); }
+  void line() {
+    for (int i = 0; i < indent_; ++i) os_ << "  ";
+  }
   void block_body(const Stmt& s) {
     os_ << " {\n";
     ++indent_;
@@ -207,28 +238,23 @@ std::string float_literal(double v, DataType t) {
   return s;
 }
 
-std::ostream& operator<<(std::ostream& os, const Expr& e) {
-  if (!e.defined()) return os << "<undefined>";
-  Printer(os).print(e);
-  return os;
-}
-
-std::ostream& operator<<(std::ostream& os, const Stmt& s) {
-  if (!s.defined()) return os << "<undefined>\n";
-  Printer(os).print(s);
-  return os;
-}
-
 std::string to_string(const Expr& e) {
-  std::ostringstream os;
-  os << e;
-  return os.str();
+  if (!e.defined()) return "<undefined>";
+  std::string out;
+  Printer(out).print(e);
+  return out;
 }
 
 std::string to_string(const Stmt& s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
+  if (!s.defined()) return "<undefined>\n";
+  std::string out;
+  out.reserve(1024);
+  Printer(out).print(s);
+  return out;
 }
+
+std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }
+
+std::ostream& operator<<(std::ostream& os, const Stmt& s) { return os << to_string(s); }
 
 }  // namespace tensorgym
