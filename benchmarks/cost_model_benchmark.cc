@@ -228,6 +228,7 @@ struct QualityOptions {
 
 // Sets a numeric field of the machine by name (for sensitivity studies).
 bool set_param(MachineModel* m, const std::string& name, double v) {
+// clang-format off
 #define TG_PARAM(field)        \
   if (name == #field) {        \
     m->field = decltype(m->field)(v); \
@@ -246,6 +247,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes) TG_PARAM(page_fault_cycles)
 #undef TG_PARAM
   return false;
+  // clang-format on
 }
 
 // Estimated cycles are shown as seconds at this nominal clock (only to compare with

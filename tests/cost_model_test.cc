@@ -2,12 +2,13 @@
 // behaviour a useful model must have on real schedules (vectorizing, tiling, caching
 // a GEMM lowers the estimate; parallel loops divide it by the cores, minus the
 // imbalance; bigger problems cost more), plus determinism.
+#include "codegen/analysis/cost_model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "codegen/analysis/cost_model.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/random_schedule.h"
@@ -21,7 +22,9 @@ Expr F(double v) { return FloatImm::make(DataType::f32(), v); }
 Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }
 Expr operator*(Expr a, Expr b) { return Mul::make(std::move(a), std::move(b)); }
 Expr Ld(const std::string& buf, Expr index) { return Load::make(DataType::f32(), buf, {std::move(index)}); }
-Stmt St(const std::string& buf, Expr index, Expr value) { return Store::make(buf, {std::move(index)}, std::move(value)); }
+Stmt St(const std::string& buf, Expr index, Expr value) {
+  return Store::make(buf, {std::move(index)}, std::move(value));
+}
 Stmt Loop(const std::string& var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
   return For::make(var, I(0), I(extent), kind, std::move(body));
 }
@@ -35,7 +38,8 @@ ProgramPtr parse(const std::string& text) {
 
 ProgramPtr gemm(int n) {
   const std::string s = std::to_string(n);
-  return parse("input A: f32[" + s + ", " + s + "]\ninput B: f32[" + s + ", " + s + "]\nC[i, j] += A[i, k] * B[k, j]\n");
+  return parse("input A: f32[" + s + ", " + s + "]\ninput B: f32[" + s + ", " + s +
+               "]\nC[i, j] += A[i, k] * B[k, j]\n");
 }
 
 LoopNest lower_text(const ProgramPtr& p, const std::string& schedule) {
@@ -81,6 +85,18 @@ TEST(MachineModel, ReferenceIsFixedAndHostOverrides) {
   EXPECT_GE(d.cores, 1);
 }
 
+TEST(MachineModel, DegenerateMachinesStayFinite) {
+  // Every rate and count at zero: the model clamps what it divides by.
+  MachineModel m = MachineModel::reference();
+  m.fma_units = m.load_ports = m.store_ports = m.issue_width = m.cores = 0;
+  m.l2_bandwidth = m.l3_bandwidth = m.dram_bandwidth = m.dram_bandwidth_total = 0;
+  m.memory_parallelism = m.scheduler_window = m.cache_utilization = 0;
+  m.line_bytes = m.page_bytes = m.dtlb_entries = m.stlb_entries = m.l1_ways = 0;
+  const double e = est_cycles(lower_text(gemm(64), "parallel(C.i); split(C.j, 8, jo, ji); vectorize(C.ji)"), m);
+  EXPECT_TRUE(std::isfinite(e));
+  EXPECT_GT(e, 0);
+}
+
 // ---- hand-checked figures ---------------------------------------------------------------
 
 TEST(CostModel, ComputeBoundLoopByHand) {
@@ -97,9 +113,10 @@ TEST(CostModel, ComputeBoundLoopByHand) {
   LoopNest nest;
   nest.inputs = {Arg("A", {4096})};
   nest.outputs = {Arg("C", {4096})};
-  nest.body = Loop("C.io", 512,
-                   Loop("C.ii", 8, St("C", V("C.io") * I(8) + V("C.ii"), Ld("A", V("C.io") * I(8) + V("C.ii")) * F(2) + F(1)),
-                        ForKind::kVectorized));
+  nest.body =
+      Loop("C.io", 512,
+           Loop("C.ii", 8, St("C", V("C.io") * I(8) + V("C.ii"), Ld("A", V("C.io") * I(8) + V("C.ii")) * F(2) + F(1)),
+                ForKind::kVectorized));
   const CostBreakdown b = estimate_cost(nest, m);
   // Per vector iteration: max(1 FMA / 2, 1 load / 2, 1 store / 1, (3 + 2 loop) / 4) = 1.25.
   EXPECT_NEAR(b.compute_cycles, 512 * 1.25, 1e-9);
@@ -173,10 +190,11 @@ TEST(CostModel, VectorizingTilingAndCachingAGemmHelp) {
   const double tiled = est(p, kTiled);
   const double vec = est(p, std::string(kTiled) + kTiledVector);
   const double packed = est(p, std::string(kTiled) + kTiledVector + kPacked);
-  const double expert = est(p,
-                            "split(C.i, 4, io, ii); split(C.j, 64, jo, ji); reorder(C, jo, io, ii, ji)\n"
-                            "cache_write(C, CL); compute_at(CL, C.io); reorder(CL, k, i, j); unroll(CL.i); vectorize(CL.j)\n"
-                            "cache_read(B, CL, BP); compute_at(BP, C.jo); vectorize(C.ji)\n");
+  const double expert =
+      est(p,
+          "split(C.i, 4, io, ii); split(C.j, 64, jo, ji); reorder(C, jo, io, ii, ji)\n"
+          "cache_write(C, CL); compute_at(CL, C.io); reorder(CL, k, i, j); unroll(CL.i); vectorize(CL.j)\n"
+          "cache_read(B, CL, BP); compute_at(BP, C.jo); vectorize(C.ji)\n");
   EXPECT_GT(tiled, naive / 2);
   EXPECT_LT(vec, naive / 5);
   EXPECT_LT(packed, vec);

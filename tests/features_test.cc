@@ -1,6 +1,8 @@
 // Per-store features (Ansor layout), the access summary they share with the cost
 // model, and peak scratch memory: hand-computed expectations on small hand-built
 // nests, and properties on lowered schedules.
+#include "codegen/analysis/features.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "codegen/analysis/features.h"
 #include "codegen/analysis/scratch.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
@@ -23,7 +24,9 @@ Expr F(double v) { return FloatImm::make(DataType::f32(), v); }
 Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }
 Expr operator*(Expr a, Expr b) { return Mul::make(std::move(a), std::move(b)); }
 Expr Ld(const std::string& buf, Expr index) { return Load::make(DataType::f32(), buf, {std::move(index)}); }
-Stmt St(const std::string& buf, Expr index, Expr value) { return Store::make(buf, {std::move(index)}, std::move(value)); }
+Stmt St(const std::string& buf, Expr index, Expr value) {
+  return Store::make(buf, {std::move(index)}, std::move(value));
+}
 Stmt Loop(const std::string& var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
   return For::make(var, I(0), I(extent), kind, std::move(body));
 }
@@ -51,10 +54,11 @@ LoopNest add_nest(ForKind inner = ForKind::kSerial, ForKind outer = ForKind::kSe
   LoopNest nest;
   nest.inputs = {Arg("A", {16, 8}), Arg("B", {8})};
   nest.outputs = {Arg("C", {16, 8})};
-  nest.body = Loop("C.i", 16,
-                   Loop("C.j", 8, St("C", V("C.i") * I(8) + V("C.j"), Ld("A", V("C.i") * I(8) + V("C.j")) + Ld("B", V("C.j"))),
-                        inner),
-                   outer);
+  nest.body =
+      Loop("C.i", 16,
+           Loop("C.j", 8, St("C", V("C.i") * I(8) + V("C.j"), Ld("A", V("C.i") * I(8) + V("C.j")) + Ld("B", V("C.j"))),
+                inner),
+           outer);
   return nest;
 }
 
@@ -233,10 +237,10 @@ TEST(Features, ReductionPositionsAndAllocations) {
   LoopNest nest;
   nest.inputs = {Arg("X", {8, 32})};
   nest.outputs = {Arg("Y", {8, 4})};
-  Stmt update = Loop("T.k", 32,
-                     Loop("T.j", 4, St("T", V("T.j"), Ld("T", V("T.j")) + Ld("X", V("Y.i") * I(32) + V("T.k"))),
-                          ForKind::kVectorized),
-                     ForKind::kUnrolled);
+  Stmt update = Loop(
+      "T.k", 32,
+      Loop("T.j", 4, St("T", V("T.j"), Ld("T", V("T.j")) + Ld("X", V("Y.i") * I(32) + V("T.k"))), ForKind::kVectorized),
+      ForKind::kUnrolled);
   Stmt copy = Loop("Y.j", 4, St("Y", V("Y.i") * I(4) + V("Y.j"), Ld("T", V("Y.j"))));
   nest.body = Loop("Y.i", 8, Allocate::make("T", DataType::f32(), {4}, Seq({update, copy})));
   const NestFeatures f = extract_features(nest, raw());
@@ -412,8 +416,7 @@ TEST(AccessSummary, GuardFractionsAndLets) {
   LoopNest nest;
   nest.inputs = {Arg("X", {56})};
   nest.outputs = {Arg("Y", {56})};
-  Stmt body = LetStmt::make("Y.b", V("Y.xo") * I(32),
-                            St("Y", V("Y.b") + V("Y.xi"), Ld("X", V("Y.b") + V("Y.xi"))));
+  Stmt body = LetStmt::make("Y.b", V("Y.xo") * I(32), St("Y", V("Y.b") + V("Y.xi"), Ld("X", V("Y.b") + V("Y.xi"))));
   nest.body = Loop("Y.xo", 2, Loop("Y.xi", 32, IfThenElse::make(LT::make(V("Y.xo") * I(32) + V("Y.xi"), I(56)), body)));
   const NestSummary s = summarize_nest(nest);
   ASSERT_EQ(s.stores.size(), 1u);
@@ -431,17 +434,18 @@ TEST(Scratch, NestedAddSiblingsDoNotAndParallelMultiplies) {
   LoopNest nest;
   nest.outputs = {Arg("O", {1})};
   // allocate A[100] { allocate B[50] {..}; allocate C[200] {..} }: peak A + C.
-  nest.body = Allocate::make(
-      "A", DataType::f32(), {100},
-      Seq({Allocate::make("B", DataType::f32(), {50}, store("B")), Allocate::make("C", DataType::f32(), {200}, store("C"))}));
+  nest.body = Allocate::make("A", DataType::f32(), {100},
+                             Seq({Allocate::make("B", DataType::f32(), {50}, store("B")),
+                                  Allocate::make("C", DataType::f32(), {200}, store("C"))}));
   EXPECT_EQ(peak_scratch_bytes(nest, 1), (100 + 200) * 4);
   EXPECT_EQ(peak_scratch_bytes(nest, 8), (100 + 200) * 4);
 
   // parallel for i in 0..3 { allocate T[10] { parallel for j in 0..16 { allocate U[5] } } }
-  nest.body = Loop("O.i", 3,
-                   Allocate::make("T", DataType::f32(), {10},
-                                  Loop("O.j", 16, Allocate::make("U", DataType::f32(), {5}, store("U")), ForKind::kParallel)),
-                   ForKind::kParallel);
+  nest.body =
+      Loop("O.i", 3,
+           Allocate::make("T", DataType::f32(), {10},
+                          Loop("O.j", 16, Allocate::make("U", DataType::f32(), {5}, store("U")), ForKind::kParallel)),
+           ForKind::kParallel);
   EXPECT_EQ(peak_scratch_bytes(nest, 1), (10 + 5) * 4);
   EXPECT_EQ(peak_scratch_bytes(nest, 2), 2 * (10 + 5) * 4);
   // At most the outer loop's extent of copies, whatever the thread count; the inner

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <numeric>
 #include <string>
 
 #include "codegen/analysis/features.h"
@@ -135,6 +134,7 @@ void count_value(const Expr& e, ValueOps* o) {
       }
       return;
     }
+// clang-format off
 #define TG_ARITH(Node, float_field, int_cost)              \
   case NodeKind::k##Node: {                                \
     const Node* op = e.as<Node>();                         \
@@ -159,6 +159,7 @@ void count_value(const Expr& e, ValueOps* o) {
       TG_ARITH(GT, fp, 1)
       TG_ARITH(GE, fp, 1)
 #undef TG_ARITH
+    // clang-format on
     case NodeKind::kAnd:
       o->alu += 1;
       count_value(e.as<And>()->a, o);
@@ -333,10 +334,10 @@ class HeapSimulator {
 // Per-iteration demand of a region's straight-line code on the core's resources.
 struct Demand {
   double fp = 0, loads = 0, stores = 0, alu = 0, divide = 0, calls = 0;
-  double chains = 0;        // independent accumulator chains advanced per iteration
-  double chain_latency = 0; // cycles per iteration the slowest loop-carried chain needs
-  double inner_chain = 0;   // cycles of the longest dependence chain inside one iteration
-  double hoisted = 0;       // loads hoisted out of the loop: once per loop execution
+  double chains = 0;         // independent accumulator chains advanced per iteration
+  double chain_latency = 0;  // cycles per iteration the slowest loop-carried chain needs
+  double inner_chain = 0;    // cycles of the longest dependence chain inside one iteration
+  double hoisted = 0;        // loads hoisted out of the loop: once per loop execution
   double uops() const { return fp + loads + stores + alu + divide; }
 };
 
@@ -448,7 +449,9 @@ class Model {
       region_total[size_t(r + 1)] = total;
       out.compute_cycles += compute;
       out.memory_cycles += std::max(region_mem[size_t(r + 1)], dram_lines * M.line_bytes / M.dram_bandwidth);
-      const char* bound = c >= mem ? (chain_bound_[size_t(r + 1)] ? "latency" : calls_bound_[size_t(r + 1)] ? "calls" : "compute")
+      const char* bound = c >= mem ? (chain_bound_[size_t(r + 1)]   ? "latency"
+                                      : calls_bound_[size_t(r + 1)] ? "calls"
+                                                                    : "compute")
                                    : "memory";
       for (int si : stores) out.stores[size_t(si)].bound = bound;
     }
@@ -502,17 +505,17 @@ class Model {
   const MachineModel& M;
   double heap_faults_ = 0;  // pages of heap scratch faulted in per run
   std::vector<char> vec_ok_, real_, llvm_unrolled_;
-  std::vector<char> sroa_;  // per buffer: kept in registers
-  std::vector<int> autovec_;          // per loop: LLVM's vector factor, 0 when it stays scalar
-  std::vector<int> outer_parallel_;   // per loop: the outermost parallel loop around it (itself included)
-  std::vector<double> iters_, execs_; // body runs / entries over the whole run
-  std::vector<std::vector<int>> stores_under_;  // per loop: stores in its subtree
-  std::vector<std::vector<int>> region_stores_; // per region (loop + 1, 0 = top level)
-  std::vector<int> region_, vec_of_;            // per store
-  std::vector<double> ws_lines_;                // per loop: lines one iteration touches
-  std::vector<std::vector<int>> mchains_;       // per store: its loops in memory order
-  double total_lines_ = 0;                      // lines of every buffer
-  std::vector<char> chain_bound_, calls_bound_; // per region
+  std::vector<char> sroa_;                       // per buffer: kept in registers
+  std::vector<int> autovec_;                     // per loop: LLVM's vector factor, 0 when it stays scalar
+  std::vector<int> outer_parallel_;              // per loop: the outermost parallel loop around it (itself included)
+  std::vector<double> iters_, execs_;            // body runs / entries over the whole run
+  std::vector<std::vector<int>> stores_under_;   // per loop: stores in its subtree
+  std::vector<std::vector<int>> region_stores_;  // per region (loop + 1, 0 = top level)
+  std::vector<int> region_, vec_of_;             // per store
+  std::vector<double> ws_lines_;                 // per loop: lines one iteration touches
+  std::vector<std::vector<int>> mchains_;        // per store: its loops in memory order
+  double total_lines_ = 0;                       // lines of every buffer
+  std::vector<char> chain_bound_, calls_bound_;  // per region
   CacheSpec caches_[3];
 
   double ext(int l) const { return double(S.loops[size_t(l)].extent); }
@@ -572,18 +575,16 @@ class Model {
       }
     }
     for (size_t l = n; l-- > 0;) {
-      const bool candidate = (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) &&
-                             !blocked[l] &&
-                             ext(int(l)) * body_size[l] <=
-                                 M.full_unroll_budget *
-                                     (ext(int(l)) <= M.full_unroll_analyzed_trips ? M.full_unroll_boost : 1.0);
+      const bool candidate =
+          (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) && !blocked[l] &&
+          ext(int(l)) * body_size[l] <=
+              M.full_unroll_budget * (ext(int(l)) <= M.full_unroll_analyzed_trips ? M.full_unroll_boost : 1.0);
       llvm_unrolled_[l] = candidate;
       const bool stays_loop = !(candidate || vec_ok_[l] || L[l].kind == ForKind::kUnrolled);
       if (stays_loop || blocked[l])
         if (L[l].parent >= 0) blocked[size_t(L[l].parent)] = 1;
     }
-    for (size_t l = 0; l < n; ++l)
-      real_[l] = !vec_ok_[l] && L[l].kind != ForKind::kUnrolled && !llvm_unrolled_[l];
+    for (size_t l = 0; l < n; ++l) real_[l] = !vec_ok_[l] && L[l].kind != ForKind::kUnrolled && !llvm_unrolled_[l];
 
     iters_.assign(n, 1);
     execs_.assign(n, 1);
@@ -985,7 +986,7 @@ class Model {
         // Address arithmetic that does not fold: divisions and modulos of fused loops.
         for (const IndexTerm& term : a.index.terms)
           if (term.loop < 0) d.alu += kk * v * 3;
-        if (prom && accumulator) continue;  // kept in a register across the loop
+        if (prom && accumulator) continue;      // kept in a register across the loop
         if (sroa_[size_t(a.buffer)]) continue;  // a register
         if (!write && r >= 0 && !a.index.depends_on(r)) {
           bool stored = false;
@@ -1032,7 +1033,8 @@ class Model {
 
   double latency_bound(const Demand& d) const {
     double latency = d.chain_latency;
-    if (d.inner_chain > 0) latency = std::max(latency, d.inner_chain / std::max(1.0, M.scheduler_window / std::max(d.fp, 1.0)));
+    if (d.inner_chain > 0)
+      latency = std::max(latency, d.inner_chain / std::max(1.0, M.scheduler_window / std::max(d.fp, 1.0)));
     return latency;
   }
 
@@ -1051,8 +1053,8 @@ class Model {
       latency = std::max(latency, d.inner_chain / overlap);
     }
     const double uops = d.uops() + (loop_overhead ? 2 : 0) + (loads - d.loads) + (stores - d.stores);
-    const double c = std::max({d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width,
-                               d.divide, latency});
+    const double c = std::max(
+        {d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width, d.divide, latency});
     return c + d.calls;
   }
 
@@ -1090,13 +1092,52 @@ class Model {
 
 }  // namespace
 
-CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& machine) {
+namespace {
+
+// The machine with every rate, size and count the model divides by kept positive, so
+// that a hand-edited machine cannot produce infinities or NaNs.
+MachineModel sanitized(const MachineModel& m) {
+  MachineModel s = m;
+  auto at_least = [](auto& field, auto floor) {
+    if (!(field >= floor)) field = floor;
+  };
+  at_least(s.vector_bits, 32);
+  at_least(s.auto_vector_bits, 32);
+  at_least(s.vector_registers, 1);
+  at_least(s.fma_units, 1);
+  at_least(s.load_ports, 1);
+  at_least(s.store_ports, 1);
+  at_least(s.issue_width, 1);
+  at_least(s.cores, 1);
+  at_least(s.line_bytes, 1);
+  at_least(s.page_bytes, 1);
+  at_least(s.l1_ways, 1);
+  at_least(s.l2_ways, 1);
+  at_least(s.l3_ways, 1);
+  at_least(s.dtlb_entries, 1);
+  at_least(s.stlb_entries, 1);
+  at_least(s.l2_bandwidth, 1e-9);
+  at_least(s.l3_bandwidth, 1e-9);
+  at_least(s.dram_bandwidth, 1e-9);
+  at_least(s.dram_bandwidth_total, 1e-9);
+  at_least(s.memory_parallelism, 1e-9);
+  at_least(s.scheduler_window, 1e-9);
+  at_least(s.cache_utilization, 1e-9);
+  return s;
+}
+
+}  // namespace
+
+CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& given) {
+  const MachineModel machine = sanitized(given);
   const NestSummary summary = summarize_nest(nest);
   const double faults = HeapSimulator(machine.stack_limit_bytes, machine.page_bytes).steady_faults(nest.body);
   return Model(summary, machine, faults).run();
 }
 
-double est_cycles(const LoopNest& nest, const MachineModel& machine) { return estimate_cost(nest, machine).total_cycles; }
+double est_cycles(const LoopNest& nest, const MachineModel& machine) {
+  return estimate_cost(nest, machine).total_cycles;
+}
 
 std::string CostBreakdown::to_string() const {
   std::string s;
@@ -1117,8 +1158,11 @@ std::string CostBreakdown::to_string() const {
   for (const LoopCost& l : loops) {
     std::snprintf(buf, sizeof buf, "  %*s%s %s[%lld] x%.4g  ws %.4g B (fits %s)%s  %.4g cycles\n", 2 * l.depth, "",
                   for_kind_name(l.kind), l.loop.c_str(), (long long)l.extent, l.executions, l.working_set_bytes,
-                  l.fits == 1 ? "L1" : l.fits == 2 ? "L2" : l.fits == 3 ? "L3" : "-", l.vectorized ? " vec" : "",
-                  l.cycles);
+                  l.fits == 1   ? "L1"
+                  : l.fits == 2 ? "L2"
+                  : l.fits == 3 ? "L3"
+                                : "-",
+                  l.vectorized ? " vec" : "", l.cycles);
     s += buf;
   }
   return s;

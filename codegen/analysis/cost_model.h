@@ -43,20 +43,20 @@ namespace tensorgym {
 struct MachineModel {
   std::string name = "reference";
   // Core.
-  int vector_bits = 256;        // widest vector register the code generator uses
-  int auto_vector_bits = 256;   // vector width LLVM's own loop vectorizer picks
+  int vector_bits = 256;       // widest vector register the code generator uses
+  int auto_vector_bits = 256;  // vector width LLVM's own loop vectorizer picks
   int vector_registers = 16;
-  int fma_units = 2;            // vector FP pipes (FMA, add, multiply)
-  double fp_latency = 4;        // cycles of an FMA or multiply
-  double fp_add_latency = 2;    // cycles of an add: one step of an accumulation chain
-  int load_ports = 2;           // loads per cycle
-  int store_ports = 1;          // stores per cycle
-  int issue_width = 4;          // instructions per cycle the front end sustains
-  double divide_cycles = 5;     // throughput of one vector divide or square root
-  double math_call_cycles = 20; // one scalar exp / log / tanh call
-  double gather_lane_cycles = 1;   // per lane of a gather or scatter
-  double masked_access_factor = 2; // a masked vector load or store (tail guards) against a plain one
-  double loop_entry_cycles = 3;    // entering a loop (setup, exit branch)
+  int fma_units = 2;                // vector FP pipes (FMA, add, multiply)
+  double fp_latency = 4;            // cycles of an FMA or multiply
+  double fp_add_latency = 2;        // cycles of an add: one step of an accumulation chain
+  int load_ports = 2;               // loads per cycle
+  int store_ports = 1;              // stores per cycle
+  int issue_width = 4;              // instructions per cycle the front end sustains
+  double divide_cycles = 5;         // throughput of one vector divide or square root
+  double math_call_cycles = 20;     // one scalar exp / log / tanh call
+  double gather_lane_cycles = 1;    // per lane of a gather or scatter
+  double masked_access_factor = 2;  // a masked vector load or store (tail guards) against a plain one
+  double loop_entry_cycles = 3;     // entering a loop (setup, exit branch)
   // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
   // its unrolled body stays under this many instructions, `full_unroll_boost` times
   // as many for loops of at most `full_unroll_analyzed_trips` iterations (whose
@@ -84,12 +84,12 @@ struct MachineModel {
   // of each level as a source of lines.
   double l2_bandwidth = 32;
   double l3_bandwidth = 10;
-  double dram_bandwidth = 8;          // one core
-  double dram_bandwidth_total = 16;   // all cores together
+  double dram_bandwidth = 8;         // one core
+  double dram_bandwidth_total = 16;  // all cores together
   double l2_latency = 14;
   double l3_latency = 70;
   double dram_latency = 250;
-  double memory_parallelism = 8;   // outstanding line misses per core
+  double memory_parallelism = 8;  // outstanding line misses per core
   // Address translation: a walk whose step is a page or more touches a new page per
   // access; past the first-level TLB that costs a second-level lookup, past the
   // second level a page walk.
@@ -124,11 +124,11 @@ struct LoopCost {
   int depth = 0;
   ForKind kind = ForKind::kSerial;
   int64_t extent = 0;
-  double executions = 0;        // times the loop is entered over the whole run
-  double working_set_bytes = 0; // footprint of one iteration (all buffers)
-  int fits = 0;                 // smallest cache level the per-iteration working set fits: 1, 2, 3; 4 = none
-  bool vectorized = false;      // vectorized by the backend (explicit) or by LLVM (auto)
-  double cycles = 0;            // estimated cycles of all its executions, inner loops included
+  double executions = 0;         // times the loop is entered over the whole run
+  double working_set_bytes = 0;  // footprint of one iteration (all buffers)
+  int fits = 0;                  // smallest cache level the per-iteration working set fits: 1, 2, 3; 4 = none
+  bool vectorized = false;       // vectorized by the backend (explicit) or by LLVM (auto)
+  double cycles = 0;             // estimated cycles of all its executions, inner loops included
 };
 
 // One Store of the nest (program order).
@@ -139,14 +139,14 @@ struct StoreCost {
   double memory_cycles = 0;   // cycles of its cache and memory traffic (address translation included)
   double tlb_cycles = 0;      // of which address translation
   double l1_misses = 0, l2_misses = 0, l3_misses = 0;  // lines
-  const char* bound = "";     // what limits its region: compute, latency, memory, calls
+  const char* bound = "";                              // what limits its region: compute, latency, memory, calls
 };
 
 struct CostBreakdown {
   double total_cycles = 0;
-  double compute_cycles = 0;    // sum over regions, before parallel speedup
+  double compute_cycles = 0;  // sum over regions, before parallel speedup
   double memory_cycles = 0;
-  double overhead_cycles = 0;   // loop entries, fork/join, allocations
+  double overhead_cycles = 0;  // loop entries, fork/join, allocations
   std::vector<StoreCost> stores;
   std::vector<LoopCost> loops;
   // A readable table of the above.

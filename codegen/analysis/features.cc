@@ -338,12 +338,15 @@ class Summarizer {
         const double a = fraction(c.as<Or>()->a), b = fraction(c.as<Or>()->b);
         return a + b - a * b;
       }
-      case NodeKind::kNot: return 1 - fraction(c.as<Not>()->a);
+      case NodeKind::kNot:
+        return 1 - fraction(c.as<Not>()->a);
+// clang-format off
 #define TG_CMP(Node, kind_value) \
   case NodeKind::k##Node: return compare_fraction(c.as<Node>()->a, c.as<Node>()->b, kind_value);
         TG_CMP(LT, 0) TG_CMP(LE, 1) TG_CMP(GT, 2) TG_CMP(GE, 3) TG_CMP(EQ, 4) TG_CMP(NE, 5)
 #undef TG_CMP
       default: return 0.5;
+        // clang-format on
     }
   }
 
@@ -363,10 +366,10 @@ class Summarizer {
     if (!(n > 0) || !std::isfinite(n)) return 0.5;
     auto clamp01 = [](double x) { return std::clamp(x, 0.0, 1.0); };
     switch (kind) {
-      case 0: return clamp01((0 - lo) / n);      // a - b <= -1
-      case 1: return clamp01((1 - lo) / n);      // a - b <= 0
-      case 2: return clamp01((hi - 0) / n);      // a - b >= 1
-      case 3: return clamp01((hi + 1) / n);      // a - b >= 0
+      case 0: return clamp01((0 - lo) / n);  // a - b <= -1
+      case 1: return clamp01((1 - lo) / n);  // a - b <= 0
+      case 2: return clamp01((hi - 0) / n);  // a - b >= 1
+      case 3: return clamp01((hi + 1) / n);  // a - b >= 0
       case 4: return lo <= 0 && 0 <= hi ? 1 / n : 0.0;
       default: return lo <= 0 && 0 <= hi ? 1 - 1 / n : 1.0;
     }
@@ -407,7 +410,10 @@ class Summarizer {
         loads(e.as<Ramp>()->base, frac, s);
         loads(e.as<Ramp>()->stride, frac, s);
         return;
-      case NodeKind::kBroadcast: loads(e.as<Broadcast>()->value, frac, s); return;
+      case NodeKind::kBroadcast:
+        loads(e.as<Broadcast>()->value, frac, s);
+        return;
+// clang-format off
 #define TG_BIN(Node)                    \
   case NodeKind::k##Node:               \
     loads(e.as<Node>()->a, frac, s);    \
@@ -417,6 +423,7 @@ class Summarizer {
         TG_BIN(LT) TG_BIN(LE) TG_BIN(GT) TG_BIN(GE) TG_BIN(And) TG_BIN(Or)
 #undef TG_BIN
       default: return;
+        // clang-format on
     }
   }
 
@@ -551,15 +558,15 @@ namespace {
 
 // Column offsets of the layout.
 enum Column : int {
-  kOps = 0,            // 16 arithmetic counts
-  kVec = 16,           // num, prod, len, 8 positions
+  kOps = 0,   // 16 arithmetic counts
+  kVec = 16,  // num, prod, len, 8 positions
   kUnroll = 27,
   kParallel = 38,
-  kGpu = 49,           // is_gpu, blockIdx xyz, threadIdx xyz, vthread
-  kBuffers = 57,       // 5 x 18
-  kCurve = 147,        // 10
-  kAlloc = 157,        // size, prod, outer_prod, inner_prod
-  kOther = 161,        // outer_prod, num_loops, auto_unroll_max_step
+  kGpu = 49,      // is_gpu, blockIdx xyz, threadIdx xyz, vthread
+  kBuffers = 57,  // 5 x 18
+  kCurve = 147,   // 10
+  kAlloc = 157,   // size, prod, outer_prod, inner_prod
+  kOther = 161,   // outer_prod, num_loops, auto_unroll_max_step
 };
 constexpr int kPerBuffer = 18;
 constexpr int kCurvePoints = 10;
@@ -567,14 +574,34 @@ static_assert(kBuffers + kFeatureBuffers * kPerBuffer == kCurve);
 static_assert(kOther + 3 == kFeaturesPerStore);
 
 enum OpColumn : int {
-  kFloatMad, kFloatAddSub, kFloatMul, kFloatDivMod, kFloatCmp, kFloatMathFunc, kFloatOtherFunc,
-  kIntMad, kIntAddSub, kIntMul, kIntDivMod, kIntCmp, kIntMathFunc, kIntOtherFunc, kBoolOp, kSelectOp,
+  kFloatMad,
+  kFloatAddSub,
+  kFloatMul,
+  kFloatDivMod,
+  kFloatCmp,
+  kFloatMathFunc,
+  kFloatOtherFunc,
+  kIntMad,
+  kIntAddSub,
+  kIntMul,
+  kIntDivMod,
+  kIntCmp,
+  kIntMathFunc,
+  kIntOtherFunc,
+  kBoolOp,
+  kSelectOp,
 };
 
 // Annotation positions (Ansor's encoding).
 enum Position : int {
-  kPosNone, kPosInnerSpatial, kPosMiddleSpatial, kPosOuterSpatial,
-  kPosInnerReduce, kPosMiddleReduce, kPosOuterReduce, kPosMixed,
+  kPosNone,
+  kPosInnerSpatial,
+  kPosMiddleSpatial,
+  kPosOuterSpatial,
+  kPosInnerReduce,
+  kPosMiddleReduce,
+  kPosOuterReduce,
+  kPosMixed,
 };
 
 enum ReuseType : int { kLoopMultipleRead, kSerialMultipleReadWrite, kNoReuse };
@@ -592,7 +619,10 @@ class MathOpCounter {
     const double lanes = e.type().lanes;
     switch (e.kind()) {
       case NodeKind::kAdd: add_sub(e.as<Add>()->a, e.as<Add>()->b, lanes); return;
-      case NodeKind::kSub: add_sub(e.as<Sub>()->a, e.as<Sub>()->b, lanes); return;
+      case NodeKind::kSub:
+        add_sub(e.as<Sub>()->a, e.as<Sub>()->b, lanes);
+        return;
+// clang-format off
 #define TG_OP(Node, fcol, icol)                                               \
   case NodeKind::k##Node: {                                                   \
     const Node* op = e.as<Node>();                                            \
@@ -613,6 +643,7 @@ class MathOpCounter {
         TG_OP(GT, kFloatCmp, kIntCmp)
         TG_OP(GE, kFloatCmp, kIntCmp)
 #undef TG_OP
+      // clang-format on
       case NodeKind::kAnd:
         c[kBoolOp] += lanes;
         count(e.as<And>()->a);
@@ -988,10 +1019,10 @@ NestFeatures extract_features(const LoopNest& nest, const FeatureOptions& option
 }
 
 std::vector<std::string> feature_names() {
-  std::vector<std::string> n = {
-      "float_mad", "float_addsub", "float_mul", "float_divmod", "float_cmp", "float_math_func", "float_other_func",
-      "int_mad",   "int_addsub",   "int_mul",   "int_divmod",   "int_cmp",   "int_math_func",   "int_other_func",
-      "bool_op",   "select_op"};
+  std::vector<std::string> n = {"float_mad",     "float_addsub",    "float_mul",        "float_divmod",
+                                "float_cmp",     "float_math_func", "float_other_func", "int_mad",
+                                "int_addsub",    "int_mul",         "int_divmod",       "int_cmp",
+                                "int_math_func", "int_other_func",  "bool_op",          "select_op"};
   static const char* kPositions[] = {"none",         "inner_spatial", "middle_spatial", "outer_spatial",
                                      "inner_reduce", "middle_reduce", "outer_reduce",   "mixed"};
   for (const char* a : {"vec", "unroll", "parallel"}) {
