@@ -80,6 +80,11 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
+  if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
+    return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
+  if (!options.exclusive_measure)
+    return invalid_argument("--exclusive-measure=false (timed runs in parallel) is not available in this build: the "
+                            "measurement runner always runs one timed run at a time");
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -110,6 +115,11 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   builder.SetMaxSendMessageSize(-1);
   // A port already in use is an error, not a second server sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Batch clients ping every second to notice a dead server (or network) in about two;
+  // accept their pings rather than answering them with GOAWAY.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   impl->server = builder.BuildAndStart();
   if (!impl->server || impl->port == 0)
     return Status(StatusCode::kUnavailable, "cannot listen on " + listen + " (address in use or not available)");

@@ -36,6 +36,15 @@ struct ServerOptions {
   // Threads that run calls which may measure (the gRPC threads run the cheap ones).
   int call_threads = 0;  // 0: 2 * workers + 2
 
+  // Evaluate (batch jobs): jobs run at once (0: the cores, at least 2), of which
+  // `workers` measure at once; jobs one stream may have waiting.
+  int eval_concurrency = 0;
+  int eval_max_queued_jobs = 10000;
+  // Timed runs one at a time across the worker pool (compilations still overlap), so
+  // that a measurement has quiet cores. Only `true` is available in this build: the
+  // shared runner always serializes its runs.
+  bool exclusive_measure = true;
+
   // SIGTERM: calls in flight get this long to finish.
   double shutdown_grace_s = 10;
   // Exit when this process stops being our parent (managed mode). 0: no check.

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "client/rpc_status.h"
 #include "client/wire.h"
@@ -72,6 +73,17 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x-%d", rd(), rd(), int(::getpid()));
   instance_id_ = id;
+  EvaluatePoolOptions eval;
+  eval.concurrency = options_.eval_concurrency > 0 ? options_.eval_concurrency
+                                                   : std::max(2, int(std::thread::hardware_concurrency()));
+  eval.measure_slots = std::max(1, options_.workers);
+  eval.max_queued_per_stream = options_.eval_max_queued_jobs;
+  eval.instance_id = instance_id_;
+  eval.limits.max_spaces = options_.max_spaces_per_call;
+  eval.limits.max_actions = options_.max_actions_per_step;
+  eval.limits.max_program_bytes = options_.max_program_bytes;
+  eval.limits.serve_files = serve_files_;
+  evaluate_ = std::make_unique<EvaluatePool>(std::move(eval), context_);
   for (const std::string& name : env_names()) {
     Expected<std::unique_ptr<Env>> env = make_env(name, context_);
     if (!env.ok()) continue;
@@ -86,6 +98,7 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
 
 TensorGymService::~TensorGymService() {
   executor_.reset();  // cancels and joins calls in flight before the sessions go
+  evaluate_.reset();
   sessions_.clear();
 }
 
@@ -493,6 +506,16 @@ size_t TensorGymService::reap_idle_sessions() {
   return ids.size();
 }
 
-void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) { executor_->shutdown(grace); }
+void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {
+  // Both get the same grace, at the same time.
+  std::thread evaluate([this, grace] { evaluate_->shutdown(grace); });
+  executor_->shutdown(grace);
+  evaluate.join();
+}
+
+grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* TensorGymService::Evaluate(
+    grpc::CallbackServerContext* ctx) {
+  return new_evaluate_reactor(*evaluate_, auth_, ctx);
+}
 
 }  // namespace tensorgym::service

@@ -14,6 +14,7 @@
 #include "service/auth.h"
 #include "service/call_executor.h"
 #include "service/convert.h"
+#include "service/evaluate.h"
 #include "service/server_options.h"
 #include "service/session_table.h"
 
@@ -51,6 +52,9 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
                                                  const proto::SendSessionParameterRequest* request,
                                                  proto::SendSessionParameterResponse* response) override;
   grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse>* Session(grpc::CallbackServerContext* ctx) override;
+  // Batch jobs on the evaluation pool (service/evaluate.h).
+  grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* Evaluate(
+      grpc::CallbackServerContext* ctx) override;
 
   // Ends idle sessions (the server calls this periodically); returns how many.
   size_t reap_idle_sessions();
@@ -59,6 +63,7 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
 
   SessionTable& sessions() { return sessions_; }
   CallExecutor& executor() { return *executor_; }
+  EvaluatePool& evaluate_pool() { return *evaluate_; }
 
  private:
   class SlowUnaryReactor;
@@ -87,6 +92,7 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   const Authenticator auth_;
   SessionTable sessions_;
   std::unique_ptr<CallExecutor> executor_;
+  std::unique_ptr<EvaluatePool> evaluate_;
   std::map<std::string, proto::GetSpacesResponse> spaces_;           // by env name
   std::map<std::string, std::unordered_set<std::string>> measuring_;  // env -> platform-dependent spaces
   bool serve_files_ = true;

@@ -41,6 +41,15 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--call-threads", o->call_threads, "Threads for calls that measure (default: 2 * workers + 2)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--concurrency", o->eval_concurrency,
+                  "Evaluate: jobs run at once (default: the cores, at least 2); --workers of them measure at once")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--max-queued-jobs", o->eval_max_queued_jobs, "Evaluate: jobs one stream may have waiting")
+      ->default_val(10000)
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--exclusive-measure", o->exclusive_measure,
+                  "Timed runs one at a time across the workers, compilations in parallel (only true in this build)")
+      ->default_val(true);
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds calls in flight get to finish after SIGTERM")
       ->default_val(10)
       ->check(CLI::NonNegativeNumber);
