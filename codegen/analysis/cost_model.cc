@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "codegen/analysis/features.h"
 #include "codegen/ir/ir_visitor.h"
+#include "support/host_caches.h"
 
 namespace tensorgym {
 
@@ -19,51 +19,18 @@ MachineModel MachineModel::reference() { return MachineModel(); }
 
 namespace {
 
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
-// "48K", "2048K", "32M" or plain bytes, as sysfs writes cache sizes.
-int64_t parse_size(const std::string& text) {
-  if (text.empty()) return 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || v <= 0) return 0;
-  switch (*end) {
-    case 'K':
-    case 'k': return int64_t(v) << 10;
-    case 'M':
-    case 'm': return int64_t(v) << 20;
-    case 'G':
-    case 'g': return int64_t(v) << 30;
-    default: return int64_t(v);
-  }
-}
-
 void read_host_caches(MachineModel* m) {
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    const std::string level = read_line(dir + "level");
-    if (level.empty()) break;
-    const std::string type = read_line(dir + "type");
-    if (type == "Instruction") continue;
-    const int64_t size = parse_size(read_line(dir + "size"));
-    const int ways = std::atoi(read_line(dir + "ways_of_associativity").c_str());
-    const int line = std::atoi(read_line(dir + "coherency_line_size").c_str());
-    if (size <= 0) continue;
-    if (line > 0) m->line_bytes = line;
-    if (level == "1") {
-      m->l1_bytes = size;
-      if (ways > 0) m->l1_ways = ways;
-    } else if (level == "2") {
-      m->l2_bytes = size;
-      if (ways > 0) m->l2_ways = ways;
-    } else if (level == "3") {
-      m->l3_bytes = size;
-      if (ways > 0) m->l3_ways = ways;
+  for (const HostCache& c : host_data_caches()) {
+    if (c.line_bytes > 0) m->line_bytes = c.line_bytes;
+    if (c.level == 1) {
+      m->l1_bytes = c.bytes;
+      if (c.ways > 0) m->l1_ways = c.ways;
+    } else if (c.level == 2) {
+      m->l2_bytes = c.bytes;
+      if (c.ways > 0) m->l2_ways = c.ways;
+    } else if (c.level == 3) {
+      m->l3_bytes = c.bytes;
+      if (c.ways > 0) m->l3_ways = c.ways;
     }
   }
 }

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "support/host_caches.h"
 
 namespace tensorgym {
 namespace {
@@ -23,21 +23,6 @@ std::string format_seconds(double s) {
   return buf;
 }
 
-// "32768K", "32M", "1G" or plain bytes, as sysfs writes cache sizes.
-int64_t parse_cache_size(const std::string& text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || v <= 0) return 0;
-  switch (*end) {
-    case 'K':
-    case 'k': return int64_t(v) << 10;
-    case 'M':
-    case 'm': return int64_t(v) << 20;
-    case 'G':
-    case 'g': return int64_t(v) << 30;
-    default: return int64_t(v);
-  }
-}
 
 }  // namespace
 
@@ -133,17 +118,8 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
 }
 
 int64_t last_level_cache_bytes() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir("/sys/devices/system/cpu/cpu0/cache");
   int64_t best = 0;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("index", 0) != 0) continue;
-    std::ifstream in(it->path() / "size");
-    std::string text;
-    if (in >> text) best = std::max(best, parse_cache_size(text));
-  }
+  for (const HostCache& c : host_data_caches()) best = std::max(best, c.bytes);
   return best;
 }
 
