@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "envs/parameters.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
 
@@ -211,23 +212,11 @@ std::vector<Space> reward_space_list() {
                                "all-defaults plan's, divided by that plan's lower bound")};
 }
 
-Expected<int64_t> parse_int(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(value, &used);
-    if (used != value.size() || v < lo || v > hi) throw std::out_of_range("range");
-    return int64_t(v);
-  } catch (const std::exception&) {
-    return invalid_argument("parameter " + key + " must be an integer in " + std::to_string(lo) + ".." +
-                            std::to_string(hi) + ", got '" + value + "'");
-  }
-}
-
 Status apply_setting(MemorySettings* s, const std::string& key, const std::string& value) {
   if (key == "memory_limit") {
-    TG_ASSIGN_OR_RETURN(s->memory_limit, parse_int(key, value, 0, kMaxBufferBytes));
+    TG_ASSIGN_OR_RETURN(s->memory_limit, parse_int_parameter(key, value, 0, kMaxBufferBytes));
   } else if (key == "alignment") {
-    TG_ASSIGN_OR_RETURN(int64_t a, parse_int(key, value, 0, 1 << 20));
+    TG_ASSIGN_OR_RETURN(int64_t a, parse_int_parameter(key, value, 0, 1 << 20));
     if (a > 0 && (a & (a - 1)) != 0) return invalid_argument("parameter alignment must be a power of two");
     s->alignment = a;
   } else if (key == "default_order") {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "datasets/registry.h"
+#include "envs/parameters.h"
 #include "envs/schedule/observations.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
@@ -22,18 +23,6 @@ std::vector<Space> collect_reward_spaces() {
   std::vector<Space> s;
   for (const RewardDef& r : schedule_rewards()) s.push_back(r.space);
   return s;
-}
-
-Expected<int64_t> parse_int_param(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(value, &used);
-    if (used != value.size() || v < lo || v > hi) throw std::out_of_range("range");
-    return int64_t(v);
-  } catch (const std::exception&) {
-    return invalid_argument("parameter " + key + " must be an integer in " + std::to_string(lo) + ".." +
-                            std::to_string(hi) + ", got '" + value + "'");
-  }
 }
 
 }  // namespace
@@ -267,25 +256,25 @@ EpisodeState ScheduleEnv::state() const {
 Status ScheduleEnv::set_parameter(const std::string& key, const std::string& value) {
   proto::RunnerSettings& s = episode_.runner_settings;
   if (key == "runner.repeat") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 10000));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
     s.set_repeat(int32_t(v));
   } else if (key == "runner.number") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 1 << 30));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 1 << 30));
     s.set_number(int32_t(v));
   } else if (key == "runner.min_repeat_ms") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, 60000));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 60000));
     s.set_min_repeat_ms(double(v));
   } else if (key == "runner.threads") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, 1024));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 1024));
     s.set_threads(int32_t(v));
   } else if (key == "runner.seed") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 0, INT64_MAX));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, INT64_MAX));
     s.set_seed(uint64_t(v));
   } else if (key == "runner.flush_cache") {
     if (value != "true" && value != "false") return invalid_argument("runner.flush_cache must be true or false");
     s.set_flush_cache(value == "true");
   } else if (key == "runner.timeout_s") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_param(key, value, 1, 3600));
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 3600));
     s.set_compile_timeout_s(double(v));
     s.set_run_timeout_s(double(v));
   } else {
