@@ -8,57 +8,12 @@
 #include "codegen/analysis/working_set.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/loop_nest.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
-Expr V(const std::string& name) { return make_var(name); }
-Expr I(int64_t v) { return make_int(v); }
-Expr F(double v) { return FloatImm::make(DataType::f32(), v); }
-Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }
-Expr operator-(Expr a, Expr b) { return Sub::make(std::move(a), std::move(b)); }
-Expr operator*(Expr a, Expr b) { return Mul::make(std::move(a), std::move(b)); }
-Expr operator/(Expr a, Expr b) { return Div::make(std::move(a), std::move(b)); }
-Expr operator&&(Expr a, Expr b) { return And::make(std::move(a), std::move(b)); }
-Expr Ld(const std::string& buf, Expr index, DataType t = DataType::f32()) {
-  return Load::make(t, buf, {std::move(index)});
-}
-Stmt St(const std::string& buf, Expr index, Expr value) { return Store::make(buf, {std::move(index)}, std::move(value)); }
-Stmt Loop(const std::string& var, int64_t extent, Stmt body) {
-  return For::make(var, I(0), I(extent), ForKind::kSerial, std::move(body));
-}
-Stmt Seq(std::vector<Stmt> s) { return Block::make(std::move(s)); }
-
-IterVar Axis(const std::string& name, int64_t extent) {
-  IterVar v;
-  v.name = name;
-  v.extent = extent;
-  return v;
-}
-
-TensorInput Input(const std::string& name, std::vector<int64_t> shape, DataType t = DataType::f32()) {
-  TensorInput in;
-  in.name = name;
-  in.dtype = t;
-  in.shape = std::move(shape);
-  return in;
-}
-
-StageDef Stage(const std::string& name, DataType t, std::vector<IterVar> axes, Expr body,
-               ReduceKind reduce = ReduceKind::kNone, std::vector<IterVar> reduce_axes = {}) {
-  StageDef s;
-  s.name = name;
-  s.dtype = t;
-  s.axes = std::move(axes);
-  s.reduce_axes = std::move(reduce_axes);
-  s.reduce = reduce;
-  s.body = std::move(body);
-  return s;
-}
-
-Expr T(const std::string& name, std::vector<Expr> idx, DataType t = DataType::f32()) {
-  return Load::make(t, name, std::move(idx));
-}
+using namespace ir_build;
 
 // ---- op counts ----------------------------------------------------------------------
 
@@ -66,7 +21,7 @@ TEST(OpCount, GemmIsTwoMNK) {
   const int64_t M = 64, N = 48, K = 40;
   Program p;
   p.inputs = {Input("A", {M, K}), Input("B", {K, N})};
-  p.stages = {Stage("C", DataType::f32(), {Axis("i", M), Axis("j", N)}, T("A", {V("i"), V("k")}) * T("B", {V("k"), V("j")}),
+  p.stages = {Stage("C", DataType::f32(), {Axis("i", M), Axis("j", N)}, Tensor("A", {V("i"), V("k")}) * Tensor("B", {V("k"), V("j")}),
                     ReduceKind::kSum, {Axis("k", K)})};
   p.outputs = {"C"};
   OpCounts c = count_ops(p);
@@ -87,9 +42,9 @@ TEST(OpCount, ConvWithPaddingStage) {
   Expr h = V("h"), w = V("w");
   Expr inside = GE::make(h, I(1)) && LE::make(h, I(H)) && GE::make(w, I(1)) && LE::make(w, I(W));
   p.stages.push_back(Stage("P", DataType::f32(), {Axis("c", C), Axis("h", H + 2), Axis("w", W + 2)},
-                           Select::make(inside, T("X", {V("c"), h - I(1), w - I(1)}), F(0))));
+                           Select::make(inside, Tensor("X", {V("c"), h - I(1), w - I(1)}), F(0))));
   p.stages.push_back(Stage("O", DataType::f32(), {Axis("k", K), Axis("y", H), Axis("x", W)},
-                           T("P", {V("rc"), V("y") + V("ry"), V("x") + V("rx")}) * T("Wt", {V("k"), V("rc"), V("ry"), V("rx")}),
+                           Tensor("P", {V("rc"), V("y") + V("ry"), V("x") + V("rx")}) * Tensor("Wt", {V("k"), V("rc"), V("ry"), V("rx")}),
                            ReduceKind::kSum, {Axis("rc", C), Axis("ry", R), Axis("rx", R)}));
   p.outputs = {"O"};
   OpCounts c = count_ops(p);
@@ -104,18 +59,18 @@ TEST(OpCount, ConvWithPaddingStage) {
 TEST(OpCount, MathCallsAndIntegerReductions) {
   Program p;
   p.inputs = {Input("X", {4, 10}), Input("Q", {4, 10}, DataType::i8())};
-  p.stages.push_back(Stage("mx", DataType::f32(), {Axis("i", 4)}, T("X", {V("i"), V("j")}), ReduceKind::kMax,
+  p.stages.push_back(Stage("mx", DataType::f32(), {Axis("i", 4)}, Tensor("X", {V("i"), V("j")}), ReduceKind::kMax,
                            {Axis("j", 10)}));
   p.stages.push_back(Stage("e", DataType::f32(), {Axis("i", 4), Axis("j", 10)},
-                           Call::make(CallOp::kExp, {T("X", {V("i"), V("j")}) - T("mx", {V("i")})})));
-  Expr q = Cast::make(DataType::i32(), T("Q", {V("i"), V("j")}, DataType::i8()));
+                           Call::make(CallOp::kExp, {Tensor("X", {V("i"), V("j")}) - Tensor("mx", {V("i")})})));
+  Expr q = Cast::make(DataType::i32(), Tensor("Q", {V("i"), V("j")}, DataType::i8()));
   p.stages.push_back(Stage("s", DataType::i32(), {Axis("i", 4)}, q * q, ReduceKind::kSum, {Axis("j", 10)}));
   OpCounts c = count_ops(p);
   EXPECT_EQ(c.math_calls, 40.0);
   EXPECT_EQ(c.flops, 40.0 /* max combine */ + 40.0 /* sub */ + 40.0 /* exp */);
   EXPECT_EQ(c.int_ops, 40.0 /* mul */ + 40.0 /* add combine */);
   // Index arithmetic inside loads does not count.
-  EXPECT_EQ(count_expr_ops(T("X", {V("i") * I(2) + I(1), V("j") / I(3)})).int_ops, 0.0);
+  EXPECT_EQ(count_expr_ops(Tensor("X", {V("i") * I(2) + I(1), V("j") / I(3)})).int_ops, 0.0);
 }
 
 // ---- working sets -------------------------------------------------------------------

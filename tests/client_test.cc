@@ -23,17 +23,12 @@
 #include "datasets/registry.h"
 #include "envs/env.h"
 #include "service/server.h"
+#include "tests/test_support.h"
 
 extern char** environ;
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
 const std::string kGemm = "benchmark://ops-v0/gmm-1";

@@ -12,23 +12,13 @@
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/random_schedule.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
-Expr V(const std::string& name) { return make_var(name); }
-Expr I(int64_t v) { return make_int(v); }
-Expr F(double v) { return FloatImm::make(DataType::f32(), v); }
-Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }
-Expr operator*(Expr a, Expr b) { return Mul::make(std::move(a), std::move(b)); }
-Expr Ld(const std::string& buf, Expr index) { return Load::make(DataType::f32(), buf, {std::move(index)}); }
-Stmt St(const std::string& buf, Expr index, Expr value) {
-  return Store::make(buf, {std::move(index)}, std::move(value));
-}
-Stmt Loop(const std::string& var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
-  return For::make(var, I(0), I(extent), kind, std::move(body));
-}
-BufferArg Arg(const std::string& name, std::vector<int64_t> shape) { return {name, DataType::f32(), std::move(shape)}; }
+using namespace ir_build;
+using ir_build::Loop;  // not the features' Loop
 
 ProgramPtr parse(const std::string& text) {
   Expected<Program> p = parse_program(text);

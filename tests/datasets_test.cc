@@ -30,15 +30,10 @@
 #include "datasets/registry.h"
 #include "datasets/suites.h"
 #include "support/random.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                             \
-  do {                                                                                                          \
-    const std::string tg_text_ = (text);                                                                        \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 std::string source_path(const std::string& relative) { return std::string(TENSORGYM_SOURCE_DIR) + "/" + relative; }
 

@@ -19,15 +19,10 @@
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/runner_settings.h"
 #include "codegen/measure/timing.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 // A clock the test drives: each call of the timed function advances it.
 struct FakeClock {

@@ -12,15 +12,10 @@
 #include "memplan/planner.h"
 #include "memplan/verify.h"
 #include "support/random.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 std::unique_ptr<Env> make() {
   Expected<std::unique_ptr<Env>> env = make_env("memory-v0", nullptr);

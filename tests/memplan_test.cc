@@ -20,15 +20,10 @@
 #include "memplan/svg.h"
 #include "memplan/verify.h"
 #include "support/random.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 Instance make_instance(std::vector<Buffer> buffers, int64_t alignment = 1) {
   Instance inst;

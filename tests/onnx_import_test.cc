@@ -8,6 +8,7 @@
 
 #include "datasets/graphs.h"
 #include "memplan/planner.h"
+#include "tests/test_support.h"
 
 #ifdef TENSORGYM_HAVE_ONNX
 #include <onnx/onnx_pb.h>
@@ -15,12 +16,6 @@
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 #ifdef TENSORGYM_HAVE_ONNX
 

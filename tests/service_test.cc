@@ -20,17 +20,12 @@
 #include "service/server.h"
 #include "service/session_table.h"
 #include "service/tensorgym_service.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
 using proto::TensorGym;
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 const std::string kWorker = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
 const std::string kGemm = "benchmark://ops-v0/gmm-1";

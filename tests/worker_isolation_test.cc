@@ -25,17 +25,12 @@
 
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/runner.h"
+#include "tests/test_support.h"
 
 extern char** environ;
 
 namespace tensorgym {
 namespace {
-
-#define EXPECT_CONTAINS(text, part)                                                                           \
-  do {                                                                                                        \
-    const std::string tg_text_ = (text);                                                                      \
-    EXPECT_NE(tg_text_.find(part), std::string::npos) << "\"" << tg_text_ << "\" lacks \"" << (part) << "\""; \
-  } while (0)
 
 const char* const kCli = TENSORGYM_BINARY_DIR "/bin/tensorgym";
 
