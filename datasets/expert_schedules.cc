@@ -20,14 +20,18 @@ parallel(C.jo)
 )";
 
 const char* const kConv2dResnet3x3ExpertSchedule = R"(# Expert schedule for the ResNet 3x3 conv2d (64 -> 64 channels, 56 x 56, pad 1, ReLU).
-# The padded input P is built once; the convolution Y is computed into a register
-# tile of 8 output channels x 32 columns per output row (Y computed at R.xo), with the
-# reduction over c, r, s outside the tile; the ReLU stage copies the tile out.
-split(R.f, 8, fo, fi); split(R.x, 32, xo, xi)
+# The padded input P is built once and the weights are packed once into WP laid out
+# [c][r][s][f], so 16 output channels are one contiguous vector load. The convolution
+# Y is computed per output row into a register tile of 14 columns x 16 output channels
+# (Y computed at R.xo, stored [x][f]: x unrolled into 14 accumulators, f vectorized),
+# with the reduction over c, r, s outside the tile; the ReLU stage copies it out.
+split(R.f, 16, fo, fi); split(R.x, 14, xo, xi)
 reorder(R, n, fo, y, xo, fi, xi)
 compute_at(Y, R.xo)
-reorder(Y, n, y, c, r, s, f, x)
-unroll(Y.f); vectorize(Y.x)
+reorder(Y, n, y, c, r, s, x, f)
+unroll(Y.x); vectorize(Y.f)
+cache_read(W, Y, WP); reorder_storage(WP, ax1, ax2, ax3, ax0)
+reorder_storage(Y, n, y, x, f)
 vectorize(R.xi); parallel(R.fo)
 )";
 
