@@ -27,6 +27,7 @@ using Stream = grpc::ClientReaderWriter<proto::EvaluateRequest, proto::EvaluateR
 
 constexpr double kMaxQuarantineS = 60;
 constexpr auto kTick = std::chrono::milliseconds(50);
+constexpr auto kConnectTimeout = std::chrono::seconds(1);
 constexpr const char* kPreflightPrefix = "__preflight__/";
 
 enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown };
@@ -42,11 +43,7 @@ const char* state_name(State s) {
   return "?";
 }
 
-std::string class_name(proto::JobError error) {
-  const std::string& name = proto::JobError_Name(error);
-  if (name.empty()) return "JOB_ERROR_" + std::to_string(int(error));
-  return name.rfind("JOB_", 0) == 0 ? name.substr(4) : name;
-}
+std::string class_name(proto::JobError error) { return job_error_class(error); }
 
 bool worker_level(proto::JobError error) {
   return error == proto::JOB_WORKER_LOST || error == proto::JOB_UNAVAILABLE;
@@ -377,9 +374,21 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
     auto call = std::make_shared<Call>();
     if (!token_.empty()) call->ctx.AddMetadata("authorization", "Bearer " + token_);
     proto::TensorGym::Stub* stub = e.stub.get();
+    std::shared_ptr<grpc::Channel> channel = e.channel;
     set_state_locked(e, State::kConnecting);
     e.greeted = false;
     lock.unlock();
+    // Opening the stream blocks until the connection is up, and a peer that accepts
+    // TCP but never speaks (frozen, or a black hole) would hold this thread, and
+    // stop(), forever: connect first, with a bound.
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() + kConnectTimeout)) {
+      lock.lock();
+      e.report.last_error = e.name + ": cannot connect";
+      set_state_locked(e, State::kDown);
+      sleep_locked(lock, e.backoff_s);
+      e.backoff_s = std::min(options.reconnect_max_s, e.backoff_s * 2);
+      continue;
+    }
     call->rw = stub->Evaluate(&call->ctx);
     lock.lock();
     e.call = call;
@@ -465,7 +474,7 @@ void BatchEvaluator::Impl::send_preflight_locked(Endpoint& e) {
   job->set_benchmark("benchmark://ops-v0/gmm-1");
   job->add_observations("flops");
   if (options.preflight_measure) {
-    job->add_observations("correct");
+    job->add_observations("runtime");  // compiles, runs and checks a small kernel
     (*job->mutable_parameters())["runner.repeat"] = "1";
     (*job->mutable_parameters())["runner.min_repeat_ms"] = "1";
   }
@@ -510,28 +519,13 @@ BatchResult BatchEvaluator::Impl::final_result_locked(size_t j, const proto::Job
                                                       const std::string& error, const std::string& message) {
   JobState& js = jobs_[j];
   BatchResult out;
+  if (r) out = result_from_proto(js.wire, *r);
   out.key = js.wire.key();
   out.error = error;
   out.message = message;
   out.benchmark = js.wire.benchmark();
   out.attempts = js.attempts;
   if (e) out.endpoint = e->name;
-  if (r) {
-    if (r->observation_size() == js.wire.observations_size()) {
-      for (int i = 0; i < r->observation_size(); ++i) {
-        Expected<Event> v = event_from_proto(r->observation(i));
-        out.observations.emplace_back(js.wire.observations(i), v.ok() ? std::move(*v) : Event());
-      }
-    }
-    if (r->reward_size() == js.wire.rewards_size())
-      for (int i = 0; i < r->reward_size(); ++i) out.rewards.emplace_back(js.wire.rewards(i), r->reward(i));
-    out.queue_ms = r->queue_ms();
-    out.compile_ms = r->compile_ms();
-    out.run_ms = r->run_ms();
-    out.instance_id = r->instance_id();
-    out.slot = r->slot();
-    out.worker_pid = r->worker_pid();
-  }
   js.final = true;
   ++final_;
   ++delivering_;
@@ -706,17 +700,9 @@ BatchSummary BatchEvaluator::Impl::run(const std::vector<BatchJob>& jobs, const 
   for (const BatchJob& job : jobs) {
     JobState js;
     proto::EvaluateJob& w = js.wire;
-    w.set_key(job.key.empty() ? job_content_key(job) : job.key);
+    job_to_proto(job, &w);
+    if (w.key().empty()) w.set_key(job_content_key(job));
     if (by_key_.count(w.key())) continue;
-    w.set_env(job.env);
-    w.set_benchmark(job.benchmark);
-    w.set_program(job.program);
-    w.set_actions(job.actions);
-    w.set_action_space(job.action_space);
-    for (const std::string& o : job.observations) w.add_observations(o);
-    for (const std::string& r : job.rewards) w.add_rewards(r);
-    for (const auto& [k, v] : job.parameters) (*w.mutable_parameters())[k] = v;
-    w.set_timeout_s(job.timeout_s);
     by_key_[w.key()] = jobs_.size();
     pending_.push_back(jobs_.size());
     jobs_.push_back(std::move(js));
@@ -853,8 +839,7 @@ std::vector<pid_t> BatchEvaluator::local_pids() const { return impl_->local_pids
 bool BatchEvaluator::wait_ready(int n, double timeout_s) { return impl_->wait_ready(n, timeout_s); }
 
 bool job_measures(const BatchJob& job) {
-  static const std::set<std::string> kMeasured = {"runtime", "gflops", "correct", "compile_time", "llvm_ir",
-                                                  "inst_count"};
+  static const std::set<std::string> kMeasured = {"runtime", "gflops", "compile_time", "llvm_ir"};
   for (const std::string& o : job.observations)
     if (kMeasured.count(o)) return true;
   for (const std::string& r : job.rewards)

@@ -157,7 +157,7 @@ class BatchEvaluator {
 };
 
 // Whether a job asks for a value that compiles or runs a kernel (runtime, gflops,
-// correct, compile_time, llvm_ir, inst_count; measured rewards).
+// compile_time, llvm_ir; measured rewards).
 bool job_measures(const BatchJob& job);
 
 }  // namespace tensorgym::client

@@ -22,21 +22,6 @@ void put_field(std::string* out, std::string_view s) {
   *out += ';';
 }
 
-proto::EvaluateJob to_proto(const BatchJob& job) {
-  proto::EvaluateJob p;
-  p.set_key(job.key);
-  p.set_env(job.env);
-  p.set_benchmark(job.benchmark);
-  p.set_program(job.program);
-  p.set_actions(job.actions);
-  p.set_action_space(job.action_space);
-  for (const std::string& o : job.observations) p.add_observations(o);
-  for (const std::string& r : job.rewards) p.add_rewards(r);
-  for (const auto& [k, v] : job.parameters) (*p.mutable_parameters())[k] = v;
-  p.set_timeout_s(job.timeout_s);
-  return p;
-}
-
 BatchJob from_proto(const proto::EvaluateJob& p) {
   BatchJob job;
   job.key = p.key();
@@ -94,6 +79,19 @@ std::string canonical_json(const google::protobuf::Value& v) {
   }
 }
 
+// The key of a line that is not a job: its own "key" when it is a JSON object with
+// one (so the user finds the error under the name they gave), else the hash of its text.
+std::string key_of_bad_line(const std::string& line) {
+  google::protobuf::Struct obj;
+  if (google::protobuf::util::JsonStringToMessage(line, &obj).ok()) {
+    auto it = obj.fields().find("key");
+    if (it != obj.fields().end() && it->second.kind_case() == google::protobuf::Value::kStringValue &&
+        !it->second.string_value().empty())
+      return it->second.string_value();
+  }
+  return sha256_hex("tensorgym-bad-job-line-v1;" + trim(line)).substr(0, 32);
+}
+
 }  // namespace
 
 std::string job_content_key(const BatchJob& job) {
@@ -118,11 +116,27 @@ std::string job_content_key(const BatchJob& job) {
   return sha256_hex(enc).substr(0, 32);
 }
 
+void job_to_proto(const BatchJob& job, proto::EvaluateJob* p) {
+  p->Clear();
+  p->set_key(job.key);
+  p->set_env(job.env);
+  p->set_benchmark(job.benchmark);
+  p->set_program(job.program);
+  p->set_actions(job.actions);
+  p->set_action_space(job.action_space);
+  for (const std::string& o : job.observations) p->add_observations(o);
+  for (const std::string& r : job.rewards) p->add_rewards(r);
+  for (const auto& [k, v] : job.parameters) (*p->mutable_parameters())[k] = v;
+  p->set_timeout_s(job.timeout_s);
+}
+
 std::string job_to_json(const BatchJob& job) {
+  proto::EvaluateJob p;
+  job_to_proto(job, &p);
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(to_proto(job), &out, opts);
+  (void)google::protobuf::util::MessageToJsonString(p, &out, opts);
   return out;
 }
 
@@ -156,7 +170,7 @@ Expected<std::vector<JobLine>> read_job_file(const std::string& path) {
       j.job = std::move(*job);
     } else {
       j.error = invalid_argument(path + ":" + std::to_string(number) + ": " + job.status().message());
-      j.job.key = sha256_hex("tensorgym-bad-job-line-v1;" + trim(line)).substr(0, 32);
+      j.job.key = key_of_bad_line(line);
     }
     out.push_back(std::move(j));
   }
@@ -174,6 +188,36 @@ const double* BatchResult::reward(const std::string& name) const {
   for (const auto& [n, v] : rewards)
     if (n == name) return &v;
   return nullptr;
+}
+
+std::string job_error_class(proto::JobError error) {
+  const std::string& name = proto::JobError_Name(error);
+  if (name.empty()) return "JOB_ERROR_" + std::to_string(int(error));
+  return name.rfind("JOB_", 0) == 0 ? name.substr(4) : name;
+}
+
+BatchResult result_from_proto(const proto::EvaluateJob& job, const proto::JobResult& r) {
+  BatchResult out;
+  out.key = r.key();
+  out.error = job_error_class(r.error());
+  out.message = r.error_message();
+  out.benchmark = job.benchmark();
+  // Values come in the job's order; a result that does not match its job has none.
+  if (r.observation_size() == job.observations_size()) {
+    for (int i = 0; i < r.observation_size(); ++i) {
+      Expected<Event> v = event_from_proto(r.observation(i));
+      out.observations.emplace_back(job.observations(i), v.ok() ? std::move(*v) : Event());
+    }
+  }
+  if (r.reward_size() == job.rewards_size())
+    for (int i = 0; i < r.reward_size(); ++i) out.rewards.emplace_back(job.rewards(i), r.reward(i));
+  out.queue_ms = r.queue_ms();
+  out.compile_ms = r.compile_ms();
+  out.run_ms = r.run_ms();
+  out.instance_id = r.instance_id();
+  out.slot = r.slot();
+  out.worker_pid = r.worker_pid();
+  return out;
 }
 
 std::string result_to_json(const BatchResult& r) {

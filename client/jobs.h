@@ -10,7 +10,8 @@
 // A job without a `key` is keyed by the content hash of what it evaluates
 // (job_content_key), so the same job always has the same key and a retry or a resumed
 // run cannot count it twice. A line that is not a job still gets a key (the hash of
-// its text) and a MALFORMED result naming the file and line.
+// its text, or its own "key" when it has one) and a MALFORMED result naming the file
+// and line.
 //
 // Results are JSON Lines too (result_to_json), one per job, each with its job's key.
 #pragma once
@@ -24,6 +25,12 @@
 
 #include "spaces/event.h"
 #include "support/status.h"
+
+namespace tensorgym::proto {
+class EvaluateJob;
+class JobResult;
+enum JobError : int;
+}  // namespace tensorgym::proto
 
 namespace tensorgym::client {
 
@@ -83,6 +90,13 @@ struct BatchResult {
   const Event* observation(const std::string& name) const;
   const double* reward(const std::string& name) const;
 };
+
+// The wire forms (proto EvaluateJob and JobResult). result_from_proto takes the
+// names of the values from the job, since a result lists them in the job's order.
+void job_to_proto(const BatchJob& job, proto::EvaluateJob* out);
+// The text name of an error class: "OK", "MALFORMED", "COMPILE", ... (JobError without JOB_).
+std::string job_error_class(proto::JobError error);
+BatchResult result_from_proto(const proto::EvaluateJob& job, const proto::JobResult& result);
 
 // One result as a JSON line (no newline).
 std::string result_to_json(const BatchResult& result);

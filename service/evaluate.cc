@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "client/content_hash.h"
+#include "client/jobs.h"
 #include "client/rpc_status.h"
 #include "codegen/measure/runner.h"
 #include "codegen/schedule/trace.h"
@@ -166,11 +167,7 @@ bool uses_measurement(const proto::EvaluateJob& job, const Env& env) {
 
 }  // namespace
 
-std::string job_error_name(proto::JobError error) {
-  const std::string& name = proto::JobError_Name(error);
-  if (name.empty()) return "JOB_ERROR_" + std::to_string(int(error));
-  return name.rfind("JOB_", 0) == 0 ? name.substr(4) : name;
-}
+std::string job_error_name(proto::JobError error) { return client::job_error_class(error); }
 
 MeasuringSpaces::MeasuringSpaces() {
   for (const std::string& name : env_names()) {
@@ -578,7 +575,9 @@ class EvaluateReactor final : public grpc::ServerBidiReactor<proto::EvaluateRequ
       outstanding_ += jobs.size();
     }
     pool_.submit(stream_, std::move(jobs));
-    StartRead(&request_);
+    // Under the lock, so that no read starts after Finish.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finished_) StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {
