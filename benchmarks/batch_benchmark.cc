@@ -222,15 +222,17 @@ int run(int count, int rounds) {
   // Wall time per job with one slot, and CPU per job of the client and the service
   // together: on a machine with few cores the client competes with the service for
   // them, so the CPU figure is the steadier measure of what the path costs.
-  std::vector<double> serial, serial_cpu, one, two;
+  std::vector<double> serial, serial_cpu, client_cpu, one, two;
   {
     auto s1 = start_server(tensorgym, {"--concurrency", "1"});
     auto batch = connect({s1.get()});
     for (int r = 0; r < rounds; ++r) {
       const std::vector<client::BatchJob> round = rekeyed(jobs, r);
-      const double cpu = self_cpu_s() + process_cpu_s(s1->pid());
+      const double client0 = self_cpu_s(), service0 = process_cpu_s(s1->pid());
       serial.push_back(timed_run(*batch, round) / double(jobs.size()));
-      serial_cpu.push_back((self_cpu_s() + process_cpu_s(s1->pid()) - cpu) / double(jobs.size()));
+      const double client = self_cpu_s() - client0, service = process_cpu_s(s1->pid()) - service0;
+      serial_cpu.push_back((client + service) / double(jobs.size()));
+      client_cpu.push_back(client / double(jobs.size()));
     }
   }
   {
@@ -252,8 +254,9 @@ int run(int count, int rounds) {
               floor_us, floor_cpu_us, 1e6 / floor_us);
   std::printf("Evaluate, 1 instance, concurrency 1:    %8.1f us/job wall -> overhead %.1f us/job (target < 200)\n",
               serial_us, serial_us - floor_us);
-  std::printf("                                        %8.1f us/job CPU, client + service -> overhead %.1f us/job\n",
-              serial_cpu_us, serial_cpu_us - floor_cpu_us);
+  std::printf("                                        %8.1f us/job CPU, client + service -> overhead %.1f us/job "
+              "(client %.1f)\n",
+              serial_cpu_us, serial_cpu_us - floor_cpu_us, median(client_cpu) * 1e6);
   std::printf("Evaluate, 1 instance:                   %8.0f jobs/s\n", median(one));
   std::printf("Evaluate, 2 instances:                  %8.0f jobs/s (%.2fx of 1)\n", median(two),
               median(two) / median(one));

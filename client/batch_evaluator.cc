@@ -28,6 +28,8 @@ using Stream = grpc::ClientReaderWriter<proto::EvaluateRequest, proto::EvaluateR
 constexpr double kMaxQuarantineS = 60;
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);
+constexpr double kPipelineMs = 20;  // work kept in flight per slot (adapt_window_locked)
+constexpr int kMaxWindow = 256;
 constexpr const char* kPreflightPrefix = "__preflight__/";
 
 enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown };
@@ -130,7 +132,10 @@ struct Endpoint {
   Clock::time_point state_since = Clock::now();
   std::shared_ptr<Call> call;
   std::deque<proto::EvaluateRequest> outbox;
+  std::condition_variable outbox_cv;  // with the evaluator's mutex: outbox or call changed, or stopping
   int window = 1;
+  int concurrency = 1;  // from the greeting
+  double job_ms = -1;   // moving average of the endpoint's execution time per job (-1: none yet)
   std::unordered_set<size_t> in_flight;  // job indices of the current run
   int worker_failures = 0;               // consecutive
   double backoff_s = 0;
@@ -172,6 +177,7 @@ class BatchEvaluator::Impl {
   void run_writer(Endpoint& e);
   Status ensure_local(Endpoint& e);
   void handle_response(Endpoint& e, const proto::EvaluateResponse& response);
+  void adapt_window_locked(Endpoint& e, double job_ms);
   void lost_locked(Endpoint& e, const std::string& why, std::vector<BatchResult>* finals);
   void set_state_locked(Endpoint& e, State s);
   void send_preflight_locked(Endpoint& e);
@@ -192,7 +198,6 @@ class BatchEvaluator::Impl {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;         // results, endpoint states
-  std::condition_variable writer_cv_;  // outboxes
   std::condition_variable stop_cv_;    // backoff sleeps
   bool stopping_ = false;
   uint64_t preflight_counter_ = 0;
@@ -218,9 +223,8 @@ std::shared_ptr<grpc::Channel> BatchEvaluator::Impl::make_channel(const std::str
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  const int keepalive_ms = std::max(100, int(options.keepalive_s * 1000));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, std::max(500, int(options.keepalive_s * 1000)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(100, int(options.keepalive_timeout_s * 1000)));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
@@ -298,7 +302,7 @@ void BatchEvaluator::Impl::stop() {
       if (e->call) e->call->ctx.TryCancel();
   }
   cv_.notify_all();
-  writer_cv_.notify_all();
+  for (auto& e : endpoints_) e->outbox_cv.notify_all();
   stop_cv_.notify_all();
   for (auto& e : endpoints_) {
     if (e->reader.joinable()) e->reader.join();
@@ -399,7 +403,8 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
     if (call->rw->Read(&response) && response.result_size() == 0 && !response.instance_id().empty()) {
       lock.lock();
       e.greeted = true;
-      e.window = options.max_in_flight > 0 ? options.max_in_flight : 2 * std::max(1, response.concurrency());
+      e.concurrency = std::max(1, response.concurrency());
+      e.window = options.max_in_flight > 0 ? options.max_in_flight : 2 * e.concurrency;
       e.report.instance_id = response.instance_id();
       send_preflight_locked(e);
       lock.unlock();
@@ -434,7 +439,7 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
 void BatchEvaluator::Impl::run_writer(Endpoint& e) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    writer_cv_.wait(lock, [&] { return stopping_ || (e.call && !e.outbox.empty()); });
+    e.outbox_cv.wait(lock, [&] { return stopping_ || (e.call && !e.outbox.empty()); });
     if (stopping_) return;
     std::shared_ptr<Call> call = e.call;
     proto::EvaluateRequest request = std::move(e.outbox.front());
@@ -480,7 +485,7 @@ void BatchEvaluator::Impl::send_preflight_locked(Endpoint& e) {
   }
   e.outbox.push_front(std::move(request));
   set_state_locked(e, State::kPreflight);
-  writer_cv_.notify_all();
+  e.outbox_cv.notify_one();
 }
 
 void BatchEvaluator::Impl::quarantine_locked(Endpoint& e, const std::string& why) {
@@ -549,7 +554,17 @@ void BatchEvaluator::Impl::deliver(std::vector<BatchResult> finals) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   delivering_ -= int64_t(finals.size());
-  cv_.notify_all();
+  if (delivering_ == 0) cv_.notify_all();
+}
+
+// The window keeps about kPipelineMs of work in flight beyond the slots, so that cheap
+// jobs travel many to a message (each message costs more than a cheap job) while
+// costly ones are not piled up on one endpoint at the end of a batch.
+void BatchEvaluator::Impl::adapt_window_locked(Endpoint& e, double job_ms) {
+  if (options.max_in_flight > 0 || !(job_ms >= 0)) return;
+  e.job_ms = e.job_ms < 0 ? job_ms : 0.9 * e.job_ms + 0.1 * job_ms;
+  const double per_slot = kPipelineMs / std::max(e.job_ms, 0.001);
+  e.window = std::clamp(int(double(e.concurrency) * per_slot), 2 * e.concurrency, std::max(kMaxWindow, 2 * e.concurrency));
 }
 
 void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateResponse& response) {
@@ -580,6 +595,7 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
         ++duplicates_;
         continue;
       }
+      adapt_window_locked(e, r.run_ms() + r.compile_ms());
       if (worker_level(r.error())) {
         if (++e.worker_failures >= options.quarantine_after && e.state == State::kReady)
           quarantine_locked(e, std::to_string(e.worker_failures) + " jobs in a row failed on " + e.name + " (last: " +
@@ -594,7 +610,10 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
       }
       finals.push_back(final_result_locked(j, &r, &e, class_name(r.error()), r.error_message()));
     }
-    cv_.notify_all();
+    // Refill the window from here: a result frees a slot, and waking the run loop for
+    // it would cost a thread switch per job.
+    if (running_) dispatch_locked();
+    if (final_ == int64_t(jobs_.size())) cv_.notify_all();
   }
   deliver(std::move(finals));
 }
@@ -670,7 +689,8 @@ void BatchEvaluator::Impl::dispatch_locked() {
     }
   }
   for (auto& [index, batch] : batches) endpoints_[index]->outbox.push_back(std::move(batch));
-  writer_cv_.notify_all();
+  for (auto& e : endpoints_)
+    if (!e->outbox.empty()) e->outbox_cv.notify_one();
 }
 
 BatchProgress BatchEvaluator::Impl::progress_locked(Clock::time_point start) const {

@@ -14,7 +14,7 @@
 //   stream. An endpoint whose jobs keep failing with worker-level errors (WORKER_LOST,
 //   UNAVAILABLE) is quarantined, then probed again with the preflight job after a
 //   backoff. A broken stream (the service died; keepalive pings notice a silent peer
-//   in about two periods) puts its unfinished jobs back in the queue at once, for the
+//   in about 1.5 s) puts its unfinished jobs back in the queue at once, for the
 //   other endpoints; the endpoint reconnects with backoff.
 // - Spreading: each job goes to the ready endpoint with the most free slots (its
 //   in-flight window minus its jobs in flight): round robin weighted by free slots.
@@ -55,8 +55,9 @@ struct BatchOptions {
   std::string auth_token;
   std::string auth_token_file;
 
-  // Jobs in flight per endpoint (sent, not answered); 0: twice what the endpoint runs
-  // at once, so it never waits for a round trip between jobs.
+  // Jobs in flight per endpoint (sent, not answered). 0: adaptive, at least twice what
+  // the endpoint runs at once (so it never waits for a round trip between jobs), more
+  // for cheap jobs: about 20 ms of work per slot, at most 256.
   int max_in_flight = 0;
   // Sends of one job, in all, before a worker-level failure or a lost endpoint is its
   // final result.
@@ -72,9 +73,11 @@ struct BatchOptions {
   // Reconnecting after a lost stream: backoff doubling from initial to max.
   double reconnect_initial_s = 0.05;
   double reconnect_max_s = 2;
-  // HTTP/2 keepalive: a ping every keepalive_s; a peer that has not answered within
-  // another keepalive_s is dead.
-  double keepalive_s = 1;
+  // HTTP/2 keepalive: a ping every keepalive_s; a peer that has not answered one within
+  // keepalive_timeout_s is dead (a frozen or vanished peer is noticed in about their
+  // sum). The service accepts pings every 0.5 s.
+  double keepalive_s = 0.5;
+  double keepalive_timeout_s = 1;
   // When no endpoint has been ready for this long (and none has jobs in flight), run()
   // stops and reports the jobs left as unfinished.
   double give_up_s = 120;

@@ -154,6 +154,23 @@ std::string values_of(const client::ResultLine& r) {
   return r.error + " " + r.observations_json + " " + r.rewards_json;
 }
 
+// `n` distinct jobs that measure gmm-1 (compile and time it in a worker), each timed
+// run lasting at least min_repeat_ms.
+std::vector<client::BatchJob> measuring_jobs(int n, std::vector<std::string> observations, int min_repeat_ms) {
+  std::vector<client::BatchJob> jobs;
+  for (int i = 0; i < n; ++i) {
+    client::BatchJob m;
+    m.benchmark = "benchmark://ops-v0/gmm-1";
+    m.actions = "split(C.i, " + std::to_string(2 << (i % 4)) + ", io, ii)\nsplit(C.j, " + std::to_string(2 << (i / 4)) +
+                ", jo, ji)\n";
+    m.observations = observations;
+    m.parameters = {{"runner.repeat", "1"}, {"runner.min_repeat_ms", std::to_string(min_repeat_ms)}};
+    m.key = client::job_content_key(m);
+    jobs.push_back(std::move(m));
+  }
+  return jobs;
+}
+
 // The observations and rewards of each job, computed in this process without faults
 // (canonical JSON, as the journal's lines read back).
 std::map<std::string, std::string> reference_values(const std::vector<client::BatchJob>& jobs) {
@@ -290,16 +307,9 @@ TEST(Batch, SurvivesAKilledServiceAndAKilledWorker) {
   std::vector<client::BatchJob> jobs = make_jobs(59, 1, "est_cycles,flops", temp_path("many.jobs"));
   ASSERT_EQ(jobs.size(), 472u);
   // Some jobs that measure, so that a worker has work to lose.
-  for (int i = 0; i < 28; ++i) {
-    client::BatchJob m;
-    m.benchmark = "benchmark://ops-v0/gmm-1";
-    m.actions = "split(C.i, " + std::to_string(2 << (i % 4)) + ", io, ii)\nsplit(C.j, " + std::to_string(2 << (i / 4)) +
-                ", jo, ji)\n";
-    m.observations = {"est_cycles", "runtime"};
-    m.parameters = {{"runner.repeat", "1"}, {"runner.min_repeat_ms", "200"}};
-    m.key = client::job_content_key(m);
-    jobs.insert(jobs.begin() + std::ptrdiff_t(std::min(jobs.size(), size_t(15 * i + 20))), m);
-  }
+  const std::vector<client::BatchJob> measured = measuring_jobs(28, {"est_cycles", "runtime"}, 200);
+  for (size_t i = 0; i < measured.size(); ++i)
+    jobs.insert(jobs.begin() + std::ptrdiff_t(std::min(jobs.size(), 15 * i + 20)), measured[i]);
   const std::map<std::string, std::string> reference = [&] {
     std::vector<client::BatchJob> deterministic;
     for (const client::BatchJob& j : jobs)
@@ -371,18 +381,54 @@ TEST(Batch, SurvivesAKilledServiceAndAKilledWorker) {
   EXPECT_GE(reports[0].restarts, 1);  // local services that die are started again
 }
 
+// A service whose measurement workers keep dying is quarantined (no new jobs), and the
+// jobs it failed run elsewhere.
+TEST(Batch, QuarantinesAServiceWhoseWorkersKeepDying) {
+  const std::vector<client::BatchJob> jobs = measuring_jobs(12, {"runtime"}, 20);
+  client::BatchOptions o;
+  o.local_instances = 2;
+  o.server_binary = kBinary;
+  o.server_args = kServeArgs;
+  o.quarantine_s = 30;  // stays out for the rest of the test
+  Expected<std::unique_ptr<client::BatchEvaluator>> made = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  client::BatchEvaluator& batch = **made;
+  ASSERT_TRUE(batch.wait_ready(2, 60));
+  const pid_t sick = batch.local_pids()[1];
+  std::atomic<bool> done{false};
+  std::thread killer([&] {  // every worker the sick service starts dies at once
+    while (!done) {
+      for (pid_t w : children_running(sick, "worker")) ::kill(w, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  client::BatchSummary summary;
+  std::vector<client::BatchResult> results = batch.evaluate(jobs, &summary);
+  done = true;
+  killer.join();
+  for (const client::BatchResult& r : results) {
+    EXPECT_TRUE(r.ok()) << r.error << ": " << r.message;
+    EXPECT_NE(r.endpoint, summary.endpoints[1].name);
+  }
+  EXPECT_GE(summary.endpoints[1].quarantines, 1);
+  EXPECT_EQ(summary.endpoints[1].state, "quarantined");
+  EXPECT_CONTAINS(summary.endpoints[1].last_error, "WORKER_LOST");
+  EXPECT_EQ(summary.endpoints[0].quarantines, 0);
+}
+
 // The CLI killed with SIGKILL mid-run, then run again with --resume: every job once.
 TEST(Batch, KilledCliResumesWithoutLossOrDuplicates) {
   const std::string jobs_path = temp_path("resume.jobs");
-  std::vector<client::BatchJob> jobs = make_jobs(25, 2, "est_cycles", jobs_path);
-  ASSERT_GE(jobs.size(), 150u);
+  std::vector<client::BatchJob> jobs = make_jobs(60, 2, "est_cycles", jobs_path);
+  ASSERT_EQ(jobs.size(), 480u);
   const std::map<std::string, std::string> reference = reference_values(jobs);
   const std::string out = temp_path("resume.jsonl");
   const std::string log = temp_path("resume.log");
   pid_t cli = spawn_cli({"batch", "--jobs", jobs_path, "--out", out, "--local", "2", "--concurrency", "1"}, log);
   ASSERT_GT(cli, 0);
   const auto until = Clock::now() + std::chrono::seconds(60);
-  while (lines_in(out) < jobs.size() / 4 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Killed as soon as results reach the journal: jobs are fast, the batch is not long.
+  while (lines_in(out) < 20 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_EQ(::kill(cli, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(cli, &status, 0), cli);
