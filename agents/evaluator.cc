@@ -208,4 +208,16 @@ Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choic
   return invalid_argument("unknown reward '" + choice.reward + "' for a search (runtime, est_cycles)");
 }
 
+Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,
+                                                           const std::string& worker_binary) {
+  EvaluatorChoice choice;
+  choice.reward = reward;
+  choice.runner.workers = workers;
+  choice.runner.threads = threads;
+  choice.runner.worker_binary = worker_binary;
+  choice.runner.settings = search_runner_settings();
+  choice.est.threads = std::max(1, workers);
+  return make_evaluator(choice);
+}
+
 }  // namespace tensorgym

@@ -98,4 +98,9 @@ struct EvaluatorChoice {
 };
 Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choice);
 
+// The evaluator of a search: make_evaluator with search_runner_settings(), `workers`
+// measuring processes (est_cycles: estimating threads) and kernels on `threads`.
+Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,
+                                                           const std::string& worker_binary = "");
+
 }  // namespace tensorgym

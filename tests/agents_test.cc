@@ -13,6 +13,7 @@
 #include "agents/evaluator.h"
 #include "agents/search.h"
 #include "agents/sketch.h"
+#include "agents/vendor_baselines.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/interpreter.h"
 #include "codegen/lower/lower.h"
@@ -367,6 +368,45 @@ TEST(SearchTest, EvolutionaryWithRealMeasurements) {
   EXPECT_EQ((*back)[0].actions, state->actions);
   EXPECT_EQ(std::system((kBinary + " validate " + path + " > /dev/null").c_str()), 0);
   std::remove(path.c_str());
+}
+
+// --- vendor baselines ----------------------------------------------------------------
+
+// The vendor kernels compute what the benchmark computes, on the same inputs: matmuls
+// (batched too), 1-D, grouped, dilated and depthwise convolutions, and a convolution
+// with a ReLU epilogue. (No speed is asserted.)
+TEST(VendorBaselinesTest, VendorsComputeWhatTheBenchmarkComputes) {
+  const char* const uris[] = {"benchmark://ops-v0/gmm-2", "benchmark://ops-v0/gmm-1-b16",
+                              "benchmark://ops-v0/c1d-4", "benchmark://ops-v0/c2d-4",
+                              "benchmark://ops-v0/grp-4", "benchmark://ops-v0/dil-4",
+                              "benchmark://ops-v0/dep-4", "benchmark://resnet50-v0/conv-7x7-512-512-3x3-s1"};
+  const std::string libs = vendor_libraries_text();
+  const bool have_blas = libs.find("OpenBLAS 0") != std::string::npos;
+  const bool have_dnnl = libs.find("oneDNN 2") != std::string::npos || libs.find("oneDNN 3") != std::string::npos;
+  for (const char* uri : uris) {
+    Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    Expected<CompiledSchedule> ours = compile_schedule(b->program, "");
+    ASSERT_TRUE(ours.ok()) << ours.status().to_string();
+    Expected<std::vector<VendorKernel>> vendors = vendor_kernels(*b, *ours, 1);
+    ASSERT_TRUE(vendors.ok()) << uri << ": " << vendors.status().to_string();
+    const bool matmul = std::string(uri).find("gmm") != std::string::npos;
+    EXPECT_EQ(vendors->size(), size_t(matmul ? have_blas + have_dnnl : have_dnnl)) << uri;
+    ours->run(1);
+    for (const VendorKernel& v : *vendors) {
+      v.run();
+      const HostBuffer* mine = ours->output(v.output);
+      ASSERT_NE(mine, nullptr) << uri << " " << v.name;
+      EXPECT_LT(max_relative_error(v.result(), *mine), 1e-3) << uri << " " << v.name;
+    }
+  }
+  // Operators no vendor kernel here computes: none, and no error.
+  Expected<Benchmark> norm = DatasetRegistry::global().resolve("benchmark://ops-v0/nrm-1");
+  Expected<CompiledSchedule> c = compile_schedule(norm->program, "");
+  ASSERT_TRUE(c.ok());
+  Expected<std::vector<VendorKernel>> none = vendor_kernels(*norm, *c, 1);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 // --- the command line ----------------------------------------------------------------

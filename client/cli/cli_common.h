@@ -42,6 +42,7 @@ void add_validate_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_memplan_command(CLI::App& app);
 void add_search_command(CLI::App& app);
+void add_suite_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 
 }  // namespace tensorgym::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tensorgym::cli::add_serve_command(app);
   tensorgym::cli::add_memplan_command(app);
   tensorgym::cli::add_search_command(app);
+  tensorgym::cli::add_suite_command(app);
   tensorgym::cli::add_batch_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

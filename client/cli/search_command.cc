@@ -7,8 +7,6 @@
 // workers (runtime) or the analytical cost model (est_cycles). Shows a progress bar
 // with the best-so-far GFLOP/s on a terminal (plain lines otherwise), prints the best
 // schedule, and appends it as an EpisodeState that `tensorgym validate` accepts.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -16,9 +14,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "agents/kernel_comparison.h"
 #include "agents/search.h"
 #include "client/cli/cli_common.h"
 #include "client/cli/env_runner.h"
+#include "client/cli/search_progress.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {
@@ -43,6 +43,8 @@ struct SearchCliOptions {
   std::string cost_model_in;
   bool json = false;
   bool quiet = false;
+  bool vs_vendor = false;
+  int rounds = 3;
   AgentOptions agent_options;
 };
 
@@ -61,72 +63,13 @@ Status write_bytes(const std::string& path, const std::string& bytes) {
   return Status();
 }
 
-std::string gflops_text(double g, const std::string& metric) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f %s", g, metric == "est_cycles" ? "est. GFLOP/s" : "GFLOP/s");
-  return buf;
-}
-
-// A one-line progress display: redrawn in place on a terminal, a line per improvement
-// (and every tenth of the budget) otherwise.
-class ProgressDisplay {
- public:
-  ProgressDisplay(std::string metric, bool quiet) : metric_(std::move(metric)), quiet_(quiet), tty_(isatty(2)) {}
-
-  void update(const SearchProgress& p) {
-    if (quiet_) return;
-    if (tty_) {
-      const int width = 30;
-      int filled = p.max_trials > 0 ? int(double(width) * double(p.trials) / double(p.max_trials)) : 0;
-      std::string bar(size_t(std::min(filled, width)), '#');
-      bar.resize(size_t(width), '.');
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "\r[%s] %lld/%lld trials  best %s (trial %lld)  failed %lld  %.1f s ", bar.c_str(),
-                    (long long)p.trials, (long long)p.max_trials,
-                    p.has_best ? gflops_text(p.best_gflops, metric_).c_str() : "-", (long long)p.best_trial,
-                    (long long)p.failed_trials, p.elapsed_s);
-      std::fputs(buf, stderr);
-      std::fflush(stderr);
-      drawn_ = true;
-      return;
-    }
-    bool improved = p.has_best && p.best_trial != last_best_trial_;
-    int64_t decile = p.max_trials > 0 ? p.trials * 10 / p.max_trials : p.trials / 100;
-    if (improved || decile != last_decile_) {
-      std::fprintf(stderr, "trial %lld: best %s (trial %lld), %lld failed, %.1f s\n", (long long)p.trials,
-                   p.has_best ? gflops_text(p.best_gflops, metric_).c_str() : "-", (long long)p.best_trial,
-                   (long long)p.failed_trials, p.elapsed_s);
-      last_best_trial_ = p.best_trial;
-      last_decile_ = decile;
-    }
-  }
-  void finish() {
-    if (drawn_) std::fputs("\n", stderr);
-    drawn_ = false;
-  }
-
- private:
-  std::string metric_;
-  bool quiet_;
-  bool tty_;
-  bool drawn_ = false;
-  int64_t last_best_trial_ = -1;
-  int64_t last_decile_ = -1;
-};
-
 int run_search(const SearchCliOptions& o) {
   if (!o.endpoints.empty())
     return report_error(unimplemented(
         "--endpoints: the batch evaluator (remote endpoints) is not yet available; search evaluates locally"));
   if (o.benchmark.empty() && o.resume.empty()) return report_error(invalid_argument("--benchmark URI is required"));
 
-  EvaluatorChoice choice;
-  choice.reward = o.reward;
-  choice.runner.workers = o.workers;
-  choice.runner.threads = o.threads;
-  choice.runner.settings = search_runner_settings();
-  choice.est.threads = std::max(1, o.workers);
-  Expected<std::unique_ptr<Evaluator>> evaluator = make_evaluator(choice);
+  Expected<std::unique_ptr<Evaluator>> evaluator = make_search_evaluator(o.reward, o.workers, o.threads);
   if (!evaluator.ok()) return report_error(evaluator.status());
 
   SearchSetup setup;
@@ -188,6 +131,18 @@ int run_search(const SearchCliOptions& o) {
     state_status = state.ok() ? append_episode_state(o.state_out, *state) : state.status();
   }
 
+  // The best schedule against the vendor libraries and the expert schedule, timed
+  // side by side in this process.
+  Expected<KernelComparison> cmp = failed_precondition("not measured");
+  if (best && o.vs_vendor) {
+    if (!o.quiet && !o.json) std::cerr << "measuring the best schedule side by side with the vendor libraries\n";
+    CompareOptions co;
+    co.threads = o.threads;
+    co.timing.rounds = o.rounds;
+    cmp = compare_kernels(s.benchmark(), best->trace, co);
+    if (!cmp.ok()) return report_error(cmp.status());
+  }
+
   std::map<std::string, std::string> report = s.agent().report();
   SearchProgress p = s.progress();
   if (o.json) {
@@ -201,6 +156,16 @@ int run_search(const SearchCliOptions& o) {
            ", \"gflops\": " + event_to_json(Event(best->eval.gflops)) + ", \"schedule\": " + json_quote(best->trace) + "}";
     } else {
       j += ", \"best\": null";
+    }
+    if (cmp.ok()) {
+      j += ", \"side_by_side\": {\"threads\": " + std::to_string(cmp->threads) + ", \"rounds\": " +
+           std::to_string(cmp->rounds) + ", \"gflops\": " + event_to_json(Event(cmp->ours_gflops)) + ", \"others\": [";
+      for (size_t i = 0; i < cmp->others.size(); ++i) {
+        const ComparedKernel& k = cmp->others[i];
+        j += std::string(i ? ", " : "") + "{\"name\": " + json_quote(k.name) + ", \"gflops\": " +
+             event_to_json(Event(k.gflops)) + ", \"ours_over_it\": " + event_to_json(Event(k.speedup)) + "}";
+      }
+      j += "]}";
     }
     j += ", \"report\": {";
     bool first = true;
@@ -221,6 +186,18 @@ int run_search(const SearchCliOptions& o) {
       std::cout << "no valid schedule found\n";
     }
     for (const auto& [k, v] : report) std::cout << k << ": " << v << "\n";
+    if (cmp.ok()) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "side by side (%d thread%s, %d rounds): ours %.1f GFLOP/s", cmp->threads,
+                    cmp->threads == 1 ? "" : "s", cmp->rounds, cmp->ours_gflops);
+      std::cout << buf;
+      for (const ComparedKernel& k : cmp->others) {
+        std::snprintf(buf, sizeof buf, "; %s %.1f GFLOP/s (ours %.2fx)", k.name.c_str(), k.gflops, k.speedup);
+        std::cout << buf;
+      }
+      if (cmp->others.empty()) std::cout << "; no vendor library computes this operator";
+      std::cout << "\n";
+    }
     if (best && !o.state_out.empty() && state_status.ok()) std::cout << "state: " << o.state_out << "\n";
     if (!o.checkpoint.empty()) std::cout << "checkpoint: " << o.checkpoint << "\n";
     if (!o.plot.empty()) std::cout << "plot: " << o.plot << "\n";
@@ -262,6 +239,9 @@ void add_search_command(CLI::App& app) {
       ->default_val(o->agent_options.population);
   cmd->add_option("--generations", o->agent_options.generations, "evolutionary: generations per round")
       ->default_val(o->agent_options.generations);
+  cmd->add_flag("--vs-vendor", o->vs_vendor,
+                "Time the best schedule side by side with OpenBLAS / oneDNN and the expert schedule");
+  cmd->add_option("--rounds", o->rounds, "--vs-vendor: rounds of side-by-side timing")->default_val(3)->check(CLI::Range(1, 100));
   cmd->add_flag("--json", o->json, "Print one JSON object with the outcome");
   cmd->add_flag("--quiet", o->quiet, "No progress output");
   cmd->callback([o] {

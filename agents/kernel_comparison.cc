@@ -1,0 +1,88 @@
+#include "agents/kernel_comparison.h"
+
+#include <cstdio>
+
+#include "agents/vendor_baselines.h"
+#include "codegen/cpu/cpu_backend.h"
+
+namespace tensorgym {
+
+const ComparedKernel* KernelComparison::expert() const {
+  for (const ComparedKernel& k : others)
+    if (k.name == "expert") return &k;
+  return nullptr;
+}
+
+const ComparedKernel* KernelComparison::fastest_vendor() const {
+  const ComparedKernel* best = nullptr;
+  for (const ComparedKernel& k : others)
+    if (k.name != "expert" && (!best || k.gflops > best->gflops)) best = &k;
+  return best;
+}
+
+Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std::string& trace,
+                                           const CompareOptions& options) {
+  const int threads = options.threads > 0 ? options.threads : std::max(1, CpuTarget::host().num_cores);
+  Expected<CompiledSchedule> ours = compile_schedule(benchmark.program, trace);
+  if (!ours.ok()) return Status(ours.status().code(), benchmark.uri + ": " + ours.status().message());
+
+  std::vector<Contender> contenders = {{"ours", [&] { ours->run(threads); }}};
+  std::vector<ComparedKernel> others;
+  std::unique_ptr<CompiledSchedule> expert;
+  if (options.with_expert && !benchmark.expert_schedule.empty()) {
+    Expected<CompiledSchedule> e = compile_schedule(benchmark.program, benchmark.expert_schedule);
+    if (!e.ok()) return Status(e.status().code(), benchmark.uri + " (expert schedule): " + e.status().message());
+    expert = std::make_unique<CompiledSchedule>(std::move(*e));
+    contenders.push_back({"expert", [&] { expert->run(threads); }});
+    others.push_back({"expert"});
+  }
+  std::vector<VendorKernel> vendors;
+  if (options.with_vendors) {
+    Expected<std::vector<VendorKernel>> v = vendor_kernels(benchmark, *ours, threads);
+    if (!v.ok()) return v.status();
+    vendors = std::move(*v);
+  }
+  for (const VendorKernel& v : vendors) {
+    contenders.push_back({v.name, v.run});
+    others.push_back({v.name});
+  }
+
+  // One run each, then the outputs: same inputs (the expert's are drawn with the same
+  // seed), so every contender must agree with ours.
+  ours->run(threads);
+  if (expert) {
+    expert->run(threads);
+    for (size_t i = 0; i < ours->outputs.size(); ++i)
+      others[0].max_rel_error = std::max(others[0].max_rel_error, max_relative_error(expert->outputs[i], ours->outputs[i]));
+  }
+  const size_t first_vendor = expert ? 1 : 0;
+  for (size_t i = 0; i < vendors.size(); ++i) {
+    vendors[i].run();
+    const HostBuffer* mine = ours->output(vendors[i].output);
+    if (!mine) return internal_error(benchmark.uri + ": no output " + vendors[i].output + " to compare " + vendors[i].name + " with");
+    double err = max_relative_error(vendors[i].result(), *mine);
+    others[first_vendor + i].max_rel_error = err;
+    if (!(err <= options.tolerance)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ": %s's output differs from ours by %.3g (relative), over %.3g", vendors[i].name.c_str(),
+                    err, options.tolerance);
+      return internal_error(benchmark.uri + buf);
+    }
+  }
+
+  Expected<SideBySide> t = time_side_by_side(contenders, options.timing);
+  if (!t.ok()) return Status(t.status().code(), benchmark.uri + ": " + t.status().message());
+  KernelComparison c;
+  c.flops = ours->flops;
+  c.threads = threads;
+  c.rounds = options.timing.rounds;
+  c.ours_gflops = c.flops / t->median_s[0] / 1e9;
+  for (size_t i = 0; i < others.size(); ++i) {
+    others[i].gflops = c.flops / t->median_s[i + 1] / 1e9;
+    others[i].speedup = t->speedup_of_first[i + 1];
+  }
+  c.others = std::move(others);
+  return c;
+}
+
+}  // namespace tensorgym

@@ -1,0 +1,33 @@
+// The progress display of `tensorgym search` and `tensorgym suite`: a bar redrawn in
+// place on a terminal, plain lines otherwise (one per improvement and per tenth of
+// the budget), both with the best-so-far GFLOP/s.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agents/search.h"
+
+namespace tensorgym::cli {
+
+// "12.34 GFLOP/s", or "12.34 est. GFLOP/s" for the est_cycles metric.
+std::string gflops_text(double gflops, const std::string& metric);
+
+class ProgressDisplay {
+ public:
+  // `label` prefixes every line (the benchmark in a suite; empty for a search).
+  ProgressDisplay(std::string metric, bool quiet, std::string label = "");
+  void update(const SearchProgress& p);
+  void finish();  // ends the redrawn line
+
+ private:
+  std::string metric_;
+  bool quiet_;
+  std::string label_;
+  bool tty_;
+  bool drawn_ = false;
+  int64_t last_best_trial_ = -1;
+  int64_t last_decile_ = -1;
+};
+
+}  // namespace tensorgym::cli
