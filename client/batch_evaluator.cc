@@ -135,6 +135,7 @@ struct Endpoint {
   std::condition_variable outbox_cv;  // with the evaluator's mutex: outbox or call changed, or stopping
   int window = 1;
   int concurrency = 1;  // from the greeting
+  int max_window = 1;   // what the endpoint takes without refusing: its stream's queue
   double job_ms = -1;   // moving average of the endpoint's execution time per job (-1: none yet)
   std::unordered_set<size_t> in_flight;  // job indices of the current run
   int worker_failures = 0;               // consecutive
@@ -404,7 +405,10 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
       lock.lock();
       e.greeted = true;
       e.concurrency = std::max(1, response.concurrency());
-      e.window = options.max_in_flight > 0 ? options.max_in_flight : 2 * e.concurrency;
+      // Not counting the running jobs: a slot answers its job before it takes the next,
+      // so a job sent on that answer can find the queue still full.
+      e.max_window = std::max(1, response.max_queued_jobs());
+      e.window = std::min(e.max_window, options.max_in_flight > 0 ? options.max_in_flight : 2 * e.concurrency);
       e.report.instance_id = response.instance_id();
       send_preflight_locked(e);
       lock.unlock();
@@ -565,6 +569,7 @@ void BatchEvaluator::Impl::adapt_window_locked(Endpoint& e, double job_ms) {
   e.job_ms = e.job_ms < 0 ? job_ms : 0.9 * e.job_ms + 0.1 * job_ms;
   const double per_slot = kPipelineMs / std::max(e.job_ms, 0.001);
   e.window = std::clamp(int(double(e.concurrency) * per_slot), 2 * e.concurrency, std::max(kMaxWindow, 2 * e.concurrency));
+  e.window = std::min(e.window, e.max_window);
 }
 
 void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateResponse& response) {
@@ -730,6 +735,18 @@ BatchSummary BatchEvaluator::Impl::run(const std::vector<BatchJob>& jobs, const 
   for (auto& e : endpoints_) e->in_flight.clear();
   sink_ = &on_result;
   running_ = true;
+  // The preflight's keys are the evaluator's: a job under one would never be answered.
+  std::vector<BatchResult> reserved;
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    if (jobs_[j].wire.key().rfind(kPreflightPrefix, 0) == 0)
+      reserved.push_back(final_result_locked(j, nullptr, nullptr, "MALFORMED",
+                                             std::string("keys starting with ") + kPreflightPrefix +
+                                                 " are reserved for the evaluator's health checks"));
+  if (!reserved.empty()) {
+    lock.unlock();
+    deliver(std::move(reserved));
+    lock.lock();
+  }
 
   Clock::time_point last_ready = start;
   Clock::time_point last_progress = start;

@@ -513,6 +513,52 @@ TEST(Batch, ResumeIgnoresATornLastLine) {
   expect_complete(read_journal(out), jobs, {});
 }
 
+// Jobs waiting for the one measurement worker wait longer than their deadline, and
+// still succeed: time in a queue never counts. Each result reports its times.
+TEST(Batch, QueueTimeDoesNotCountAgainstTheDeadline) {
+  Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, kServeArgs, 60);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  client::BatchOptions o;
+  o.endpoints = {(*server)->address()};
+  o.max_in_flight = 64;  // all at once: they queue on the server
+  Expected<std::unique_ptr<client::BatchEvaluator>> batch = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  std::vector<client::BatchJob> jobs = measuring_jobs(8, {"runtime"}, 300);
+  for (client::BatchJob& j : jobs) {
+    j.timeout_s = 2;
+    j.key = client::job_content_key(j);
+  }
+  std::vector<client::BatchResult> results = (*batch)->evaluate(jobs);
+  double longest_queue_ms = 0;
+  for (const client::BatchResult& r : results) {
+    EXPECT_TRUE(r.ok()) << r.error << ": " << r.message;
+    EXPECT_GT(r.compile_ms, 0);
+    EXPECT_GE(r.run_ms, 300);  // the timed run's minimum, at least
+    EXPECT_EQ(r.attempts, 1);
+    longest_queue_ms = std::max(longest_queue_ms, r.queue_ms);
+  }
+  EXPECT_GT(longest_queue_ms, 2000) << "no job waited longer than its deadline; the test proves nothing";
+}
+
+// A service that queues few jobs per stream is never sent more than it takes, so no
+// job is refused and sent again.
+TEST(Batch, SendsNoMoreThanTheServiceQueues) {
+  std::vector<std::string> args = kServeArgs;
+  args.insert(args.end(), {"--max-queued-jobs", "3"});
+  Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, args, 60);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  client::BatchOptions o;
+  o.endpoints = {(*server)->address()};
+  o.max_in_flight = 64;
+  Expected<std::unique_ptr<client::BatchEvaluator>> batch = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  const std::vector<client::BatchJob> jobs = make_jobs(10, 6, "est_cycles", temp_path("small_queue.jobs"));
+  client::BatchSummary summary;
+  std::vector<client::BatchResult> results = (*batch)->evaluate(jobs, &summary);
+  EXPECT_EQ(summary.ok, int64_t(jobs.size()));
+  EXPECT_EQ(summary.retried, 0);
+}
+
 // ---- endpoints and job files ----------------------------------------------------------
 
 // A dns:/// endpoint resolves to one endpoint per address; a name that does not resolve
@@ -539,6 +585,13 @@ TEST(Batch, DnsEndpointsAndBadEndpoints) {
     EXPECT_NE(r.observation("est_cycles"), nullptr);
   }
   EXPECT_EQ(summary.ok, 3);
+  // Keys of the evaluator's own health checks are refused, not lost.
+  client::BatchJob reserved = jobs[0];
+  reserved.key = "__preflight__/1";
+  std::vector<client::BatchResult> refused = (*batch)->evaluate({reserved});
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].error, "MALFORMED");
+  EXPECT_CONTAINS(refused[0].message, "reserved");
 
   o.endpoints = {"dns:///no-such-host.invalid:50051"};
   auto unresolved = client::BatchEvaluator::create(o);
