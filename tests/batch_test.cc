@@ -429,10 +429,19 @@ TEST(Batch, KilledCliResumesWithoutLossOrDuplicates) {
   const auto until = Clock::now() + std::chrono::seconds(60);
   // Killed as soon as results reach the journal: jobs are fast, the batch is not long.
   while (lines_in(out) < 20 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::vector<pid_t> services = children_running(cli, "serve");
+  EXPECT_EQ(services.size(), 2u);
   ASSERT_EQ(::kill(cli, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(cli, &status, 0), cli);
   const size_t before = lines_in(out);
+  // Its local services die with it (they are not our children: poll /proc).
+  for (pid_t s : services) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (process_state(s) != 0 && process_state(s) != 'Z' && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(process_state(s) == 0 || process_state(s) == 'Z') << "service " << s << " outlived the batch";
+  }
   ASSERT_LT(before, jobs.size()) << "the batch finished before it could be killed";
 
   auto again = run(kBinary + " batch --jobs " + jobs_path + " --out " + out + " --local 2");
