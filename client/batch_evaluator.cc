@@ -32,7 +32,9 @@ constexpr double kPipelineMs = 20;  // work kept in flight per slot (adapt_windo
 constexpr int kMaxWindow = 256;
 constexpr const char* kPreflightPrefix = "__preflight__/";
 
-enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown };
+// kRefused: the endpoint turned the stream down for good (a token it does not accept,
+// no Evaluate call); retrying cannot help.
+enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown, kRefused };
 
 const char* state_name(State s) {
   switch (s) {
@@ -41,6 +43,7 @@ const char* state_name(State s) {
     case State::kReady: return "ready";
     case State::kQuarantined: return "quarantined";
     case State::kDown: return "down";
+    case State::kRefused: return "refused";
   }
   return "?";
 }
@@ -190,6 +193,7 @@ class BatchEvaluator::Impl {
                                   const std::string& message);
   void deliver(std::vector<BatchResult> finals);
   int ready_count_locked() const;
+  bool all_refused_locked() const;
   BatchProgress progress_locked(Clock::time_point start) const;
   void sleep_locked(std::unique_lock<std::mutex>& lock, double s);
 
@@ -435,6 +439,15 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
     if (!status.ok()) e.report.last_error = e.name + ": " + status.error_message();
     if (was_greeted) ++e.report.streams_lost;
     if (stopping_) break;
+    if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      e.report.last_error += std::string(" [") + (status.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                                                      ? "UNIMPLEMENTED: the service has no Evaluate call"
+                                                      : "UNAUTHENTICATED: check the token") + "]";
+      set_state_locked(e, State::kRefused);
+      break;
+    }
     sleep_locked(lock, e.backoff_s);
     e.backoff_s = std::min(options.reconnect_max_s, e.backoff_s * 2);
   }
@@ -625,6 +638,10 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
 
 // --- dispatching -------------------------------------------------------------------
 
+bool BatchEvaluator::Impl::all_refused_locked() const {
+  return std::all_of(endpoints_.begin(), endpoints_.end(), [](const auto& e) { return e->state == State::kRefused; });
+}
+
 int BatchEvaluator::Impl::ready_count_locked() const {
   int n = 0;
   for (const auto& e : endpoints_) n += e->state == State::kReady;
@@ -759,7 +776,7 @@ BatchSummary BatchEvaluator::Impl::run(const std::vector<BatchJob>& jobs, const 
     for (const auto& e : endpoints_) in_flight += int64_t(e->in_flight.size());
     if (ready_count_locked() > 0 || in_flight > 0) {
       last_ready = now;
-    } else if (!pending_.empty() && seconds(now - last_ready) > options.give_up_s) {
+    } else if (!pending_.empty() && (seconds(now - last_ready) > options.give_up_s || all_refused_locked())) {
       break;  // nowhere to run the rest
     }
     if (on_progress && seconds(now - last_progress) >= period_s) {

@@ -98,7 +98,7 @@ struct BatchProgress {
 
 struct EndpointReport {
   std::string name;   // its address
-  std::string state;  // connecting, preflight, ready, quarantined, down
+  std::string state;  // connecting, preflight, ready, quarantined, down, refused (bad token, no Evaluate)
   int64_t done = 0;   // final results it produced
   int64_t failed = 0;
   int64_t streams_lost = 0;  // streams that broke
@@ -138,8 +138,8 @@ class BatchEvaluator {
   // Runs the jobs (keyed first when they have no key; jobs sharing a key are one job)
   // until each has a final result, passing each result once to on_result (one call
   // at a time, on the evaluator's threads) and progress every progress_period_s.
-  // Returns early only when no endpoint has been ready for give_up_s: the jobs left are
-  // listed as unfinished. One run at a time (concurrent calls wait).
+  // Returns early only when no endpoint has been ready for give_up_s, or every endpoint
+  // refused the stream for good (a wrong token): the jobs left are listed as unfinished. One run at a time (concurrent calls wait).
   BatchSummary run(const std::vector<BatchJob>& jobs, const ResultSink& on_result,
                    const ProgressSink& on_progress = {}, double progress_period_s = 0.5);
   // run(), collecting the results in job order; an unfinished job's result has error

@@ -568,6 +568,30 @@ TEST(Batch, SendsNoMoreThanTheServiceQueues) {
   EXPECT_EQ(summary.retried, 0);
 }
 
+// A service that does not accept the client's token refuses the batch at once, and says
+// why, instead of being retried until the evaluator gives up.
+TEST(Batch, AWrongTokenFailsFastAndSaysWhy) {
+  const std::string token = temp_path("token");
+  write_file(token, "right-token\n");
+  std::vector<std::string> args = kServeArgs;
+  args.insert(args.end(), {"--auth-token-file", token});
+  Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, args, 60);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  const std::string jobs = temp_path("token.jobs");
+  make_jobs(1, 7, "est_cycles", jobs);
+  const std::string cmd = kBinary + " batch --jobs " + jobs + " --endpoints " + (*server)->address() + " --quiet";
+  const auto start = Clock::now();
+  auto refused = run(cmd + " --out " + temp_path("token_refused.jsonl"));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30);  // not the 120 s give-up
+  EXPECT_EQ(refused.first, 1) << refused.second;
+  EXPECT_CONTAINS(refused.second, "every endpoint refused the batch");
+  EXPECT_CONTAINS(refused.second, "bearer token");
+  EXPECT_CONTAINS(refused.second, "[UNAUTHENTICATED]");
+  auto accepted = run(cmd + " --out " + temp_path("token_ok.jsonl") + " --auth-token-file " + token);
+  EXPECT_EQ(accepted.first, 0) << accepted.second;
+  EXPECT_CONTAINS(accepted.second, "8 ok");
+}
+
 // ---- endpoints and job files ----------------------------------------------------------
 
 // A dns:/// endpoint resolves to one endpoint per address; a name that does not resolve

@@ -116,7 +116,7 @@ class BatchProgressDisplay {
 
 void print_summary(const client::BatchSummary& s, int64_t skipped, int64_t malformed,
                    const std::map<std::string, int64_t>& by_error) {
-  std::cout << "jobs: " << s.jobs + malformed << " run, " << skipped << " already in the journal\n";
+  std::cout << "jobs: " << s.jobs + malformed << " in this run, " << skipped << " already in the journal\n";
   std::cout << "results: " << s.ok << " ok, " << s.failed + malformed << " failed, " << s.retried << " retried";
   if (s.duplicates > 0) std::cout << ", " << s.duplicates << " duplicate answers dropped";
   std::cout << "\n";
@@ -134,7 +134,7 @@ void print_summary(const client::BatchSummary& s, int64_t skipped, int64_t malfo
     std::cout << "\n";
   }
   if (!s.unfinished.empty())
-    std::cout << "unfinished: " << s.unfinished.size() << " jobs (no endpoint was ready); run again with --resume\n";
+    std::cout << "unfinished: " << s.unfinished.size() << " jobs without a result; run again with --resume\n";
 }
 
 int run_batch(const BatchCliOptions& o) {
@@ -206,10 +206,19 @@ int run_batch(const BatchCliOptions& o) {
   std::map<std::string, int64_t> by_error = summary.by_error;
   if (malformed > 0) by_error["MALFORMED"] += malformed;
   print_summary(summary, skipped, malformed, by_error);
-  if (!summary.unfinished.empty())
-    return report_error(Status(StatusCode::kUnavailable, std::to_string(summary.unfinished.size()) +
-                                                             " jobs have no result: no endpoint was ready for " +
-                                                             std::to_string(int(o.give_up)) + " s"));
+  if (!summary.unfinished.empty()) {
+    const bool refused = std::all_of(summary.endpoints.begin(), summary.endpoints.end(),
+                                     [](const client::EndpointReport& e) { return e.state == "refused"; });
+    std::string why = refused ? "every endpoint refused the batch"
+                              : "no endpoint was ready for " + std::to_string(int(o.give_up)) + " s";
+    for (const client::EndpointReport& e : summary.endpoints)
+      if (!e.last_error.empty()) {
+        why += " (last error: " + e.last_error + ")";
+        break;
+      }
+    return report_error(Status(refused ? StatusCode::kUnauthenticated : StatusCode::kUnavailable,
+                               std::to_string(summary.unfinished.size()) + " jobs have no result: " + why));
+  }
   return 0;
 }
 
