@@ -549,6 +549,34 @@ TEST(Batch, QueueTimeDoesNotCountAgainstTheDeadline) {
   EXPECT_GT(longest_queue_ms, 2000) << "no job waited longer than its deadline; the test proves nothing";
 }
 
+// A job whose run passes its deadline fails alone, as TIMEOUT, and is not sent again
+// (its worker is replaced); the jobs around it are unaffected.
+TEST(Batch, ATimedOutJobFailsAloneAndIsNotSentAgain) {
+  Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, kServeArgs, 60);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  client::BatchOptions o;
+  o.endpoints = {(*server)->address()};
+  Expected<std::unique_ptr<client::BatchEvaluator>> batch = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  std::vector<client::BatchJob> jobs = measuring_jobs(5, {"runtime"}, 20);
+  jobs[2].parameters["runner.min_repeat_ms"] = "5000";  // a timed run of 5 s, against a 1 s deadline
+  jobs[2].timeout_s = 1;
+  jobs[2].key = client::job_content_key(jobs[2]);
+  client::BatchSummary summary;
+  std::vector<client::BatchResult> results = (*batch)->evaluate(jobs, &summary);
+  ASSERT_EQ(results.size(), jobs.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].attempts, 1) << i;
+    if (i == 2) {
+      EXPECT_EQ(results[i].error, "TIMEOUT") << results[i].message;
+    } else {
+      EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].error << ": " << results[i].message;
+    }
+  }
+  EXPECT_EQ(summary.by_error["TIMEOUT"], 1);
+  EXPECT_EQ(summary.retried, 0);
+}
+
 // A service that queues few jobs per stream is never sent more than it takes, so no
 // job is refused and sent again.
 TEST(Batch, SendsNoMoreThanTheServiceQueues) {
