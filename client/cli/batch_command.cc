@@ -1,5 +1,5 @@
 // tensorgym batch --jobs FILE --out FILE [--endpoints a:1,b:2 | --local N] [--resume]
-//                 [--concurrency N] [--timeout S] [--workers N] [--quiet]
+//                 [--concurrency N] [--timeout S] [--workers N] [--max-in-flight N] [--quiet]
 // tensorgym batch --make-jobs --suite ops-v0 --schedules random:N --seed S --observe NAMES
 // Runs a job file (client/jobs.h) on several services through the BatchEvaluator,
 // appending one result per job to a JSON Lines journal (client/journal.h); --resume
@@ -37,6 +37,7 @@ struct BatchCliOptions {
   int local = 0;
   bool resume = false;
   int concurrency = 0;
+  int max_in_flight = 0;
   double timeout = 0;
   int workers = 1;
   std::string auth_token_file;
@@ -183,8 +184,8 @@ int run_batch(const BatchCliOptions& o) {
     if (o.concurrency > 0) {
       b.server_args.push_back("--concurrency");
       b.server_args.push_back(std::to_string(o.concurrency));
-      b.max_in_flight = 2 * o.concurrency;
     }
+    b.max_in_flight = o.max_in_flight;
     b.auth_token_file = o.auth_token_file;
     b.tls = o.tls || !o.tls_ca_file.empty();
     b.tls_ca_file = o.tls_ca_file;
@@ -293,8 +294,11 @@ void add_batch_command(CLI::App& app) {
   endpoints->excludes(local);
   cmd->add_flag("--resume", o->resume, "Skip the jobs the journal already holds, and append to it");
   cmd->add_option("--concurrency", o->concurrency,
-                  "Jobs each service runs at once (local services; for endpoints, 2N jobs are kept in flight each)")
+                  "Local services: jobs each runs at once (serve --concurrency; endpoints say their own)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-in-flight", o->max_in_flight,
+                  "Jobs sent and not yet answered per service (default: adaptive, about 20 ms of work per slot)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--timeout", o->timeout, "Compile and run deadline of each job's measurement, for jobs without one")
       ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--workers", o->workers, "Local services: measurement workers each")->default_val(1)->check(CLI::Range(1, 256));
