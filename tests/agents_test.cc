@@ -3,6 +3,8 @@
 // where it stopped; budgets stop searches; the best episode is a state `tensorgym
 // validate` accepts; a search with real measurements through the Runner works.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -432,14 +434,55 @@ TEST(SearchCommandTest, SearchWritesStatePlotAndCheckpoint) {
   std::stringstream os;
   os << o.rdbuf();
   EXPECT_NE(os.str().find("\"trials\": 24"), std::string::npos) << os.str();
-  // Remote evaluation is not there yet and says so.
-  cmd = kBinary + " search --benchmark benchmark://ops-v0/gmm-1 --endpoints localhost:1 > " + out + " 2>&1";
-  EXPECT_NE(std::system(cmd.c_str()), 0);
-  std::ifstream o2(out);
-  std::stringstream os2;
-  os2 << o2.rdbuf();
-  EXPECT_NE(os2.str().find("not yet available"), std::string::npos) << os2.str();
   for (const std::string& p : {state, plot, ck, out}) std::remove(p.c_str());
+}
+
+// --endpoints: the candidates are measured by a running service through the batch
+// evaluator; a search against no ready endpoint, or est_cycles with endpoints, is an
+// error that says so.
+TEST(SearchCommandTest, SearchMeasuresOnAServiceThroughEndpoints) {
+  const std::string port_file = temp_path("serve.port"), state = temp_path("remote.jsonl"),
+                    out = temp_path("remote.out");
+  std::remove(port_file.c_str());
+  std::remove(state.c_str());
+  const pid_t server = fork();
+  ASSERT_GE(server, 0);
+  if (server == 0) {
+    execl(kBinary.c_str(), kBinary.c_str(), "serve", "--port", "0", "--port-file", port_file.c_str(), "--threads", "1",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string port;
+  for (int i = 0; i < 600 && port.empty(); ++i) {
+    std::ifstream in(port_file);
+    std::getline(in, port);
+    if (port.empty()) usleep(50000);
+  }
+  ASSERT_FALSE(port.empty()) << "the service did not start";
+  std::string cmd = kBinary + " search --benchmark benchmark://ops-v0/gmm-1 --agent random --trials 8 --threads 1"
+                              " --seed 2 --endpoints 127.0.0.1:" + port + " --state-out " + state + " --json > " + out +
+                    " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream o(out);
+  std::stringstream os;
+  os << o.rdbuf();
+  EXPECT_NE(os.str().find("\"trials\": 8"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("\"best\": {"), std::string::npos) << os.str();
+  EXPECT_EQ(std::system((kBinary + " validate " + state + " > /dev/null").c_str()), 0);
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+
+  auto fails_with = [&](const std::string& args, const std::string& message) {
+    std::string c = kBinary + " search --benchmark benchmark://ops-v0/gmm-1 --trials 4 " + args + " > " + out + " 2>&1";
+    EXPECT_NE(std::system(c.c_str()), 0) << c;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_NE(ss.str().find(message), std::string::npos) << ss.str();
+  };
+  fails_with("--endpoints 127.0.0.1:1 --connect-timeout 1", "no endpoint ready");
+  fails_with("--endpoints 127.0.0.1:1 --reward est_cycles", "est_cycles needs no endpoint");
+  for (const std::string& p : {port_file, state, out}) std::remove(p.c_str());
 }
 
 }  // namespace

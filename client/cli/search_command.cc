@@ -18,6 +18,7 @@
 #include "agents/search.h"
 #include "client/cli/cli_common.h"
 #include "client/cli/env_runner.h"
+#include "client/cli/remote_evaluator.h"
 #include "client/cli/search_progress.h"
 #include "spaces/event.h"
 
@@ -34,6 +35,10 @@ struct SearchCliOptions {
   int threads = 0;
   int workers = 1;
   std::vector<std::string> endpoints;
+  std::string auth_token_file;
+  bool tls = false;
+  std::string tls_ca_file;
+  double connect_timeout = 30;
   uint64_t seed = 0;
   std::string state_out;
   std::string plot;
@@ -64,12 +69,17 @@ Status write_bytes(const std::string& path, const std::string& bytes) {
 }
 
 int run_search(const SearchCliOptions& o) {
-  if (!o.endpoints.empty())
-    return report_error(unimplemented(
-        "--endpoints: the batch evaluator (remote endpoints) is not yet available; search evaluates locally"));
   if (o.benchmark.empty() && o.resume.empty()) return report_error(invalid_argument("--benchmark URI is required"));
+  if (!o.endpoints.empty() && o.reward != "runtime")
+    return report_error(invalid_argument("--endpoints measures runtimes; est_cycles needs no endpoint (drop one of them)"));
 
-  Expected<std::unique_ptr<Evaluator>> evaluator = make_search_evaluator(o.reward, o.workers, o.threads);
+  // Local sandboxed workers, the analytical model, or the services at --endpoints.
+  Expected<std::unique_ptr<Evaluator>> evaluator =
+      o.endpoints.empty()
+          ? make_search_evaluator(o.reward, o.workers, o.threads)
+          : make_remote_evaluator({.endpoints = o.endpoints, .threads = o.threads,
+                                   .auth_token_file = o.auth_token_file, .tls = o.tls, .tls_ca_file = o.tls_ca_file,
+                                   .connect_timeout_s = o.connect_timeout});
   if (!evaluator.ok()) return report_error(evaluator.status());
 
   SearchSetup setup;
@@ -81,7 +91,8 @@ int run_search(const SearchCliOptions& o) {
   setup.budget.early_stopping = o.early_stopping;
   setup.options = o.agent_options;
   setup.evaluator = evaluator->get();
-  setup.eval_chunk = std::max(1, o.workers);
+  // Remote: a whole batch at once, spread over the endpoints.
+  setup.eval_chunk = o.endpoints.empty() ? std::max(1, o.workers) : 0;
   setup.env_context = cli_env_context(o.threads);
   if (!o.cost_model_in.empty()) {
     Expected<std::string> bytes = read_bytes(o.cost_model_in);
@@ -99,7 +110,7 @@ int run_search(const SearchCliOptions& o) {
     if (!o.resume.empty()) std::cerr << ", resumed at trial " << s.trials();
     std::cerr << "\n";
   }
-  ProgressDisplay display(s.metric(), o.quiet || o.json);
+  ProgressDisplay display(s.metric(), o.quiet || o.json, "", o.time_limit);
   Status st = s.run([&](const SearchProgress& p) { display.update(p); });
   display.finish();
   if (!o.checkpoint.empty()) {
@@ -213,13 +224,20 @@ void add_search_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("search", "Search for a fast schedule with an agent (random, greedy, beam, evolutionary)");
   cmd->add_option("--benchmark", o->benchmark, "Benchmark URI, e.g. benchmark://ops-v0/gmm-4");
   cmd->add_option("--agent", o->agent, "random, greedy, beam or evolutionary")->default_val("evolutionary");
-  cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: none)")->default_val(1000);
+  cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: no limit; then give --time-limit)")->default_val(1000);
   cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
   cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
   cmd->add_option("--reward", o->reward, "runtime (measured) or est_cycles (the analytical model)")->default_val("runtime");
   cmd->add_option("--threads", o->threads, "Threads of the compiled kernels (0: every core)");
   cmd->add_option("--workers", o->workers, "Sandboxed measurement workers (est_cycles: estimating threads)")->default_val(1);
-  cmd->add_option("--endpoints", o->endpoints, "Remote evaluation endpoints (not yet available)");
+  cmd->add_option("--endpoints", o->endpoints,
+                  "Measure candidates on these services (host:port or dns:///name:port) through the batch evaluator")
+      ->delimiter(',');
+  cmd->add_option("--auth-token-file", o->auth_token_file, "With --endpoints: file whose first line is the bearer token");
+  cmd->add_flag("--tls", o->tls, "With --endpoints: connect over TLS");
+  cmd->add_option("--connect-timeout", o->connect_timeout, "With --endpoints: seconds to wait for a ready endpoint")
+      ->default_val(30);
+  cmd->add_option("--tls-ca", o->tls_ca_file, "With --tls: PEM roots to trust (default: the system's)");
   cmd->add_option("--seed", o->seed, "Seed of the agent's random choices")->default_val(0);
   cmd->add_option("--state-out", o->state_out, "Append the best episode as an EpisodeState (JSON Lines)");
   cmd->add_option("--plot", o->plot, "Write the best-so-far curve (GFLOP/s against trials) as SVG");

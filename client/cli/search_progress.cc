@@ -13,28 +13,42 @@ std::string gflops_text(double g, const std::string& metric) {
   return buf;
 }
 
-ProgressDisplay::ProgressDisplay(std::string metric, bool quiet, std::string label)
-    : metric_(std::move(metric)), quiet_(quiet), label_(label.empty() ? "" : label + ": "), tty_(isatty(2)) {}
+ProgressDisplay::ProgressDisplay(std::string metric, bool quiet, std::string label, double time_budget_s)
+    : metric_(std::move(metric)),
+      quiet_(quiet),
+      label_(label.empty() ? "" : label + ": "),
+      time_budget_s_(time_budget_s),
+      tty_(isatty(2)) {}
+
+double ProgressDisplay::fraction(const SearchProgress& p) const {
+  double f = p.max_trials > 0 ? double(p.trials) / double(p.max_trials) : 0;
+  if (time_budget_s_ > 0) f = std::max(f, p.elapsed_s / time_budget_s_);
+  return std::clamp(f, 0.0, 1.0);
+}
 
 void ProgressDisplay::update(const SearchProgress& p) {
   if (quiet_) return;
   const std::string best = p.has_best ? gflops_text(p.best_gflops, metric_) : "-";
   if (tty_) {
     const int width = 30;
-    int filled = p.max_trials > 0 ? int(double(width) * double(p.trials) / double(p.max_trials)) : 0;
-    std::string bar(size_t(std::clamp(filled, 0, width)), '#');
+    std::string bar(size_t(double(width) * fraction(p)), '#');
     bar.resize(size_t(width), '.');
+    const std::string trials =
+        p.max_trials > 0 ? std::to_string(p.trials) + "/" + std::to_string(p.max_trials) : std::to_string(p.trials);
+    char seconds[48];
+    if (time_budget_s_ > 0) std::snprintf(seconds, sizeof seconds, "%.0f/%.0f s", p.elapsed_s, time_budget_s_);
+    else std::snprintf(seconds, sizeof seconds, "%.1f s", p.elapsed_s);
     char buf[320];
-    std::snprintf(buf, sizeof buf, "\r%s[%s] %lld/%lld trials  best %s (trial %lld)  failed %lld  %.1f s ",
-                  label_.c_str(), bar.c_str(), (long long)p.trials, (long long)p.max_trials, best.c_str(),
-                  (long long)p.best_trial, (long long)p.failed_trials, p.elapsed_s);
+    std::snprintf(buf, sizeof buf, "\r%s[%s] %s trials  best %s (trial %lld)  failed %lld  %s ", label_.c_str(),
+                  bar.c_str(), trials.c_str(), best.c_str(), (long long)p.best_trial, (long long)p.failed_trials,
+                  seconds);
     std::fputs(buf, stderr);
     std::fflush(stderr);
     drawn_ = true;
     return;
   }
   const bool improved = p.has_best && p.best_trial != last_best_trial_;
-  const int64_t decile = p.max_trials > 0 ? p.trials * 10 / p.max_trials : p.trials / 100;
+  const int64_t decile = p.max_trials > 0 || time_budget_s_ > 0 ? int64_t(fraction(p) * 10) : p.trials / 100;
   if (improved || decile != last_decile_) {
     std::fprintf(stderr, "%strial %lld: best %s (trial %lld), %lld failed, %.1f s\n", label_.c_str(),
                  (long long)p.trials, best.c_str(), (long long)p.best_trial, (long long)p.failed_trials, p.elapsed_s);

@@ -15,8 +15,9 @@ std::string gflops_text(double gflops, const std::string& metric);
 
 class ProgressDisplay {
  public:
-  // `label` prefixes every line (the benchmark in a suite; empty for a search).
-  ProgressDisplay(std::string metric, bool quiet, std::string label = "");
+  // `label` prefixes every line (the benchmark in a suite; empty for a search). The bar
+  // fills with whichever budget is nearer its end: trials, or `time_budget_s` (> 0).
+  ProgressDisplay(std::string metric, bool quiet, std::string label = "", double time_budget_s = 0);
   void update(const SearchProgress& p);
   void finish();  // ends the redrawn line
 
@@ -24,10 +25,12 @@ class ProgressDisplay {
   std::string metric_;
   bool quiet_;
   std::string label_;
+  double time_budget_s_;
   bool tty_;
   bool drawn_ = false;
   int64_t last_best_trial_ = -1;
   int64_t last_decile_ = -1;
+  double fraction(const SearchProgress& p) const;
 };
 
 }  // namespace tensorgym::cli

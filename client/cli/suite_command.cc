@@ -315,7 +315,7 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   Expected<std::unique_ptr<Search>> search = Search::create(setup);
   if (!search.ok()) return search.status();
   Search& s = **search;
-  ProgressDisplay display(s.metric(), o.quiet, uri.substr(uri.rfind('/') + 1));
+  ProgressDisplay display(s.metric(), o.quiet, uri.substr(uri.rfind('/') + 1), o.time_limit);
   Status st = s.run([&](const SearchProgress& p) { display.update(p); });
   display.finish();
   if (!st.ok()) return st;
