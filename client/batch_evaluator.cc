@@ -30,11 +30,14 @@ constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);
 constexpr double kPipelineMs = 20;  // work kept in flight per slot (adapt_window_locked)
 constexpr int kMaxWindow = 256;
+constexpr double kDrainProbeS = 5;  // a draining endpoint still connected after this is probed
 constexpr const char* kPreflightPrefix = "__preflight__/";
 
 // kRefused: the endpoint turned the stream down for good (a token it does not accept,
 // no Evaluate call); retrying cannot help.
-enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown, kRefused };
+// kDraining: the endpoint answered a job UNAVAILABLE (it is shutting down): no new jobs
+// until its stream ends, or a probe after kDrainProbeS finds it well after all.
+enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown, kRefused, kDraining };
 
 const char* state_name(State s) {
   switch (s) {
@@ -44,12 +47,14 @@ const char* state_name(State s) {
     case State::kQuarantined: return "quarantined";
     case State::kDown: return "down";
     case State::kRefused: return "refused";
+    case State::kDraining: return "draining";
   }
   return "?";
 }
 
 std::string class_name(proto::JobError error) { return job_error_class(error); }
 
+// Failures that say nothing about the job itself: it is sent again.
 bool worker_level(proto::JobError error) {
   return error == proto::JOB_WORKER_LOST || error == proto::JOB_UNAVAILABLE;
 }
@@ -614,10 +619,16 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
         continue;
       }
       adapt_window_locked(e, r.run_ms() + r.compile_ms());
-      if (worker_level(r.error())) {
+      if (r.error() == proto::JOB_UNAVAILABLE) {
+        // The service is going away (or refused more than it queues): not a sick one.
+        if (e.state == State::kReady) set_state_locked(e, State::kDraining);
+        e.report.last_error = e.name + ": " + r.error_message();
+      } else if (r.error() == proto::JOB_WORKER_LOST) {
         if (++e.worker_failures >= options.quarantine_after && e.state == State::kReady)
           quarantine_locked(e, std::to_string(e.worker_failures) + " jobs in a row failed on " + e.name + " (last: " +
                                    class_name(r.error()) + ": " + r.error_message() + ")");
+      }
+      if (worker_level(r.error())) {
         if (js.attempts < options.max_attempts) {
           pending_.push_front(j);  // again, elsewhere when it can
           continue;
@@ -659,6 +670,8 @@ void BatchEvaluator::Impl::tick_locked(Clock::time_point now) {
       e.call->ctx.TryCancel();  // the reader reconnects
     }
     if (e.state == State::kQuarantined && e.call && now >= e.quarantine_until) send_preflight_locked(e);
+    if (e.state == State::kDraining && e.call && now - e.state_since > std::chrono::duration<double>(kDrainProbeS))
+      send_preflight_locked(e);
   }
 }
 

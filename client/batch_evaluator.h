@@ -11,9 +11,9 @@
 //   a Kubernetes headless Service spreads over its pods). Local mode starts
 //   `tensorgym serve` children tied to this process, and restarts one that dies.
 // - Health: an endpoint gets jobs only after a tiny preflight job came back OK on its
-//   stream. An endpoint whose jobs keep failing with worker-level errors (WORKER_LOST,
-//   UNAVAILABLE) is quarantined, then probed again with the preflight job after a
-//   backoff. A broken stream (the service died; keepalive pings notice a silent peer
+//   stream. An endpoint whose jobs keep failing with WORKER_LOST is quarantined, then
+//   probed again with the preflight job after a backoff. One that answers a job
+//   UNAVAILABLE is shutting down: it gets no new jobs (draining) until its stream ends. A broken stream (the service died; keepalive pings notice a silent peer
 //   in about 1.5 s) puts its unfinished jobs back in the queue at once, for the
 //   other endpoints; the endpoint reconnects with backoff.
 // - Spreading: each job goes to the ready endpoint with the most free slots (its
@@ -98,7 +98,9 @@ struct BatchProgress {
 
 struct EndpointReport {
   std::string name;   // its address
-  std::string state;  // connecting, preflight, ready, quarantined, down, refused (bad token, no Evaluate)
+  // connecting, preflight, ready, quarantined, draining (shutting down), down, refused
+  // (bad token, no Evaluate)
+  std::string state;
   int64_t done = 0;   // final results it produced
   int64_t failed = 0;
   int64_t streams_lost = 0;  // streams that broke

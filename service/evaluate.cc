@@ -492,6 +492,11 @@ void EvaluatePool::close_stream(const std::shared_ptr<Stream>& stream) {
   stream->on_result_ = nullptr;
 }
 
+bool EvaluatePool::accepting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accepting_;
+}
+
 size_t EvaluatePool::outstanding(const Stream& stream) const {
   std::lock_guard<std::mutex> lock(mu_);
   return stream.cheap_.size() + stream.measuring_.size() + stream.running_;
@@ -637,9 +642,14 @@ class EvaluateReactor final : public grpc::ServerBidiReactor<proto::EvaluateRequ
   }
 
   void maybe_finish_locked() {
-    if (finished_ || writing_ || !read_done_ || outstanding_ > 0 || !outbox_.empty()) return;
-    finished_ = true;
-    Finish(grpc::Status::OK);
+    if (finished_ || writing_ || outstanding_ > 0 || !outbox_.empty()) return;
+    if (read_done_) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    } else if (!pool_.accepting()) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    }
   }
 
   EvaluatePool& pool_;

@@ -104,6 +104,8 @@ class EvaluatePool {
   void close_stream(const std::shared_ptr<Stream>& stream);
   // Jobs of the stream queued or running.
   size_t outstanding(const Stream& stream) const;
+  // False once shutdown() began: streams end as soon as their jobs are answered.
+  bool accepting() const;
 
   // Stops taking jobs: queued jobs are answered UNAVAILABLE now; running jobs get
   // `grace` to finish, then their measurements are cancelled (UNAVAILABLE). Returns
@@ -158,7 +160,8 @@ class EvaluatePool {
 // The reactor of one Evaluate call: checks the caller, sends the greeting (instance,
 // concurrency), queues the jobs it reads and writes results as they come, several to
 // a message when they come faster than the client reads. Finishes OK once the client
-// has half-closed and every job is answered.
+// has half-closed and every job is answered; UNAVAILABLE once the pool shuts down and
+// every job it had is answered, so that a draining server does not wait for clients.
 grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* new_evaluate_reactor(
     EvaluatePool& pool, const Authenticator& auth, grpc::CallbackServerContext* ctx);
 

@@ -381,6 +381,54 @@ TEST(Batch, SurvivesAKilledServiceAndAKilledWorker) {
   EXPECT_GE(reports[0].restarts, 1);  // local services that die are started again
 }
 
+// A service stopped with SIGTERM mid-batch (a rolling update, a drained node) answers
+// its queued jobs UNAVAILABLE and exits; they run on the other service, each once.
+TEST(Batch, AServiceStoppedGracefullyHandsItsJobsOver) {
+  std::vector<std::unique_ptr<client::ManagedServer>> servers;
+  client::BatchOptions o;
+  for (int i = 0; i < 2; ++i) {
+    Expected<std::unique_ptr<client::ManagedServer>> s = client::ManagedServer::start(kBinary, kServeArgs, 60);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    o.endpoints.push_back((*s)->address());
+    servers.push_back(std::move(*s));
+  }
+  o.max_in_flight = 64;  // many queued on each, so that the stopped one has some to hand over
+  Expected<std::unique_ptr<client::BatchEvaluator>> made = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  client::BatchEvaluator& batch = **made;
+  ASSERT_TRUE(batch.wait_ready(2, 60));
+  const std::vector<client::BatchJob> jobs = make_jobs(40, 8, "est_cycles", temp_path("sigterm.jobs"));
+  const std::map<std::string, std::string> reference = reference_values(jobs);
+  const std::string journal_path = temp_path("sigterm.jsonl");
+  auto journal = client::Journal::open(journal_path, false);
+  ASSERT_TRUE(journal.ok());
+  std::atomic<int64_t> results{0};
+  client::BatchSummary summary;
+  std::thread runner([&] {
+    summary = batch.run(jobs, [&](const client::BatchResult& r) {
+      (*journal)->append(client::result_to_json(r));
+      ++results;
+    });
+  });
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (results.load() < int64_t(jobs.size()) / 5 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  ASSERT_EQ(::kill(servers[0]->pid(), SIGTERM), 0);
+  runner.join();
+  ASSERT_TRUE((*journal)->close().ok());
+  EXPECT_EQ(summary.results, int64_t(jobs.size()));
+  EXPECT_GT(summary.retried, 0);  // it had queued jobs, answered UNAVAILABLE, run elsewhere
+  expect_complete(read_journal(journal_path), jobs, reference);
+  // It ended our stream once its jobs were answered, so it did not wait out its grace.
+  const auto exit_by = Clock::now() + std::chrono::seconds(5);
+  while (servers[0]->alive() && Clock::now() < exit_by) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(servers[0]->alive());
+  const std::vector<client::EndpointReport> reports = batch.endpoints();
+  EXPECT_NE(reports[0].state, "ready");
+  EXPECT_EQ(reports[0].quarantines, 0);  // going away is not being sick
+  EXPECT_EQ(reports[1].state, "ready");
+}
+
 // A service whose measurement workers keep dying is quarantined (no new jobs), and the
 // jobs it failed run elsewhere.
 TEST(Batch, QuarantinesAServiceWhoseWorkersKeepDying) {
