@@ -182,6 +182,9 @@ class BatchEvaluator::Impl {
   };
 
   std::shared_ptr<grpc::Channel> make_channel(const std::string& target) const;
+  void start_endpoint_locked(std::unique_ptr<Endpoint> e);
+  void add_remote_locked(const std::string& name, const std::string& target);
+  void run_resolver();
   void run_reader(Endpoint& e);
   void run_writer(Endpoint& e);
   Status ensure_local(Endpoint& e);
@@ -204,7 +207,10 @@ class BatchEvaluator::Impl {
 
   std::string token_;
   std::string tls_roots_;
-  std::vector<std::unique_ptr<Endpoint>> endpoints_;  // fixed after init()
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;  // grows (under mu_) when a dns: name gets addresses
+  std::set<std::string> remote_names_;                 // under mu_
+  std::vector<std::string> dns_names_;                 // fixed after init()
+  std::thread resolver_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;         // results, endpoint states
@@ -267,40 +273,68 @@ Status BatchEvaluator::Impl::init() {
   if (!options.tls_ca_file.empty()) {
     TG_ASSIGN_OR_RETURN(tls_roots_, read_text(options.tls_ca_file, "TLS CA file"));
   }
+  if (options.resolve_period_s < 0) return invalid_argument("resolve_period_s must be >= 0");
   if (!options.endpoints.empty()) {
     std::vector<std::pair<std::string, std::string>> addresses;
-    for (const std::string& spec : options.endpoints) TG_RETURN_IF_ERROR(resolve(spec, &addresses));
-    for (const auto& [name, target] : addresses) {
-      auto e = std::make_unique<Endpoint>();
-      e->name = name;
-      e->target = target;
-      e->channel = make_channel(target);
-      e->stub = proto::TensorGym::NewStub(e->channel);
-      endpoints_.push_back(std::move(e));
+    for (const std::string& spec : options.endpoints) {
+      TG_RETURN_IF_ERROR(resolve(spec, &addresses));
+      if (spec.rfind("dns:", 0) == 0) dns_names_.push_back(spec);
     }
-  } else {
-    if (options.local_instances < 1) return invalid_argument("give endpoints, or at least one local instance");
-    const std::string binary = options.server_binary.empty() ? ManagedServer::default_binary() : options.server_binary;
-    if (binary.empty())
-      return not_found("cannot find the tensorgym executable to start local services; set server_binary or "
-                       "$TENSORGYM_BINARY");
-    for (int i = 0; i < options.local_instances; ++i) {
-      auto e = std::make_unique<Endpoint>();
-      e->local = true;
-      e->name = "local-" + std::to_string(i);
-      endpoints_.push_back(std::move(e));
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, target] : addresses) add_remote_locked(name, target);
+    if (!dns_names_.empty() && options.resolve_period_s > 0) resolver_ = std::thread([this] { run_resolver(); });
+    return Status();
   }
-  for (size_t i = 0; i < endpoints_.size(); ++i) {
-    Endpoint& e = *endpoints_[i];
-    e.index = i;
-    e.backoff_s = options.reconnect_initial_s;
-    e.quarantine_s = options.quarantine_s;
-    e.report.name = e.name;
-    e.reader = std::thread([this, &e] { run_reader(e); });
-    e.writer = std::thread([this, &e] { run_writer(e); });
+  if (options.local_instances < 1) return invalid_argument("give endpoints, or at least one local instance");
+  const std::string binary = options.server_binary.empty() ? ManagedServer::default_binary() : options.server_binary;
+  if (binary.empty())
+    return not_found("cannot find the tensorgym executable to start local services; set server_binary or "
+                     "$TENSORGYM_BINARY");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < options.local_instances; ++i) {
+    auto e = std::make_unique<Endpoint>();
+    e->local = true;
+    e->name = "local-" + std::to_string(i);
+    start_endpoint_locked(std::move(e));
   }
   return Status();
+}
+
+void BatchEvaluator::Impl::start_endpoint_locked(std::unique_ptr<Endpoint> owned) {
+  Endpoint& e = *owned;
+  e.index = endpoints_.size();
+  e.backoff_s = options.reconnect_initial_s;
+  e.quarantine_s = options.quarantine_s;
+  e.report.name = e.name;
+  endpoints_.push_back(std::move(owned));  // the threads wait for mu_, held by the caller
+  e.reader = std::thread([this, &e] { run_reader(e); });
+  e.writer = std::thread([this, &e] { run_writer(e); });
+}
+
+void BatchEvaluator::Impl::add_remote_locked(const std::string& name, const std::string& target) {
+  if (!remote_names_.insert(name).second) return;  // one endpoint per address
+  auto e = std::make_unique<Endpoint>();
+  e->name = name;
+  e->target = target;
+  e->channel = make_channel(target);
+  e->stub = proto::TensorGym::NewStub(e->channel);
+  start_endpoint_locked(std::move(e));
+}
+
+// dns: names are resolved again now and then: addresses that appear (a Deployment
+// scaled up, a pod replaced) become endpoints; those that go away are down already.
+void BatchEvaluator::Impl::run_resolver() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    sleep_locked(lock, options.resolve_period_s);
+    if (stopping_) return;
+    lock.unlock();
+    std::vector<std::pair<std::string, std::string>> found;
+    for (const std::string& name : dns_names_) (void)resolve(name, &found);  // a failed lookup keeps what we have
+    lock.lock();
+    if (stopping_) return;
+    for (const auto& [n, target] : found) add_remote_locked(n, target);
+  }
 }
 
 void BatchEvaluator::Impl::stop() {
@@ -312,8 +346,9 @@ void BatchEvaluator::Impl::stop() {
       if (e->call) e->call->ctx.TryCancel();
   }
   cv_.notify_all();
-  for (auto& e : endpoints_) e->outbox_cv.notify_all();
   stop_cv_.notify_all();
+  if (resolver_.joinable()) resolver_.join();  // endpoints_ changes no more
+  for (auto& e : endpoints_) e->outbox_cv.notify_all();
   for (auto& e : endpoints_) {
     if (e->reader.joinable()) e->reader.join();
     if (e->writer.joinable()) e->writer.join();

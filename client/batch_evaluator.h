@@ -8,7 +8,8 @@
 //   BatchSummary s = batch->run(jobs, [&](const BatchResult& r) { journal->append(result_to_json(r)); });
 //
 // - Endpoints: each address is one endpoint (a dns:/// name gives one per address, so
-//   a Kubernetes headless Service spreads over its pods). Local mode starts
+//   a Kubernetes headless Service spreads over its pods; the name is resolved again
+//   every resolve_period_s, so pods added later are used too). Local mode starts
 //   `tensorgym serve` children tied to this process, and restarts one that dies.
 // - Health: an endpoint gets jobs only after a tiny preflight job came back OK on its
 //   stream. An endpoint whose jobs keep failing with WORKER_LOST is quarantined, then
@@ -82,6 +83,9 @@ struct BatchOptions {
   // stops and reports the jobs left as unfinished.
   double give_up_s = 120;
   int max_jobs_per_message = 64;
+  // dns: endpoints are resolved again this often; new addresses become endpoints
+  // (0: resolved once, at create()).
+  double resolve_period_s = 10;
 };
 
 struct BatchProgress {

@@ -676,7 +676,9 @@ TEST(Batch, DnsEndpointsAndBadEndpoints) {
   Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, kServeArgs, 60);
   ASSERT_TRUE(server.ok()) << server.status().to_string();
   client::BatchOptions o;
-  o.endpoints = {"dns:///127.0.0.1:" + std::to_string((*server)->port())};
+  // The same address twice, and the name resolved again every 10 ms: still one endpoint.
+  o.endpoints = {"dns:///127.0.0.1:" + std::to_string((*server)->port()), (*server)->address()};
+  o.resolve_period_s = 0.01;
   Expected<std::unique_ptr<client::BatchEvaluator>> batch = client::BatchEvaluator::create(o);
   ASSERT_TRUE(batch.ok()) << batch.status().to_string();
   std::vector<client::BatchJob> jobs(3);
@@ -694,6 +696,7 @@ TEST(Batch, DnsEndpointsAndBadEndpoints) {
     EXPECT_NE(r.observation("est_cycles"), nullptr);
   }
   EXPECT_EQ(summary.ok, 3);
+  EXPECT_EQ((*batch)->endpoints().size(), 1u);
   // Keys of the evaluator's own health checks are refused, not lost.
   client::BatchJob reserved = jobs[0];
   reserved.key = "__preflight__/1";
