@@ -13,8 +13,15 @@
 namespace tensorgym::client {
 namespace {
 
+// The code says what to do about it: fix the path, the permissions, free space; or retry.
 Status errno_status(const std::string& what) {
-  return Status(StatusCode::kUnavailable, what + ": " + std::strerror(errno));
+  const int err = errno;
+  StatusCode code = StatusCode::kUnavailable;
+  if (err == ENOENT || err == ENOTDIR) code = StatusCode::kNotFound;
+  if (err == EACCES || err == EPERM || err == EROFS) code = StatusCode::kPermissionDenied;
+  if (err == ENOSPC || err == EDQUOT) code = StatusCode::kResourceExhausted;
+  if (err == EISDIR) code = StatusCode::kInvalidArgument;
+  return Status(code, what + ": " + std::strerror(err));
 }
 
 Status write_all(int fd, const std::string& bytes, const std::string& path) {

@@ -291,6 +291,13 @@ TEST(Batch, JournalRefusesToOverwriteCutsATornLineAndRejectsBadMiddleLines) {
   std::map<std::string, client::ResultLine> lines = read_journal(path);
   EXPECT_EQ(lines.size(), 4u);
 
+  auto nowhere = client::Journal::open(temp_path("no-such-dir") + "/journal.jsonl", false);
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_EQ(nowhere.status().code(), StatusCode::kNotFound);
+  auto a_dir = client::Journal::open(::testing::TempDir(), false);
+  ASSERT_FALSE(a_dir.ok());
+  EXPECT_EQ(a_dir.status().code(), StatusCode::kInvalidArgument);
+
   write_file(path, "{\"key\": \"a\"}\nnot json\n{\"key\": \"b\"}\n");
   auto bad = client::Journal::open(path, true);
   ASSERT_FALSE(bad.ok());
