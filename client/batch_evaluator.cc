@@ -30,11 +30,12 @@ constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);
 constexpr double kPipelineMs = 20;  // work kept in flight per slot (adapt_window_locked)
 constexpr int kMaxWindow = 256;
-constexpr double kDrainProbeS = 5;  // a draining endpoint still connected after this is probed
+constexpr double kDrainProbeS = 5;
+constexpr int kMaxStartFailures = 3;  // a draining endpoint still connected after this is probed
 constexpr const char* kPreflightPrefix = "__preflight__/";
 
 // kRefused: the endpoint turned the stream down for good (a token it does not accept,
-// no Evaluate call); retrying cannot help.
+// no Evaluate call), or a local service keeps exiting at start; retrying cannot help.
 // kDraining: the endpoint answered a job UNAVAILABLE (it is shutting down): no new jobs
 // until its stream ends, or a probe after kDrainProbeS finds it well after all.
 enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown, kRefused, kDraining };
@@ -145,6 +146,7 @@ struct Endpoint {
   int concurrency = 1;  // from the greeting
   int max_window = 1;   // what the endpoint takes without refusing: its stream's queue
   double job_ms = -1;   // moving average of the endpoint's execution time per job (-1: none yet)
+  int start_failures = 0;  // local: consecutive starts that exited before the service was ready
   std::unordered_set<size_t> in_flight;  // job indices of the current run
   int worker_failures = 0;               // consecutive
   double backoff_s = 0;
@@ -413,11 +415,19 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
       lock.lock();
       if (!st.ok()) {
         e.report.last_error = st.message();
+        // A service that exits before it is ready, again and again, is misconfigured
+        // (its flags, its binary): starting it a fourth time will not help.
+        if (st.message().find("before it was ready") != std::string::npos && ++e.start_failures >= kMaxStartFailures) {
+          e.report.last_error += " [" + std::to_string(e.start_failures) + " times in a row: check server_args]";
+          set_state_locked(e, State::kRefused);
+          break;
+        }
         set_state_locked(e, State::kDown);
         sleep_locked(lock, e.backoff_s);
         e.backoff_s = std::min(options.reconnect_max_s, e.backoff_s * 2);
         continue;
       }
+      e.start_failures = 0;
       if (stopping_) break;
     }
     auto call = std::make_shared<Call>();
@@ -922,13 +932,18 @@ std::vector<BatchResult> BatchEvaluator::evaluate(const std::vector<BatchJob>& j
       have[i] = true;
     }
   });
+  std::string why = "no endpoint could run the job";
+  for (const EndpointReport& e : s.endpoints)
+    if (!e.last_error.empty()) {
+      why += " (last error: " + e.last_error + ")";
+      break;
+    }
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (have[i]) continue;
     out[i].key = keys[i];
     out[i].benchmark = jobs[i].benchmark;
     out[i].error = "UNAVAILABLE";
-    out[i].message = "no endpoint could run the job (none was ready for " +
-                     std::to_string(impl_->options.give_up_s) + " s)";
+    out[i].message = why;
   }
   if (summary) *summary = std::move(s);
   return out;

@@ -145,11 +145,12 @@ class BatchEvaluator {
   // until each has a final result, passing each result once to on_result (one call
   // at a time, on the evaluator's threads) and progress every progress_period_s.
   // Returns early only when no endpoint has been ready for give_up_s, or every endpoint
-  // refused the stream for good (a wrong token): the jobs left are listed as unfinished. One run at a time (concurrent calls wait).
+  // refused for good (a wrong token, a local service that cannot start): the jobs left
+  // are listed as unfinished. One run at a time (concurrent calls wait).
   BatchSummary run(const std::vector<BatchJob>& jobs, const ResultSink& on_result,
                    const ProgressSink& on_progress = {}, double progress_period_s = 0.5);
   // run(), collecting the results in job order; an unfinished job's result has error
-  // UNAVAILABLE.
+  // UNAVAILABLE and the endpoints' last error as its message.
   std::vector<BatchResult> evaluate(const std::vector<BatchJob>& jobs, BatchSummary* summary = nullptr);
 
   std::vector<EndpointReport> endpoints() const;

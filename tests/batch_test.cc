@@ -675,6 +675,32 @@ TEST(Batch, AWrongTokenFailsFastAndSaysWhy) {
   EXPECT_CONTAINS(accepted.second, "8 ok");
 }
 
+// Local services that exit at start (bad flags) are given up after a few tries, and the
+// batch stops at once instead of waiting for give_up_s.
+TEST(Batch, LocalServicesThatCannotStartAreGivenUp) {
+  client::BatchOptions o;
+  o.local_instances = 2;
+  o.server_binary = kBinary;
+  o.server_args = {"--no-such-flag"};
+  o.startup_timeout_s = 30;
+  Expected<std::unique_ptr<client::BatchEvaluator>> batch = client::BatchEvaluator::create(o);
+  ASSERT_TRUE(batch.ok()) << batch.status().to_string();
+  const auto start = Clock::now();
+  client::BatchSummary summary;
+  std::vector<client::BatchResult> results = (*batch)->evaluate(measuring_jobs(2, {"flops"}, 1), &summary);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 30);  // not the 120 s give-up
+  EXPECT_EQ(summary.unfinished.size(), 2u);
+  for (const client::BatchResult& r : results) {
+    EXPECT_EQ(r.error, "UNAVAILABLE");
+    EXPECT_CONTAINS(r.message, "before it was ready");
+  }
+  for (const client::EndpointReport& e : summary.endpoints) {
+    EXPECT_EQ(e.state, "refused");
+    EXPECT_CONTAINS(e.last_error, "before it was ready");
+    EXPECT_CONTAINS(e.last_error, "check server_args");
+  }
+}
+
 // ---- endpoints and job files ----------------------------------------------------------
 
 // A dns:/// endpoint resolves to one endpoint per address; a name that does not resolve
