@@ -8,8 +8,9 @@
 // are about the evaluation path, not about kernels. Each figure is the median of R
 // rounds (docs/performance.md, "Batch evaluation"):
 //   - in-process: run_evaluate_job on one thread, the cost the service cannot avoid;
-//   - 1 instance at --concurrency 1: its per-job time minus the in-process cost is the
-//     overhead of the path (client, gRPC, queue, result journal sink);
+//   - 1 instance at --concurrency 1, alternating with the in-process rounds: its
+//     per-job time minus the in-process cost is the overhead of the path (client,
+//     gRPC, queue, result sink);
 //   - throughput with 1 and 2 instances at their default concurrency;
 //   - failover: two instances, one killed with SIGKILL mid-batch (and, separately, one
 //     frozen with SIGSTOP, which only keepalive pings can notice): time from the fault
@@ -206,33 +207,33 @@ int run(int count, int rounds) {
   std::printf("%zu jobs (est_cycles of random schedules, ops-v0, 8 benchmarks), %d rounds, %u cores\n", jobs.size(),
               rounds, std::thread::hardware_concurrency());
 
-  // In-process: the floor.
+  // The floor (in-process) and one slot through Evaluate, alternating round by round so
+  // that both see the same load; the overhead is the median of the per-round
+  // differences. Wall time per job, and CPU per job of the client and the service
+  // together: on a machine with few cores the client competes with the service for
+  // them, so the CPU figure is the steadier measure of what the path costs.
   auto context = std::make_shared<EnvContext>();
   std::vector<proto::EvaluateJob> wire(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) client::job_to_proto(jobs[i], &wire[i]);
-  std::vector<double> in_process, in_process_cpu;
-  for (int r = 0; r < rounds; ++r) {
-    const Clock::time_point start = Clock::now();
-    const double cpu = self_cpu_s();
-    for (const proto::EvaluateJob& w : wire) (void)service::run_evaluate_job(w, context, service::EvaluateLimits());
-    in_process.push_back(seconds(Clock::now() - start) / double(jobs.size()));
-    in_process_cpu.push_back((self_cpu_s() - cpu) / double(jobs.size()));
-  }
-
-  // Wall time per job with one slot, and CPU per job of the client and the service
-  // together: on a machine with few cores the client competes with the service for
-  // them, so the CPU figure is the steadier measure of what the path costs.
-  std::vector<double> serial, serial_cpu, client_cpu, one, two;
+  std::vector<double> in_process, in_process_cpu, serial, serial_cpu, client_cpu, overhead, overhead_cpu, one, two;
   {
     auto s1 = start_server(tensorgym, {"--concurrency", "1"});
     auto batch = connect({s1.get()});
     for (int r = 0; r < rounds; ++r) {
+      const Clock::time_point start = Clock::now();
+      const double cpu = self_cpu_s();
+      for (const proto::EvaluateJob& w : wire) (void)service::run_evaluate_job(w, context, service::EvaluateLimits());
+      in_process.push_back(seconds(Clock::now() - start) / double(jobs.size()));
+      in_process_cpu.push_back((self_cpu_s() - cpu) / double(jobs.size()));
+
       const std::vector<client::BatchJob> round = rekeyed(jobs, r);
       const double client0 = self_cpu_s(), service0 = process_cpu_s(s1->pid());
       serial.push_back(timed_run(*batch, round) / double(jobs.size()));
       const double client = self_cpu_s() - client0, service = process_cpu_s(s1->pid()) - service0;
       serial_cpu.push_back((client + service) / double(jobs.size()));
       client_cpu.push_back(client / double(jobs.size()));
+      overhead.push_back(serial.back() - in_process.back());
+      overhead_cpu.push_back(serial_cpu.back() - in_process_cpu.back());
     }
   }
   {
@@ -247,16 +248,13 @@ int run(int count, int rounds) {
     for (int r = 0; r < rounds; ++r) two.push_back(double(jobs.size()) / timed_run(*batch, rekeyed(jobs, r)));
   }
   const double floor_us = median(in_process) * 1e6;
-  const double floor_cpu_us = median(in_process_cpu) * 1e6;
-  const double serial_us = median(serial) * 1e6;
-  const double serial_cpu_us = median(serial_cpu) * 1e6;
   std::printf("in-process run_evaluate_job:            %8.1f us/job wall, %.1f us/job CPU (%.0f jobs/s on one thread)\n",
-              floor_us, floor_cpu_us, 1e6 / floor_us);
+              floor_us, median(in_process_cpu) * 1e6, 1e6 / floor_us);
   std::printf("Evaluate, 1 instance, concurrency 1:    %8.1f us/job wall -> overhead %.1f us/job (target < 200)\n",
-              serial_us, serial_us - floor_us);
+              median(serial) * 1e6, median(overhead) * 1e6);
   std::printf("                                        %8.1f us/job CPU, client + service -> overhead %.1f us/job "
               "(client %.1f)\n",
-              serial_cpu_us, serial_cpu_us - floor_cpu_us, median(client_cpu) * 1e6);
+              median(serial_cpu) * 1e6, median(overhead_cpu) * 1e6, median(client_cpu) * 1e6);
   std::printf("Evaluate, 1 instance:                   %8.0f jobs/s\n", median(one));
   std::printf("Evaluate, 2 instances:                  %8.0f jobs/s (%.2fx of 1)\n", median(two),
               median(two) / median(one));
