@@ -1,9 +1,11 @@
 // Batch evaluation end to end with real processes on loopback: job files and the
 // journal; the BatchEvaluator across three local services while one service and a
-// measurement worker of another are killed with SIGKILL; the `tensorgym batch` CLI
-// killed mid-run and resumed; bad jobs; a torn journal line; dns:/// endpoints.
-// Every check is on the journal: each job exactly one result, none lost, and
-// deterministic observations equal to those of an in-process run without faults.
+// measurement worker of another are killed with SIGKILL; a service stopped with
+// SIGTERM; one whose workers keep dying (quarantine); the `tensorgym batch` CLI killed
+// mid-run and resumed; bad jobs; a torn journal line; deadlines and queues; a wrong
+// token; services that cannot start; dns:/// endpoints; --make-jobs. The checks are on
+// the journal: each job exactly one result, none lost, and deterministic observations
+// equal to those of an in-process run without faults. Speed is never asserted.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>

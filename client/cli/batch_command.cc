@@ -56,6 +56,12 @@ struct BatchCliOptions {
   int64_t limit = -1;
 };
 
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
 std::string duration_text(double s) {
   char buf[32];
   if (s < 0) return "?";
@@ -156,7 +162,6 @@ int run_batch(const BatchCliOptions& o) {
   std::vector<client::BatchJob> jobs;
   std::set<std::string> keys;
   int64_t skipped = 0, malformed = 0;
-  std::map<std::string, int64_t> malformed_errors;
   for (client::JobLine& line : *lines) {
     if (j.keys().count(line.job.key) || !keys.insert(line.job.key).second) {
       skipped += j.keys().count(line.job.key) ? 1 : 0;
@@ -195,7 +200,8 @@ int run_batch(const BatchCliOptions& o) {
     if (!evaluator.ok()) return report_error(evaluator.status());
     if (!o.quiet)
       std::cerr << "batch: " << jobs.size() << " jobs" << (skipped ? " (" + std::to_string(skipped) + " done before)" : "")
-                << " on " << (o.endpoints.empty() ? std::to_string(o.local) + " local services" : "endpoints") << "\n";
+                << " on " << (o.endpoints.empty() ? std::to_string(o.local) + " local services" : join(o.endpoints))
+                << "\n";
     BatchProgressDisplay display(o.quiet);
     summary = (*evaluator)->run(
         jobs, [&](const client::BatchResult& r) { j.append(client::result_to_json(r)); },
