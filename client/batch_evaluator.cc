@@ -1,8 +1,5 @@
 #include "client/batch_evaluator.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "client/dns_endpoint.h"
 #include "client/managed_server.h"
 #include "proto/tensorgym.grpc.pb.h"
 
@@ -76,43 +74,17 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-// The addresses of "dns:///name:port" (or "dns://authority/name:port"), as gRPC
-// targets; any other endpoint is its own target.
+// The addresses of a dns: endpoint as (name, gRPC target); any other endpoint is its
+// own target.
 Status resolve(const std::string& endpoint, std::vector<std::pair<std::string, std::string>>* out) {
-  const std::string kDns = "dns:";
-  if (endpoint.rfind(kDns, 0) != 0) {
+  if (!is_dns_endpoint(endpoint)) {
     if (endpoint.rfind(':') == std::string::npos || endpoint.back() == ':')
       return invalid_argument("endpoint '" + endpoint + "' is not host:port or dns:///name:port");
     out->emplace_back(endpoint, endpoint);
     return Status();
   }
-  std::string rest = endpoint.substr(kDns.size());
-  if (rest.rfind("//", 0) == 0) {
-    size_t slash = rest.find('/', 2);
-    rest = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
-  }
-  size_t colon = rest.rfind(':');
-  if (rest.empty() || colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
-    return invalid_argument("endpoint '" + endpoint + "' is not dns:///name:port");
-  std::string host = rest.substr(0, colon), port = rest.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
-  if (rc != 0) return Status(StatusCode::kUnavailable, "cannot resolve " + host + ": " + gai_strerror(rc));
-  std::set<std::string> seen;
-  for (addrinfo* a = list; a; a = a->ai_next) {
-    char buf[NI_MAXHOST];
-    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) != 0) continue;
-    const bool v6 = a->ai_family == AF_INET6;
-    const std::string name = v6 ? "[" + std::string(buf) + "]:" + port : std::string(buf) + ":" + port;
-    const std::string target = (v6 ? "ipv6:" : "ipv4:") + name;
-    if (seen.insert(target).second) out->emplace_back(name, target);
-  }
-  ::freeaddrinfo(list);
-  if (seen.empty()) return Status(StatusCode::kUnavailable, "no address for " + host);
+  TG_ASSIGN_OR_RETURN(std::vector<ResolvedAddress> addresses, resolve_dns_endpoint(endpoint));
+  for (ResolvedAddress& a : addresses) out->emplace_back(std::move(a.name), std::move(a.target));
   return Status();
 }
 

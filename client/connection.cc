@@ -1,18 +1,15 @@
 #include "client/connection.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <set>
 #include <sstream>
 #include <thread>
 
 #include "client/connection_impl.h"
+#include "client/dns_endpoint.h"
 #include "client/env.h"
 #include "client/rpc_status.h"
 #include "client/wire.h"
@@ -108,40 +105,14 @@ grpc::Status ConnectionImpl::probe(Backend& backend, double timeout_s, std::stri
 
 Status ConnectionImpl::resolve_endpoint(std::vector<std::string>* targets) {
   const std::string& e = options.endpoint;
-  const std::string kDns = "dns:";
-  if (e.rfind(kDns, 0) != 0) {
+  if (!is_dns_endpoint(e)) {
     targets->push_back(e);
     return Status();
   }
-  // dns:///name:port or dns://authority/name:port: resolve here, so that each session
-  // can stay on one address while new sessions spread over all of them.
-  std::string rest = e.substr(kDns.size());
-  if (rest.rfind("//", 0) == 0) {
-    size_t slash = rest.find('/', 2);
-    rest = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
-  }
-  size_t colon = rest.rfind(':');
-  if (rest.empty() || colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
-    return invalid_argument("endpoint '" + e + "' is not dns:///name:port");
-  std::string host = rest.substr(0, colon), port = rest.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
-  if (rc != 0) return Status(StatusCode::kUnavailable, "cannot resolve " + host + ": " + gai_strerror(rc));
-  std::set<std::string> seen;
-  for (addrinfo* a = list; a; a = a->ai_next) {
-    char buf[NI_MAXHOST];
-    if (::getnameinfo(a->ai_addr, a->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) != 0) continue;
-    std::string target = a->ai_family == AF_INET6 ? "ipv6:[" + std::string(buf) + "]:" + port
-                                                  : "ipv4:" + std::string(buf) + ":" + port;
-    if (seen.insert(target).second) targets->push_back(target);
-  }
-  ::freeaddrinfo(list);
-  if (targets->empty()) return Status(StatusCode::kUnavailable, "no address for " + host);
-  tls_host_ = host;
+  // Resolved here, so that each session can stay on one address while new sessions
+  // spread over all of them.
+  TG_ASSIGN_OR_RETURN(std::vector<ResolvedAddress> addresses, resolve_dns_endpoint(e, &tls_host_));
+  for (ResolvedAddress& a : addresses) targets->push_back(std::move(a.target));
   return Status();
 }
 
