@@ -9,6 +9,7 @@ Runner& EnvContext::runner() {
     RunnerOptions options;
     options.num_workers = std::max(1, runner_workers);
     options.worker_binary = worker_binary;
+    options.serialize_runs = serialize_runs;
     runner_ = std::make_shared<Runner>(options);
   }
   return *runner_;

@@ -82,9 +82,6 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
-  if (!options.exclusive_measure)
-    return invalid_argument("--exclusive-measure=false (timed runs in parallel) is not available in this build: the "
-                            "measurement runner always runs one timed run at a time");
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -92,6 +89,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   impl->context->runner_workers = std::max(1, options.workers);
   impl->context->worker_binary = options.worker_binary;
   impl->context->threads = options.threads;
+  impl->context->serialize_runs = options.exclusive_measure;
   (void)DatasetRegistry::global().datasets();  // built now, not in the first call
   impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth));
 

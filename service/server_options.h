@@ -41,8 +41,8 @@ struct ServerOptions {
   int eval_concurrency = 0;
   int eval_max_queued_jobs = 10000;
   // Timed runs one at a time across the worker pool (compilations still overlap), so
-  // that a measurement has quiet cores. Only `true` is available in this build: the
-  // shared runner always serializes its runs.
+  // that a measurement has quiet cores; false lets the workers time in parallel (more
+  // throughput, noisier numbers).
   bool exclusive_measure = true;
 
   // SIGTERM: calls in flight get this long to finish.

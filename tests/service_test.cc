@@ -665,6 +665,27 @@ TEST(Service, DeadlineCancelsASlowMeasurementAndTheSessionGoesOn) {
   EXPECT_GE(shared().server->context()->runner().stats().workers_lost, 1);
 }
 
+// --exclusive-measure: on by default (timed runs take turns across the workers); off,
+// the runner lets them overlap, and measurements still work.
+TEST(Service, ExclusiveMeasureSetsTheRunner) {
+  EXPECT_TRUE(shared().server->context()->runner().options().serialize_runs);
+  service::ServerOptions o = test_options();
+  o.workers = 2;
+  o.exclusive_measure = false;
+  TestServer parallel(o);
+  ASSERT_TRUE(parallel.server);
+  EXPECT_FALSE(parallel.server->context()->runner().options().serialize_runs);
+  EXPECT_EQ(parallel.server->context()->runner().options().num_workers, 2);
+  TensorGym::Stub& stub = *parallel.stub;
+  const uint64_t id = start(stub);
+  ASSERT_TRUE(set_parameter(stub, id, "runner.repeat", "1").ok());
+  proto::StepResponse r;
+  grpc::Status st = step(stub, id, {text("split(C.j, 16, jo, ji)")}, {"runtime", "correct"}, {}, &r, false, 120);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_GT(r.observation(0).double_value(), 0.0);
+  EXPECT_TRUE(r.observation(1).boolean_value());
+}
+
 // ---- load --------------------------------------------------------------------------------
 
 // 64 sessions from 8 threads, 200 steps each, as an agent plays: each step observes

@@ -48,7 +48,7 @@ void add_serve_command(CLI::App& app) {
       ->default_val(10000)
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--exclusive-measure", o->exclusive_measure,
-                  "Timed runs one at a time across the workers, compilations in parallel (only true in this build)")
+                  "Timed runs one at a time across the workers, compilations in parallel (false: timed runs in parallel too)")
       ->default_val(true);
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds calls in flight get to finish after SIGTERM")
       ->default_val(10)
