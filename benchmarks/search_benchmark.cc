@@ -24,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "agents/evaluator.h"
@@ -181,11 +182,11 @@ void compare_part(const Flags& f, const SearchRun* runtime_run) {
   SearchRun est = search(f, uri, "est_cycles", f.trials);
   SearchRun measured = runtime_run ? *runtime_run : search(f, uri, "runtime", f.trials);
   KernelComparison a = measure(f, uri, est.best_trace), b = measure(f, uri, measured.best_trace);
-  std::printf("  %-16s %12s %14s %16s %12s\n", "guided by", "search time", "GFLOP/s", "vs OpenBLAS", "90% after");
-  std::printf("  %-16s %10.0f s %14.1f %16.3f %8lld tr.\n", "est_cycles", est.seconds, a.ours_gflops,
-              other(a, "OpenBLAS").speedup, (long long)est.trials_to_90);
-  std::printf("  %-16s %10.0f s %14.1f %16.3f %8lld tr.\n", "runtime", measured.seconds, b.ours_gflops,
-              other(b, "OpenBLAS").speedup, (long long)measured.trials_to_90);
+  std::printf("  %-16s %12s %14s %16s %20s\n", "guided by", "search time", "GFLOP/s", "vs OpenBLAS", "90% after");
+  for (const auto& [name, run, c] : {std::tuple<const char*, const SearchRun*, const KernelComparison*>{"est_cycles", &est, &a},
+                                     {"runtime", &measured, &b}})
+    std::printf("  %-16s %10.0f s %14.1f %16.3f %8lld tr., %4.0f s\n", name, run->seconds, c->ours_gflops,
+                other(*c, "OpenBLAS").speedup, (long long)run->trials_to_90, run->seconds_to_90);
   std::printf("  est_cycles-guided best schedule:\n%s", est.best_trace.c_str());
   write_plot(f, "search_est_cycles_gmm4.svg", {{"est_cycles-guided (estimated)", est.curve}},
              uri + ": est_cycles-guided search, best-so-far estimated GFLOP/s");

@@ -319,12 +319,13 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   Status st = s.run([&](const SearchProgress& p) { display.update(p); });
   display.finish();
   if (!st.ok()) return st;
+  const std::string search_s = fixed(s.elapsed_s(), 1);  // the search alone, before validation and timing
 
   std::vector<std::string> row = {uri, o.agent, o.reward, std::to_string(s.trials()), std::to_string(o.seed),
                                   std::to_string(o.threads)};
   const TrialRecord* best = s.best();
   if (!best) {
-    row.insert(row.end(), {"0", "0", "", "", "", "", "", "no: no valid schedule found", fixed(s.elapsed_s(), 1)});
+    row.insert(row.end(), {"0", "0", "", "", "", "", "", "no: no valid schedule found", search_s});
     return row;
   }
 
@@ -347,7 +348,7 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   Expected<KernelComparison> cmp = compare_kernels(s.benchmark(), best->trace, co);
   if (!cmp.ok()) {
     std::cerr << "tensorgym: warning: " << cmp.status().message() << "\n";
-    row.insert(row.end(), {"", fixed(best->eval.gflops, 3), "error", "", "", "", "", validated, fixed(s.elapsed_s(), 1)});
+    row.insert(row.end(), {"", fixed(best->eval.gflops, 3), "error", "", "", "", "", validated, search_s});
     return row;
   }
   const ComparedKernel* vendor = cmp->fastest_vendor();
@@ -355,7 +356,7 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   row.insert(row.end(), {fixed(cmp->ours_gflops, 3), fixed(best->eval.gflops, 3), vendor ? vendor->name : "",
                          vendor ? fixed(vendor->gflops, 3) : "", vendor ? fixed(vendor->speedup, 4) : "",
                          expert ? fixed(expert->gflops, 3) : "", expert ? fixed(expert->speedup, 4) : "", validated,
-                         fixed(s.elapsed_s(), 1)});
+                         search_s});
   return row;
 }
 
@@ -413,7 +414,7 @@ int run_ops_suite(const SuiteOptions& o) {
     const std::string uri = "benchmark://ops-v0/" + (*names)[i];
     const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(names->size()) + "] ";
     if (finished.count(uri)) {
-      std::cout << step << (*names)[i] << ": finished earlier, skipped\n";
+      std::cout << step << (*names)[i] << ": finished earlier, skipped" << std::endl;
       continue;
     }
     if (o.limit > 0 && ran >= o.limit) {
@@ -428,7 +429,7 @@ int run_ops_suite(const SuiteOptions& o) {
     ++ran;
     const auto& r = *row;
     std::cout << step << (*names)[i] << ": " << r[6] << " GFLOP/s" << (r[8].empty() ? "" : ", vs " + r[8] + " " + r[10])
-              << (r[12].empty() ? "" : ", vs expert " + r[12]) << ", validated " << r[13] << "\n";
+              << (r[12].empty() ? "" : ", vs expert " + r[12]) << ", validated " << r[13] << std::endl;
   }
   if (left) {
     std::cout << "stopped after " << ran << " benchmarks (--limit); " << left
@@ -509,7 +510,7 @@ int run_graphs_suite(const SuiteOptions& o) {
     }
     st = dir.append(rows);
     if (!st.ok()) return report_error(st);
-    std::cout << step << graphs[i] << ": planned with " << planners.size() << " planners\n";
+    std::cout << step << graphs[i] << ": planned with " << planners.size() << " planners" << std::endl;
   }
 
   // Table: a row per graph, a column per planner (arena / lower bound), geometric means.
