@@ -4,11 +4,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <fstream>
 #include <grpcpp/grpcpp.h>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -16,6 +14,7 @@
 #include "client/dns_endpoint.h"
 #include "client/managed_server.h"
 #include "proto/tensorgym.grpc.pb.h"
+#include "support/credential_files.h"
 
 namespace tensorgym::client {
 namespace {
@@ -59,20 +58,6 @@ bool worker_level(proto::JobError error) {
 }
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-Expected<std::string> read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument(std::string("cannot read the ") + what + " " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
 
 // The addresses of a dns: endpoint as (name, gRPC target); any other endpoint is its
 // own target.
@@ -240,12 +225,10 @@ Status BatchEvaluator::Impl::init() {
   if (!options.auth_token.empty()) {
     token_ = options.auth_token;
   } else if (!options.auth_token_file.empty()) {
-    TG_ASSIGN_OR_RETURN(std::string t, read_text(options.auth_token_file, "token file"));
-    token_ = trim(t.substr(0, t.find('\n')));
-    if (token_.empty()) return invalid_argument("the token file " + options.auth_token_file + " is empty");
+    TG_ASSIGN_OR_RETURN(token_, read_token_file(options.auth_token_file));
   }
   if (!options.tls_ca_file.empty()) {
-    TG_ASSIGN_OR_RETURN(tls_roots_, read_text(options.tls_ca_file, "TLS CA file"));
+    TG_ASSIGN_OR_RETURN(tls_roots_, read_pem_file(options.tls_ca_file, "TLS CA file"));
   }
   if (options.resolve_period_s < 0) return invalid_argument("resolve_period_s must be >= 0");
   if (!options.endpoints.empty()) {

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <sstream>
 #include <thread>
 
 #include "client/connection_impl.h"
@@ -13,6 +11,7 @@
 #include "client/env.h"
 #include "client/rpc_status.h"
 #include "client/wire.h"
+#include "support/credential_files.h"
 
 namespace tensorgym::client {
 namespace {
@@ -22,20 +21,6 @@ using Clock = std::chrono::steady_clock;
 template <class TimePoint>
 double seconds_left(TimePoint deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
-}
-
-Expected<std::string> read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument(std::string("cannot read the ") + what + " " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 // grpc.health.v1.HealthCheckResponse.status (field 1, varint) from its encoding.
@@ -120,12 +105,10 @@ Status ConnectionImpl::open() {
   if (!options.auth_token.empty()) {
     token_ = options.auth_token;
   } else if (!options.auth_token_file.empty()) {
-    TG_ASSIGN_OR_RETURN(std::string t, read_text(options.auth_token_file, "token file"));
-    token_ = trim(t.substr(0, t.find('\n')));
-    if (token_.empty()) return invalid_argument("the token file " + options.auth_token_file + " is empty");
+    TG_ASSIGN_OR_RETURN(token_, read_token_file(options.auth_token_file));
   }
   if (!options.tls_ca_file.empty()) {
-    TG_ASSIGN_OR_RETURN(tls_roots_, read_text(options.tls_ca_file, "TLS CA file"));
+    TG_ASSIGN_OR_RETURN(tls_roots_, read_pem_file(options.tls_ca_file, "TLS CA file"));
   }
   const auto deadline = Clock::now() + std::chrono::duration<double>(std::max(1.0, options.startup_timeout_s));
   if (options.endpoint.empty()) {

@@ -2,17 +2,12 @@
 
 #include <arpa/inet.h>
 
-#include <fstream>
 #include <grpcpp/server_context.h>
+
+#include "support/credential_files.h"
 
 namespace tensorgym::service {
 namespace {
-
-std::string trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
 
 // Compares without an early exit, so the time taken does not reveal the prefix matched.
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -31,13 +26,8 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 Expected<Authenticator> Authenticator::from_options(const ServerOptions& options) {
   if (!options.auth_token.empty()) return Authenticator(options.auth_token);
   if (options.auth_token_file.empty()) return Authenticator();
-  std::ifstream in(options.auth_token_file);
-  if (!in) return invalid_argument("cannot read the token file " + options.auth_token_file);
-  std::string line;
-  std::getline(in, line);
-  line = trim(line);
-  if (line.empty()) return invalid_argument("the token file " + options.auth_token_file + " is empty");
-  return Authenticator(line);
+  TG_ASSIGN_OR_RETURN(std::string token, read_token_file(options.auth_token_file));
+  return Authenticator(std::move(token));
 }
 
 Status Authenticator::check_header(std::string_view value) const {

@@ -9,11 +9,9 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <fstream>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "codegen/measure/runner.h"
@@ -21,6 +19,7 @@
 #include "service/auth.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
+#include "support/credential_files.h"
 
 namespace tensorgym::service {
 namespace {
@@ -30,14 +29,6 @@ constexpr const char* kServiceName = "tensorgym.proto.TensorGym";
 std::string host_port(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-Expected<std::string> read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument(std::string("cannot read the ") + what + " " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -95,8 +86,8 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options.tls_cert_file.empty()) {
-    TG_ASSIGN_OR_RETURN(std::string cert, read_file(options.tls_cert_file, "TLS certificate"));
-    TG_ASSIGN_OR_RETURN(std::string key, read_file(options.tls_key_file, "TLS key"));
+    TG_ASSIGN_OR_RETURN(std::string cert, read_pem_file(options.tls_cert_file, "TLS certificate"));
+    TG_ASSIGN_OR_RETURN(std::string key, read_pem_file(options.tls_key_file, "TLS key"));
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
     credentials = grpc::SslServerCredentials(ssl);
