@@ -20,18 +20,15 @@ Status check_limit(int64_t arena, int64_t lower_bound, int64_t limit, const std:
 
 }  // namespace
 
+// The offset planners, with `search` under the name it has for whole plans: `best`
+// (offset_planner_for maps it back).
 const std::vector<std::string>& memplan_planner_names() {
-  static const std::vector<std::string> names = {"naive",
-                                                 "greedy_by_size",
-                                                 "first_fit",
-                                                 "greedy_by_breadth",
-                                                 "best_fit_spatial",
-                                                 "best_fit_temporal",
-                                                 "best_fit_best",
-                                                 "usmp_greedy_by_size",
-                                                 "usmp_greedy_by_conflicts",
-                                                 "hill_climb",
-                                                 "best"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = offset_planner_names();
+    for (std::string& name : n)
+      if (name == "search") name = "best";
+    return n;
+  }();
   return names;
 }
 
