@@ -10,6 +10,7 @@
 #include "agents/cost_model_xgb.h"
 #include "agents/serial.h"
 #include "agents/sketch.h"
+#include "codegen/analysis/cost_model.h"
 #include "codegen/lower/lower.h"
 
 namespace tensorgym {
@@ -17,12 +18,21 @@ namespace {
 
 using Rows = std::vector<StoreFeatureRow>;
 
+constexpr size_t kPriorSample = 8;  // random genomes estimated per warm-up pick of the prior
+
 struct Member {
   Genome genome;
   std::string trace;
   const Rows* rows = nullptr;
+  double est = 0;  // est_cycles of the lowered nest (the analytical model)
   double score = 0;
 };
+
+// Unmeasured members ordered by the analytical model, best first.
+std::vector<const Member*> by_estimate(std::vector<const Member*> members) {
+  std::stable_sort(members.begin(), members.end(), [](const Member* a, const Member* b) { return a->est < b->est; });
+  return members;
+}
 
 class EvolutionaryAgent : public SearchAgent {
  public:
@@ -59,7 +69,22 @@ class EvolutionaryAgent : public SearchAgent {
 
     const bool evolve = o.use_cost_model ? model_->trained() && round_ > o.warmup_random_rounds
                                          : round_ > o.warmup_random_rounds;
+    const size_t prior_part = size_t(std::llround(double(batch) * o.analytical_prior));
     if (!evolve) {
+      // The best-estimated of a random sample (kPriorSample per pick), then random ones.
+      if (prior_part > 0) {
+        std::vector<Member> sample;
+        for (size_t attempt = 0; attempt < batch * 64 && sample.size() < prior_part * kPriorSample; ++attempt) {
+          Member m;
+          if (make_member(random_genome(plan_, rng), &m) && fresh(m.trace)) sample.push_back(std::move(m));
+        }
+        std::vector<const Member*> ptrs;
+        for (const Member& m : sample) ptrs.push_back(&m);
+        for (const Member* m : by_estimate(ptrs)) {
+          if (out.size() >= prior_part) break;
+          if (fresh(m->trace)) take(*m);
+        }
+      }
       for (size_t attempt = 0; attempt < batch * 64 && out.size() < batch; ++attempt) {
         Member m;
         if (make_member(random_genome(plan_, rng), &m) && fresh(m.trace)) take(m);
@@ -115,9 +140,13 @@ class EvolutionaryAgent : public SearchAgent {
       collect(pop);
     }
 
-    // The best-scored unmeasured candidates, then a few at random.
+    // The best-estimated unmeasured candidates, the best-scored, then a few at random.
     std::vector<const Member*> ranked;
     for (const auto& [trace, m] : seen) ranked.push_back(&m);
+    for (const Member* m : by_estimate(ranked)) {
+      if (out.size() >= prior_part) break;
+      if (fresh(m->trace)) take(*m);
+    }
     std::stable_sort(ranked.begin(), ranked.end(), [](const Member* a, const Member* b) { return a->score > b->score; });
     size_t random_part = size_t(std::llround(double(batch) * o.eps_greedy));
     for (const Member* m : ranked) {
@@ -248,7 +277,8 @@ class EvolutionaryAgent : public SearchAgent {
   }
 
  private:
-  // Renders, lowers and featurizes a genome; false when it does not render or lower.
+  // Renders, lowers, featurizes and estimates a genome; false when it does not render
+  // or lower.
   bool make_member(Genome g, Member* m) {
     Expected<Schedule> s = render_genome(plan_, g, program_);
     if (!s.ok()) return false;
@@ -256,12 +286,16 @@ class EvolutionaryAgent : public SearchAgent {
     auto it = scratch_.find(m->trace);
     if (it == scratch_.end()) {
       Expected<LoopNest> nest = lower(*s);
-      Rows rows;
-      if (nest.ok()) rows = extract_features(*nest).rows;
-      it = scratch_.emplace(m->trace, std::move(rows)).first;
+      Scratch sc;
+      if (nest.ok()) {
+        sc.rows = extract_features(*nest).rows;
+        sc.est = est_cycles(*nest);
+      }
+      it = scratch_.emplace(m->trace, std::move(sc)).first;
     }
-    if (it->second.empty()) return false;
-    m->rows = &it->second;
+    if (it->second.rows.empty()) return false;
+    m->rows = &it->second.rows;
+    m->est = it->second.est;
     m->genome = std::move(g);
     return true;
   }
@@ -308,7 +342,7 @@ class EvolutionaryAgent : public SearchAgent {
     Rows rows;
     auto sc = scratch_.find(trace);
     if (sc != scratch_.end()) {
-      rows = sc->second;
+      rows = sc->second.rows;
     } else {
       Expected<Schedule> s = Schedule::from_text(program_, trace);
       if (s.ok()) {
@@ -325,7 +359,11 @@ class EvolutionaryAgent : public SearchAgent {
   int round_ = 0;
   std::map<std::string, Genome> genomes_;  // proposed candidates' genomes, by trace
   std::vector<RankingQuality> quality_;
-  std::map<std::string, Rows> scratch_;          // features of this round's candidates
+  struct Scratch {
+    Rows rows;
+    double est = 0;
+  };
+  std::map<std::string, Scratch> scratch_;       // features and estimates of this round's candidates
   std::map<std::string, Rows> record_features_;  // features of measured candidates
 };
 

@@ -6,14 +6,19 @@
 //
 // Round by round:
 //  1. the first `warmup_random_rounds` rounds (and any round before the model can
-//     train) propose random genomes;
+//     train) propose random genomes, except `analytical_prior` of the batch: the
+//     best-estimated (est_cycles) of 8 random genomes per pick;
 //  2. otherwise the initial population is the best measured genomes (up to 1/8 of it)
 //     and random genomes; for `generations` generations, parents are drawn with
 //     probability proportional to their predicted score and each child is a mutant
 //     (probability `mutation_probability`) or a stage-wise crossover of two parents;
 //     every valid candidate seen is kept with its score;
-//  3. the batch is the `batch_size * (1 - eps_greedy)` best-scored unmeasured
-//     candidates and the rest drawn at random from the last population.
+//  3. the batch is the `batch_size * analytical_prior` unmeasured candidates with the
+//     lowest est_cycles (the analytical model hedges a learned model that has seen few
+//     measurements; it helps most on convolutions, where the first rounds' XGBoost
+//     ranks worse than chance), then the best-scored by the learned model up to
+//     `batch_size * (1 - eps_greedy)`, and the rest drawn at random from the last
+//     population.
 // The ranking quality of the model on each new batch (measured after the model was
 // trained, so held out) is kept: pairwise accuracy and top-k recall.
 #pragma once

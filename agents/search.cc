@@ -65,6 +65,7 @@ std::string options_bytes(const AgentOptions& o) {
   r.put_int("retrain_rounds", o.retrain_rounds);
   r.put_int("warmup_random_rounds", o.warmup_random_rounds);
   r.put_bool("use_cost_model", o.use_cost_model);
+  r.put_double("analytical_prior", o.analytical_prior);
   return r.bytes();
 }
 
@@ -90,6 +91,11 @@ Expected<AgentOptions> options_from_bytes(const std::string& bytes) {
   TG_ASSIGN_OR_RETURN(v, r.get_int("warmup_random_rounds"));
   o.warmup_random_rounds = int(v);
   TG_ASSIGN_OR_RETURN(o.use_cost_model, r.get_bool("use_cost_model"));
+  // Checkpoints written before the option existed searched without the prior.
+  o.analytical_prior = 0;
+  if (r.has("analytical_prior")) {
+    TG_ASSIGN_OR_RETURN(o.analytical_prior, r.get_double("analytical_prior"));
+  }
   return o;
 }
 
@@ -105,6 +111,8 @@ Status check_options(const AgentOptions& o) {
   if (!(o.eps_greedy >= 0 && o.eps_greedy <= 1)) return invalid_argument("eps_greedy must be in [0, 1]");
   if (o.retrain_rounds < 1 || o.retrain_rounds > 10000) return invalid_argument("retrain_rounds must be in 1..10000");
   if (o.warmup_random_rounds < 0) return invalid_argument("warmup_random_rounds must be >= 0");
+  if (!(o.analytical_prior >= 0 && o.analytical_prior <= 1))
+    return invalid_argument("analytical_prior must be in [0, 1]");
   return Status();
 }
 

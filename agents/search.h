@@ -51,7 +51,12 @@ struct AgentOptions {
   double mutation_probability = 0.85;  // a child is a mutant; otherwise a crossover of two parents
   double eps_greedy = 0.05;      // fraction of each round's batch taken at random from the population
   int retrain_rounds = 60;       // XGBoost boosting rounds per training
-  int warmup_random_rounds = 1;  // first rounds measured at random (no cost model yet)
+  int warmup_random_rounds = 1;  // first rounds measured without the learned model (it has no data yet)
+  // Fraction of each batch chosen by the analytical model (est_cycles) instead: in the
+  // warm-up rounds the best-estimated of a random sample, afterwards the best-estimated
+  // candidates of the evolved populations. It hedges a learned model that has seen few
+  // measurements (0: Ansor's scheme, learned model and random picks only).
+  double analytical_prior = 0.25;
   bool use_cost_model = true;    // off: the population is ranked at random (ablation)
 
   bool operator==(const AgentOptions&) const = default;

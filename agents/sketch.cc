@@ -11,6 +11,9 @@ namespace {
 
 constexpr int64_t kMaxLanes = 64;      // vectorize accepts at most 64 lanes
 constexpr int64_t kMaxRegisterTile = 16;  // sampled S3 factor of a non-vector axis
+// Register tile of a random genome: the product of the S3 factors (vector lanes
+// included) at most this many elements (32 AVX-512 registers of 16 floats).
+constexpr int64_t kMaxTileElements = 512;
 
 int64_t product(const std::vector<int64_t>& v) {
   int64_t p = 1;
@@ -81,17 +84,25 @@ std::array<int64_t, N> random_split(int64_t extent, const std::vector<int64_t>& 
   return f;
 }
 
-// Vector widths for an axis: its divisors in 2..64, powers of two twice as likely
-// (they fill whole registers); {1} when there is none.
+// Vector widths for an axis: its divisors in 2..64 that are powers of two (drawn twice
+// as often: they fill whole registers) or multiples of 4 from 12 up (28 runs as
+// 16 + 8 + 4 lanes); {1} when there is none. Widths such as 7 or 14 run as 4 + 2 + 1
+// and 8 + 4 + 2 lanes, mostly partial vectors, so they are left out.
 std::vector<int64_t> vector_choices(int64_t extent) {
   std::vector<int64_t> out;
   for (int64_t d : divisors(extent)) {
     if (d < 2 || d > kMaxLanes) continue;
-    out.push_back(d);
-    if (is_pow2(d)) out.push_back(d);
+    if (is_pow2(d)) out.push_back(d), out.push_back(d);
+    else if (d % 4 == 0 && d >= 12) out.push_back(d);
   }
   if (out.empty()) out.push_back(1);
   return out;
+}
+
+// Whether an axis can carry the vector loop: it has a width of at least 8 lanes.
+bool vectorizable(int64_t extent) {
+  std::vector<int64_t> v = vector_choices(extent);
+  return *std::max_element(v.begin(), v.end()) >= 8;
 }
 
 std::vector<int64_t> innermost_choices(int64_t extent, bool vector_axis) {
@@ -106,11 +117,27 @@ int default_vec_axis(const StagePlan& sp, Rng& rng) {
   int n = int(sp.axes.size());
   std::vector<int> usable;
   for (int a = 0; a < n; ++a)
-    if (vector_choices(sp.axis_extents[size_t(a)]).back() > 1) usable.push_back(a);
+    if (vectorizable(sp.axis_extents[size_t(a)])) usable.push_back(a);
   if (usable.empty()) return n - 1;
-  // Mostly the last usable axis (unit stride in row-major layouts).
-  if (rng.chance(0.6)) return usable.back();
+  // Half the time the last usable axis (unit stride in row-major layouts).
+  if (usable.size() == 1 || rng.chance(0.5)) return usable.back();
+  usable.pop_back();
   return rng.pick(usable);
+}
+
+// Whether the stage's axis `a` indexes read tensor `j` at a dimension other than its
+// innermost (vector loads along `a` are strided unless the tensor is packed with the
+// layout rewrite).
+bool indexes_away_from_innermost(const StagePlan& sp, size_t j, int a) {
+  if (j >= sp.read_dims.size() || a < 0 || size_t(a) >= sp.read_dims[j].size()) return false;
+  const int dim = sp.read_dims[j][size_t(a)];
+  return dim >= 0 && dim + 1 < sp.read_ranks[j];
+}
+
+int64_t register_tile(const StageGenes& g) {
+  int64_t p = 1;
+  for (const auto& f : g.spatial) p *= f[3];
+  return p;
 }
 
 bool tiles_valid(const StagePlan& sp, const StageGenes& g) {
@@ -131,14 +158,22 @@ StageGenes random_stage_genes(const StagePlan& sp, Rng& rng) {
     case StageRule::kTiled: {
       g.fuse_consumer = !sp.consumer.empty() && rng.chance(0.5);
       g.vec_axis = default_vec_axis(sp, rng);
-      for (int a = 0; a < n; ++a) {
-        int64_t e = sp.axis_extents[size_t(a)];
-        g.spatial.push_back(random_split<4>(e, innermost_choices(e, a == g.vec_axis), rng));
+      for (int attempt = 0; attempt < 16; ++attempt) {
+        g.spatial.clear();
+        for (int a = 0; a < n; ++a) {
+          int64_t e = sp.axis_extents[size_t(a)];
+          g.spatial.push_back(random_split<4>(e, innermost_choices(e, a == g.vec_axis), rng));
+        }
+        if (register_tile(g) <= kMaxTileElements) break;
       }
       for (int64_t e : sp.reduce_extents) g.reduce.push_back(random_split<2>(e, divisors(e), rng));
       g.compute_level = int(rng.below(2));
-      g.layout = rng.chance(0.5);
-      for (size_t i = 0; i < sp.reads.size(); ++i) g.pack.push_back(rng.chance(0.5) ? 0 : int(rng.range(1, 3)));
+      const bool inner_vector = g.vec_axis == n - 1;
+      g.layout = rng.chance(inner_vector ? 0.5 : 0.9);
+      for (size_t i = 0; i < sp.reads.size(); ++i) {
+        const bool needs_pack = g.layout && indexes_away_from_innermost(sp, i, g.vec_axis);
+        g.pack.push_back(rng.chance(needs_pack ? 0.1 : 0.5) ? 0 : int(rng.range(1, 4)));
+      }
       g.parallel = int(rng.range(0, (g.compute_level + 1) * n));
       g.unroll = int(rng.below(4));
       break;
@@ -226,22 +261,6 @@ class Renderer {
     std::string name = base;
     for (int i = 1; st && st->find_loop(name) >= 0; ++i) name = base + "_" + std::to_string(i);
     return name;
-  }
-  // The dimension of `tensor` that `stage` indexes with exactly the variable `var`
-  // (before packing; -1 when none).
-  int dim_indexed_by(const std::string& stage_name, const std::string& tensor, const std::string& var) const {
-    const StageSchedule* st = stage(stage_name);
-    if (!st) return -1;
-    int dim = -1;
-    visit_exprs(st->def.body, [&](const Expr& e) {
-      const Load* load = e.as<Load>();
-      if (!load || load->name != tensor) return;
-      for (size_t i = 0; i < load->indices.size(); ++i) {
-        const Variable* v = load->indices[i].as<Variable>();
-        if (v && v->name == var) dim = int(i);
-      }
-    });
-    return dim;
   }
   std::string leaf_name(const std::string& stage_name, size_t pos) const {
     const StageSchedule* st = stage(stage_name);
@@ -381,18 +400,25 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
     if (loc == 1) at = ref(O, outer[size_t(n - 1)]);
     if (loc == 2) at = ref(O, outer[size_t(2 * n - 1)]);
     if (loc == 3 && !info->i_r0.empty()) at = ref(I, info->i_r0);
-    if (at.empty()) continue;
     std::string name = r.fresh_tensor(X + "_" + I);
-    if (!r.optional_pair(Primitive{"cache_read", {X, I, name}, {}}, Primitive{"compute_at", {name, at}, {}})) continue;
+    if (loc == 4) {
+      if (!r.optional("cache_read", {X, I, name})) continue;
+    } else if (at.empty() ||
+               !r.optional_pair(Primitive{"cache_read", {X, I, name}, {}}, Primitive{"compute_at", {name, at}, {}})) {
+      continue;
+    }
     // Layout: the dimension the vector axis indexes innermost in the packed copy.
-    int dim = g.layout ? r.dim_indexed_by(I, X, sp.axes[size_t(vec)]) : -1;
+    int dim = g.layout && j < sp.read_dims.size() ? sp.read_dims[j][size_t(vec)] : -1;
     const StageSchedule* packed = r.stage(name);
     if (dim >= 0 && packed && dim + 1 < int(packed->def.axes.size())) {
       std::vector<std::string> dims = {name};
       for (size_t a = 0; a < packed->def.axes.size(); ++a)
         if (int(a) != dim) dims.push_back(packed->def.axes[a].name);
       dims.push_back(packed->def.axes[size_t(dim)].name);
-      r.optional("reorder_storage", dims);
+      // The copy's loops in the new storage order, so that it writes contiguously (a
+      // transposing copy that writes with a stride ran the 7x7, 512-channel conv at
+      // half speed).
+      if (r.optional("reorder_storage", dims)) r.optional("reorder", dims);
     }
   }
   return Status();
@@ -489,6 +515,22 @@ SketchPlan make_sketch_plan(const Program& program) {
       } else {
         sp.rule = StageRule::kTiled;
         sp.reads = program.reads_of(d);
+        for (const std::string& t : sp.reads) {
+          std::vector<int> dims(sp.axes.size(), -1);
+          int rank = 0;
+          visit_exprs(d.body, [&](const Expr& e) {
+            const Load* load = e.as<Load>();
+            if (!load || load->name != t) return;
+            rank = int(load->indices.size());
+            for (size_t i = 0; i < load->indices.size(); ++i) {
+              const Variable* v = load->indices[i].as<Variable>();
+              for (size_t a = 0; v && a < sp.axes.size(); ++a)
+                if (v->name == sp.axes[a]) dims[a] = int(i);
+            }
+          });
+          sp.read_dims.push_back(std::move(dims));
+          sp.read_ranks.push_back(rank);
+        }
       }
     } else if (d.is_reduction()) {
       sp.rule = StageRule::kSimple;
@@ -631,11 +673,15 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
         break;
       case kPack: {
         size_t j = size_t(rng.below(s.pack.size()));
-        s.pack[j] = int(rng.below(4));
+        s.pack[j] = int(rng.below(5));
         break;
       }
       case kVecAxis: {
-        int a = int(rng.below(uint64_t(n)));
+        std::vector<int> usable;
+        for (int x = 0; x < n; ++x)
+          if (vectorizable(sp.axis_extents[size_t(x)])) usable.push_back(x);
+        if (usable.empty()) break;
+        int a = rng.pick(usable);
         std::vector<int64_t> lanes = vector_choices(sp.axis_extents[size_t(a)]);
         s.vec_axis = a;
         // Its S3 becomes a power of two: redistribute the axis from scratch.

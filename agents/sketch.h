@@ -13,11 +13,17 @@
 //    itself with that consumer as O ("fusion of the consumer").
 //  - The innermost S3 loop (of the chosen vector axis) is vectorized, at most 64
 //    lanes (powers of two drawn twice as often); O's innermost loop too when it fits.
+//    Random genomes keep the register tile (the S3 factors, lanes included) at most
+//    kMaxTileElements elements, so that its accumulators fit in registers.
 //  - Optionally (layout), reorder_storage puts the vector axis innermost in I's buffer
 //    and in the packed copies (Ansor's layout rewrite: a convolution can vectorize over
-//    output channels with contiguous weights and accumulators).
+//    output channels with contiguous weights and accumulators). Random genomes whose
+//    vector axis is not the last take the layout and pack the tensors that axis indexes
+//    away from their innermost dimension (the weights of a convolution over output
+//    channels) nine times in ten, since the vector loads are strided otherwise.
 //  - Each tensor the tiled stage reads may be packed: a cache_read computed at O's
-//    level-0 or level-1 loop or at I's R0 loop (a contiguous panel per tile).
+//    level-0 or level-1 loop or at I's R0 loop (a contiguous panel per tile), or at
+//    root (the whole tensor once: small weights).
 //  - pragma(auto_unroll_max_step) of 0, 16, 64 or 512 on I's outermost loop.
 //  - The first loops of O are fused and run in parallel (granularity: how many).
 //  - Elementwise stages that are not outputs are inlined (epilogues always; prologues
@@ -62,6 +68,10 @@ struct StagePlan {
   std::string consumer;                     // the fusable consumer, or empty
   std::vector<std::string> consumer_axes;   // its axes, parallel to `axes`
   std::vector<std::string> reads;           // tensors read (packing candidates)
+  // Per read tensor, per spatial axis: the tensor's dimension that the axis indexes
+  // directly (a bare variable), or -1; and the tensor's rank.
+  std::vector<std::vector<int>> read_dims;
+  std::vector<int> read_ranks;
   // kPrologue: the tiled stage that reads it, if any
   std::string tiled_reader;
 };
@@ -83,7 +93,8 @@ struct StageGenes {
   std::vector<std::array<int64_t, 2>> reduce;   // per reduction axis R0, R1
   int compute_level = 1;  // I computed at O's last loop of level 0 or 1
   int vec_axis = 0;       // the spatial axis whose S3 loop is innermost and vectorized
-  std::vector<int> pack;  // per read tensor: 0 none, 1 O level 0, 2 O level 1, 3 I's R0
+  // per read tensor: 0 none, 1 O level 0, 2 O level 1, 3 I's R0, 4 root (once, whole)
+  std::vector<int> pack;
   // reorder_storage: the vector axis innermost in I's buffer and in the packed copies
   // (Ansor's layout rewrite; lets a convolution vectorize over output channels).
   bool layout = false;

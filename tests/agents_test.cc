@@ -21,6 +21,7 @@
 #include "codegen/lower/lower.h"
 #include "datasets/registry.h"
 #include "envs/episode_state.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
@@ -89,6 +90,62 @@ TEST(SketchTest, ExpertGemmIsASketch) {
   EXPECT_NE(text.find("vectorize(C_local.j3)"), std::string::npos) << text;
   Expected<LoopNest> nest = lower(*sched);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+}
+
+// The channel-blocked convolution (oneDNN's design) is in the sketch space: output
+// channels vectorized, the accumulators and the packed weights channel-innermost, the
+// weight copy writing contiguously.
+TEST(SketchTest, ChannelBlockedConvIsASketch) {
+  Benchmark b = resolve("benchmark://ops-v0/c2d-4");
+  SketchPlan plan = make_sketch_plan(*b.program);
+  const StagePlan* y = plan.find("Y");
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(y->reads, (std::vector<std::string>{"P", "W"}));
+  // Y[n, f, y, x] reads W[f, c, r, s]: f is W's outermost dimension; P has no f.
+  EXPECT_EQ(y->read_dims[1], (std::vector<int>{-1, 0, -1, -1}));
+  EXPECT_EQ(y->read_ranks[1], 4);
+  EXPECT_EQ(y->read_dims[0], (std::vector<int>{0, -1, -1, -1}));
+  Rng rng(1);
+  Genome g = random_genome(plan, rng);
+  StageGenes& s = g.stages[size_t(plan.index_of("Y"))];
+  s.fuse_consumer = false;
+  s.spatial = {{1, 1, 1, 1}, {32, 1, 1, 16}, {7, 1, 1, 1}, {1, 1, 1, 7}};
+  s.reduce = {{512, 1}, {3, 1}, {3, 1}};
+  s.compute_level = 0;
+  s.vec_axis = 1;
+  s.layout = true;
+  s.pack = {0, 1};  // W packed per block of 16 output channels
+  Expected<Schedule> sched = render_genome(plan, g, b.program);
+  ASSERT_TRUE(sched.ok()) << sched.status().to_string();
+  const std::string text = sched->trace().to_string();
+  EXPECT_CONTAINS(text, "vectorize(Y_local.f3)");
+  EXPECT_CONTAINS(text, "reorder_storage(Y_local, n, y, x, f)");
+  EXPECT_CONTAINS(text, "reorder_storage(W_Y_local, ax1, ax2, ax3, ax0)");
+  EXPECT_CONTAINS(text, "reorder(W_Y_local, ax1, ax2, ax3, ax0)");
+  ASSERT_TRUE(lower(*sched).ok());
+}
+
+// Random tiled genomes keep the register tile within 512 elements, never vectorize an
+// axis without an 8-lane width (7 here), and mostly pack what a vector axis other than
+// the last needs.
+TEST(SketchTest, RandomTiledGenomesFollowTheSamplingRules) {
+  Benchmark b = resolve("benchmark://ops-v0/c2d-4");
+  SketchPlan plan = make_sketch_plan(*b.program);
+  const size_t yi = size_t(plan.index_of("Y"));
+  Rng rng(3);
+  int f_vectors = 0, packed_layouts = 0;
+  for (int i = 0; i < 200; ++i) {
+    const StageGenes s = random_genome(plan, rng).stages[yi];
+    int64_t tile = 1;
+    for (const auto& f : s.spatial) tile *= f[3];
+    EXPECT_LE(tile, 512);
+    // n has extent 1 and y, x extent 7: only f (512 channels) can carry the vectors.
+    EXPECT_EQ(s.vec_axis, 1);
+    if (s.vec_axis == 1) ++f_vectors;
+    if (s.layout && s.pack[1] != 0) ++packed_layouts;
+  }
+  EXPECT_EQ(f_vectors, 200);
+  EXPECT_GT(packed_layouts, 200 * 6 / 10);  // 0.9 x 0.9 expected
 }
 
 // Random genomes render, lower, round-trip through their text form, and compute what
@@ -279,6 +336,11 @@ TEST(SearchTest, SetupErrors) {
   setup.budget.max_trials = 0;
   EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kInvalidArgument);
   setup.budget.max_trials = 4;
+  setup.options.analytical_prior = 1.5;
+  Expected<std::unique_ptr<Search>> bad_prior = Search::create(setup);
+  EXPECT_EQ(bad_prior.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(bad_prior.status().message(), "analytical_prior");
+  setup.options.analytical_prior = 0.25;
   setup.evaluator = nullptr;
   EXPECT_EQ(Search::create(setup).status().code(), StatusCode::kInvalidArgument);
   EvaluatorChoice choice;

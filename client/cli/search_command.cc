@@ -257,6 +257,10 @@ void add_search_command(CLI::App& app) {
       ->default_val(o->agent_options.population);
   cmd->add_option("--generations", o->agent_options.generations, "evolutionary: generations per round")
       ->default_val(o->agent_options.generations);
+  cmd->add_option("--analytical-prior", o->agent_options.analytical_prior,
+                  "evolutionary: fraction of each batch chosen by est_cycles (0: learned model only)")
+      ->default_val(o->agent_options.analytical_prior)
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--vs-vendor", o->vs_vendor,
                 "Time the best schedule side by side with OpenBLAS / oneDNN and the expert schedule");
   cmd->add_option("--rounds", o->rounds, "--vs-vendor: rounds of side-by-side timing")->default_val(3)->check(CLI::Range(1, 100));
