@@ -34,6 +34,13 @@ struct EnvContext {
 
   // The measurement runner, started on first use.
   Runner& runner();
+  // A file that keeps baselines across processes on this machine, so that `tensorgym
+  // validate` or a new search does not measure the unscheduled program again (keys
+  // name the benchmark's text, the machine fingerprint and the measurement settings).
+  // Empty: this process only. Best effort: a file that cannot be read or written
+  // leaves the cache in memory.
+  std::string baseline_cache_path;
+
   // Initial and expert-schedule metric values already measured, by key.
   bool find_baseline(const std::string& key, double* value) const;
   void store_baseline(const std::string& key, double value);
@@ -41,10 +48,18 @@ struct EnvContext {
   ~EnvContext();
 
  private:
+  void read_baseline_file_locked() const;
+
   mutable std::mutex mu_;
   std::shared_ptr<Runner> runner_;
-  std::map<std::string, double> baselines_;
+  mutable std::map<std::string, double> baselines_;
+  mutable int64_t baseline_file_bytes_ = 0;  // how much of the file has been read
 };
+
+// The baseline cache file the command-line tools use: $TENSORGYM_CACHE_DIR/baselines,
+// else $XDG_CACHE_HOME/tensorgym/baselines, else ~/.cache/tensorgym/baselines.
+// TENSORGYM_CACHE_DIR set to the empty string turns the cache off (returns "").
+std::string default_baseline_cache_path();
 
 // Cancelling the measurements of one call (the service's deadlines). While a
 // MeasureCancellation::Scope is alive on a thread, every measurement that thread

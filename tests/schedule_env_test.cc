@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+
+#include <unistd.h>
 
 #include "envs/env.h"
 #include "envs/schedule/cursor_actions.h"
@@ -174,6 +177,67 @@ TEST(ScheduleEnv, MeasuredObservations) {
   EXPECT_GT(total, 10);
   EXPECT_NE(text_of(r.observations[5]).find("fmul"), std::string::npos);
   EXPECT_TRUE(std::isfinite(r.rewards[0]));
+}
+
+// Measured baselines outlive the process through EnvContext::baseline_cache_path: a
+// second context (another process, as for `tensorgym validate`) finds the initial
+// runtime the first measured, and a torn or foreign line in the file is skipped.
+TEST(ScheduleEnv, BaselinesPersistInTheCacheFile) {
+  const std::string path = ::testing::TempDir() + "/schedule_env_test_baselines_" + std::to_string(::getpid());
+  std::remove(path.c_str());
+  auto first = std::make_shared<EnvContext>();
+  first->worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+  first->threads = 1;
+  first->baseline_cache_path = path;
+  {
+    Expected<std::unique_ptr<Env>> e = make_env("schedule-v0", first);
+    ASSERT_TRUE(e.ok());
+    ASSERT_TRUE((*e)->set_parameter("runner.repeat", "2").ok());
+    ASSERT_TRUE((*e)->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+    StepResult r = (*e)->step({Event("split(C.j, 16, jo, ji)")}, {}, {"runtime"});
+    ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "a");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a number\tzz\n0.5\t6162\n0.25", f);  // junk, a good line, a torn line
+    std::fclose(f);
+  }
+  auto second = std::make_shared<EnvContext>();
+  second->baseline_cache_path = path;
+  double v = 0;
+  EXPECT_TRUE(second->find_baseline("ab", &v));
+  EXPECT_EQ(v, 0.5);
+  // The initial runtime the first context measured: a key naming gmm-1 and runtime.
+  int runtimes = 0;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char line[8192];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string l(line);
+      size_t tab = l.find('\t');
+      if (tab == std::string::npos) continue;
+      std::string hex = l.substr(tab + 1);
+      while (!hex.empty() && hex.back() == '\n') hex.pop_back();
+      if (hex.find_first_not_of("0123456789abcdef") != std::string::npos) continue;  // the junk line
+      std::string key;
+      for (size_t i = 0; i + 1 < hex.size(); i += 2) key.push_back(char(std::stoi(hex.substr(i, 2), nullptr, 16)));
+      if (key.rfind("initial|runtime|benchmark://ops-v0/gmm-1|", 0) != 0) continue;
+      ++runtimes;
+      double measured = 0;
+      EXPECT_TRUE(second->find_baseline(key, &measured));
+      EXPECT_EQ(measured, std::stod(l.substr(0, tab)));
+      EXPECT_GT(measured, 0.0);
+    }
+    std::fclose(f);
+  }
+  EXPECT_EQ(runtimes, 1);
+  EXPECT_FALSE(second->find_baseline("missing", &v));
+  // Without a path nothing is shared.
+  EnvContext alone;
+  EXPECT_FALSE(alone.find_baseline("ab", &v));
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ Expected<std::vector<std::string>> split_actions(const std::string& text, const 
 std::shared_ptr<EnvContext> cli_env_context(int threads) {
   auto ctx = std::make_shared<EnvContext>();
   ctx->threads = threads;
+  ctx->baseline_cache_path = default_baseline_cache_path();
   return ctx;
 }
 

@@ -65,7 +65,8 @@ struct EpisodeOutcome {
 // dropped); cursor names by ';', ',' and white space.
 Expected<std::vector<std::string>> split_actions(const std::string& text, const std::string& action_space);
 
-// Shared context of the commands (worker binary = this executable).
+// Shared context of the commands (worker binary = this executable), keeping measured
+// baselines in default_baseline_cache_path().
 std::shared_ptr<EnvContext> cli_env_context(int threads);
 
 // Resets, applies the actions one per step, then observes. With print_steps, prints

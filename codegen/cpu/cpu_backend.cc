@@ -10,6 +10,7 @@
 #include "codegen/cpu/jit_engine.h"
 #include "codegen/cpu/runtime.h"
 #include "codegen/lower/vectorize_loops.h"
+#include "support/fnv.h"
 
 namespace tensorgym {
 namespace {
@@ -45,15 +46,10 @@ const CpuTarget& CpuTarget::host() {
 }
 
 std::string CpuTarget::fingerprint() const {
-  // FNV-1a over the fields that change generated code.
-  uint64_t h = 1469598103934665603ull;
-  for (const std::string* s : {&triple, &cpu_name, &features, &llvm_version}) {
-    for (unsigned char c : *s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  // The fields that change generated code, each followed by a separator byte.
+  uint64_t h = kFnvOffset;
+  for (const std::string* s : {&triple, &cpu_name, &features, &llvm_version}) h = fnv1a64("\xff", fnv1a64(*s, h));
+  return hex64(h);
 }
 
 Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& nest, const CpuCompileOptions& options) {

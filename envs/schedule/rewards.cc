@@ -2,6 +2,7 @@
 
 #include "codegen/cpu/cpu_backend.h"
 #include "envs/schedule/metrics.h"
+#include "support/fnv.h"
 
 namespace tensorgym {
 namespace {
@@ -32,8 +33,12 @@ std::vector<RewardDef> make_rewards() {
   return r;
 }
 
-std::string baseline_key(const std::string& which, const std::string& metric, const ScheduleEpisode& e) {
-  std::string key = which + "|" + metric + "|" + e.benchmark.uri;
+std::string baseline_key(const std::string& which, const std::string& metric, const ScheduleEpisode& e,
+                         const std::string& trace) {
+  // The program's and the schedule's text too: baselines may outlive this process
+  // (EnvContext::baseline_cache_path) and a file:// benchmark may change under its URI.
+  std::string key = which + "|" + metric + "|" + e.benchmark.uri + "|" +
+                    hex64(fnv1a64(trace, fnv1a64(e.benchmark.program_text)));
   if (metric != "est_cycles") {
     // Measured metrics depend on the machine and on how they were measured.
     key += "|" + CpuTarget::host().fingerprint() + "|" + e.runner_settings.SerializeAsString();
@@ -55,7 +60,7 @@ Expected<double> metric_of_schedule(const std::string& metric, const ScheduleEpi
 
 Expected<double> cached_metric(const std::string& which, const std::string& metric, const ScheduleEpisode& e,
                                const std::string& trace) {
-  std::string key = baseline_key(which, metric, e);
+  std::string key = baseline_key(which, metric, e, trace);
   double v = 0;
   if (e.context->find_baseline(key, &v)) return v;
   TG_ASSIGN_OR_RETURN(v, metric_of_schedule(metric, e, trace));
