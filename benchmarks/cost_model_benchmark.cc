@@ -51,6 +51,22 @@
 //                     iterating on the model against fixed measurements.
 //   --host            ranks with MachineModel::from_host() (one core) instead
 //   --param NAME=V    overrides one MachineModel field (repeatable): sensitivity
+//   --ir-stats FILE   compiles every schedule (no runs) and writes, per schedule, the
+//                     loops the model says LLVM vectorizes (with gathers, at all) and
+//                     what LLVM made of it: counts of masked gathers, scatters, masked
+//                     loads and stores, vector loop bodies, vector loads and stores
+//                     in the optimized module (each count includes the intrinsic's
+//                     declaration), for checking the model's code-generator rules;
+//                     with --runtimes, only the schedules that have one
+//   --ir-model-only   with --ir-stats: the model's columns only, no compiles
+//   --replay FILES    re-ranks the measurements of CSVs from any earlier run (another
+//                     seed, another generator version) by rebuilding each schedule
+//                     from its trace: est_cycles against the stored runtimes of
+//                     every ok or capped row, per program (a check on schedules the
+//                     model was not tuned on). Rows whose trace no longer applies
+//                     or lowers are counted as failed
+//   --explain LIST    prints the loop nest and the cost breakdown of these schedule
+//                     indices (comma-separated) of each program, for model work
 #include <benchmark/benchmark.h>
 #include <poll.h>
 #include <signal.h>
@@ -76,6 +92,7 @@
 #include "codegen/analysis/features.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/interp/host_buffer.h"
+#include "codegen/ir/ir_printer.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/timing.h"
@@ -224,6 +241,10 @@ struct QualityOptions {
   std::vector<std::string> runtimes;
   bool host = false;
   std::vector<std::pair<std::string, double>> params;  // --param NAME=VALUE
+  std::vector<int> explain;                             // --explain: schedule indices
+  std::vector<std::string> replay;                      // --replay FILES
+  std::string ir_stats;                                 // --ir-stats FILE
+  bool ir_model_only = false;                           // --ir-model-only: no compiles
 };
 
 // Sets a numeric field of the machine by name (for sensitivity studies).
@@ -237,6 +258,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(vector_bits) TG_PARAM(auto_vector_bits) TG_PARAM(vector_registers) TG_PARAM(fma_units)
   TG_PARAM(fp_latency) TG_PARAM(fp_add_latency) TG_PARAM(load_ports) TG_PARAM(store_ports) TG_PARAM(issue_width)
   TG_PARAM(divide_cycles) TG_PARAM(math_call_cycles) TG_PARAM(gather_lane_cycles) TG_PARAM(masked_access_factor)
+  TG_PARAM(vector_gather) TG_PARAM(vector_scatter) TG_PARAM(store_forward_stall_cycles)
   TG_PARAM(loop_entry_cycles) TG_PARAM(full_unroll_budget) TG_PARAM(full_unroll_analyzed_trips)
   TG_PARAM(full_unroll_boost) TG_PARAM(scheduler_window) TG_PARAM(register_buffer_elements) TG_PARAM(cores)
   TG_PARAM(line_bytes) TG_PARAM(l1_bytes) TG_PARAM(l1_ways) TG_PARAM(l2_bytes) TG_PARAM(l2_ways) TG_PARAM(l3_bytes)
@@ -425,18 +447,28 @@ struct Stored {
   bool failed = false;
 };
 
-void load_runtimes(const std::string& path, std::map<std::pair<std::string, int>, Stored>* m) {
+// The rows of a CSV this benchmark wrote (fields split at commas; exits when the
+// file cannot be read).
+std::vector<std::vector<std::string>> read_csv_rows(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     std::fprintf(stderr, "cannot read %s\n", path.c_str());
     std::exit(2);
   }
+  std::vector<std::vector<std::string>> rows;
   std::string line;
   while (std::getline(in, line)) {
     std::vector<std::string> f;
     std::stringstream ss(line);
     std::string x;
     while (std::getline(ss, x, ',')) f.push_back(x);
+    rows.push_back(std::move(f));
+  }
+  return rows;
+}
+
+void load_runtimes(const std::string& path, std::map<std::pair<std::string, int>, Stored>* m) {
+  for (const std::vector<std::string>& f : read_csv_rows(path)) {
     if (f.size() < 7 || f[0] == "program") continue;
     Stored& s = (*m)[{f[0], std::atoi(f[1].c_str())}];
     if (!s.trace.empty() && s.trace != f[6]) continue;  // a different sweep
@@ -462,6 +494,89 @@ struct Measured {
   double best() const { return *std::min_element(runtimes_s.begin(), runtimes_s.end()); }
 };
 
+// Counts of what LLVM made of a nest (the optimized module's text), written by a
+// forked child as one CSV line: gathers, scatters, masked loads, masked stores,
+// vector loop bodies, vector loads, vector stores.
+void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNest& nest, const QualityOptions& o,
+                    const MachineModel& machine) {
+  int predicted = 0, vectorized = 0;  // loops the model says LLVM vectorizes with gathers / at all
+  for (const LoopCost& l : estimate_cost(nest, machine).loops) {
+    predicted += l.gathers;
+    vectorized += l.vectorized;
+  }
+  if (o.ir_model_only) {
+    std::fprintf(out, "%s,%d,%d,%d,,,,,,,\n", program, index, predicted, vectorized);
+    return;
+  }
+  std::fflush(out);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    arm_cpu_limit(o.compile_cap_s);
+    CpuCompileOptions co;
+    co.keep_llvm_ir = true;
+    Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(nest, co);
+    if (!kernel.ok()) _exit(0);
+    const std::string& ir = (*kernel)->llvm_ir();
+    auto count = [&](const char* needle) {
+      int n = 0;
+      for (size_t at = ir.find(needle); at != std::string::npos; at = ir.find(needle, at + 1)) ++n;
+      return n;
+    };
+    std::fprintf(out, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", program, index, predicted, vectorized,
+                 count("@llvm.masked.gather"), count("@llvm.masked.scatter"), count("@llvm.masked.load"),
+                 count("@llvm.masked.store"), count("\nvector.body"), count("= load <"), count("store <"));
+    std::fflush(out);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+// The schedule text of a CSV trace (one_line's inverse: ", " between arguments and
+// "; " between primitives).
+std::string trace_text(const std::string& line) {
+  std::string s;
+  int depth = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth > 0 && c == ' ' && i + 1 < line.size() && line[i + 1] == ' ') {
+      s += ", ";
+      ++i;
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+int run_replay(const QualityOptions& o, const MachineModel& machine) {
+  for (const Workload& wl : kWorkloads) {
+    if (std::find(o.programs.begin(), o.programs.end(), wl.name) == o.programs.end()) continue;
+    ProgramPtr program = parse_or_die(wl.text);
+    std::vector<double> est, runtime;
+    int failed = 0;
+    for (const std::string& path : o.replay) {
+      for (const std::vector<std::string>& f : read_csv_rows(path)) {
+        if (f.size() < 7 || f[0] != wl.name || (f[3] != "ok" && f[3] != "timeout")) continue;
+        Expected<Schedule> s = Schedule::from_text(program, trace_text(f[6]));
+        Expected<LoopNest> nest = s.ok() ? lower(*s) : Expected<LoopNest>(s.status());
+        if (!nest.ok()) {
+          ++failed;
+          continue;
+        }
+        est.push_back(est_cycles(*nest, machine));
+        runtime.push_back(std::atof(f[5].c_str()));
+      }
+    }
+    std::printf("%-6s spearman %.3f over %zu replayed schedules (%d failed)\n", wl.name, spearman(est, runtime),
+                est.size(), failed);
+  }
+  return 0;
+}
+
 int run_quality(const QualityOptions& o) {
   MachineModel machine = o.host ? MachineModel::from_host() : MachineModel::reference();
   machine.cores = 1;
@@ -471,6 +586,7 @@ int run_quality(const QualityOptions& o) {
       return 2;
     }
   }
+  if (!o.replay.empty()) return run_replay(o, machine);
   std::map<std::pair<std::string, int>, Stored> stored;
   for (const std::string& f : o.runtimes) load_runtimes(f, &stored);
   const bool measure = o.runtimes.empty();
@@ -502,6 +618,10 @@ int run_quality(const QualityOptions& o) {
         continue;
       }
       m.est = est_cycles(*nest, machine);
+      if (std::find(o.explain.begin(), o.explain.end(), i) != o.explain.end()) {
+        std::printf("---- %s %d: %s\n%s%s", wl.name, i, m.trace.c_str(), to_string(nest->body).c_str(),
+                    estimate_cost(*nest, machine).to_string().c_str());
+      }
       m.nest = std::move(*nest);
       if (!measure) {
         auto it = stored.find({wl.name, i});
@@ -514,6 +634,19 @@ int run_quality(const QualityOptions& o) {
       } else if (o.skip_est_s > 0 && m.est / kNominalHz > o.skip_est_s) {
         m.status = "skipped";
       }
+    }
+    if (!o.ir_stats.empty()) {
+      static std::FILE* irf = nullptr;
+      if (!irf) {
+        irf = std::fopen(o.ir_stats.c_str(), "w");
+        std::fprintf(irf,
+                     "program,index,model_gather_loops,model_vector_loops,gathers,scatters,masked_loads,masked_stores,"
+                     "vector_bodies,vector_loads,vector_stores\n");
+      }
+      for (const Measured& m : all)
+        if (m.status == "ok" || m.status == "timeout" || (measure && m.status == "skipped"))
+          write_ir_stats(irf, wl.name, m.index, m.nest, o, machine);
+      continue;
     }
     // Passes: every schedule once per pass, so that a slow phase of a shared machine
     // does not hit all measurements of one schedule.
@@ -630,6 +763,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       o.params.push_back({p.substr(0, eq), std::atof(p.c_str() + eq + 1)});
+    } else if (a == "--ir-stats") {
+      o.ir_stats = next();
+    } else if (a == "--ir-model-only") {
+      o.ir_model_only = true;
+    } else if (a == "--replay") {
+      o.replay = split_list(next());
+    } else if (a == "--explain") {
+      for (const std::string& x : split_list(next())) o.explain.push_back(std::atoi(x.c_str()));
     } else if (a == "--host") {
       o.host = true;
     } else if (quality) {

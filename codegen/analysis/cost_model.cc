@@ -58,6 +58,8 @@ MachineModel MachineModel::from_host(int vector_bits, int cores) {
   // LLVM's loop vectorizer prefers 256-bit vectors on AVX-512 parts.
   m.auto_vector_bits = std::min(m.vector_bits, 256);
   m.vector_registers = m.vector_bits >= 512 ? 32 : 16;
+  m.vector_gather = m.vector_bits >= 256;
+  m.vector_scatter = m.vector_bits >= 512;
   m.cores = std::max(cores, 1);
   read_host_caches(&m);
   return m;
@@ -343,6 +345,7 @@ class Model {
                 : ws_lines_[l] <= caches_[2].capacity_lines ? 3
                                                             : 4;
       lc.vectorized = vec_ok_[l] || autovec_[l] > 0;
+      lc.gathers = autovec_gathers_[l] != 0;
     }
 
     // Memory traffic per access, grouped by region.
@@ -474,12 +477,20 @@ class Model {
   std::vector<char> vec_ok_, real_, llvm_unrolled_;
   std::vector<char> sroa_;                       // per buffer: kept in registers
   std::vector<int> autovec_;                     // per loop: LLVM's vector factor, 0 when it stays scalar
+  std::vector<char> autovec_gathers_;            // per loop: LLVM vectorizes it with gathers or scatters
   std::vector<int> outer_parallel_;              // per loop: the outermost parallel loop around it (itself included)
   std::vector<double> iters_, execs_;            // body runs / entries over the whole run
   std::vector<std::vector<int>> stores_under_;   // per loop: stores in its subtree
   std::vector<std::vector<int>> region_stores_;  // per region (loop + 1, 0 = top level)
   std::vector<int> region_, vec_of_;             // per store
   std::vector<double> ws_lines_;                 // per loop: lines one iteration touches
+  std::vector<char> long_reuse_;                 // per loop: some access walks it through a non-affine index
+  struct Entry {  // lines of one access pattern of a buffer
+    int buffer;
+    const NestAccess* access;
+    double lines;
+  };
+  std::vector<std::vector<Entry>> lr_iter_, lr_whole_;  // long_reuse_ loops: per iteration, whole loop
   std::vector<std::vector<int>> mchains_;        // per store: its loops in memory order
   double total_lines_ = 0;                       // lines of every buffer
   std::vector<char> chain_bound_, calls_bound_;  // per region
@@ -533,10 +544,23 @@ class Model {
       ValueOps ops;
       count_value(st.node->value, &ops);
       // About two and a half instructions per access (address arithmetic, the access).
-      // (Integer compares and index arithmetic mostly fold away once unrolled.)
-      double size = 2.5 * double(st.accesses.size()) + ops.fp + 4 * ops.div + 10 * ops.calls;
+      // (Integer compares and index arithmetic mostly fold away once unrolled.) An
+      // accumulator that does not move with a loop was promoted to a register before
+      // LLVM considers unrolling it (LICM runs first): its load and store sit outside,
+      // once per iteration of the first enclosing loop it moves with.
+      const IndexForm& target = st.accesses[0].index;
+      double target_accesses = 0;
+      for (const NestAccess& a : st.accesses) target_accesses += a.buffer == st.buffer && same_index(a.index, target);
+      double size = 2.5 * (double(st.accesses.size()) - target_accesses) + ops.fp + 4 * ops.div + 10 * ops.calls;
+      bool outside = target_accesses > 1;  // a read-modify-write still promoted out of the loops so far
       for (size_t k = st.loops.size(); k-- > 0;) {
         const int l = st.loops[k];
+        if (outside) {
+          for (const NestAccess& a : st.accesses) outside &= a.buffer != st.buffer || !a.index.depends_on(l);
+          if (!outside) size += 2.5 * target_accesses;
+        } else if (k + 1 == st.loops.size()) {
+          size += 2.5 * target_accesses;
+        }
         body_size[size_t(l)] += size;
         size *= vec_ok_[size_t(l)] ? 1.0 : ext(l);
       }
@@ -599,10 +623,19 @@ class Model {
       sroa_[b] = ok;
     }
 
-    // LLVM's loop vectorizer on innermost iterating loops of plain code: unit-stride
-    // stores, unit-stride or invariant loads, no float reduction (no reassociation),
-    // no library calls.
+    // LLVM's loop vectorizer on innermost iterating loops of plain code: no float
+    // reduction (no reassociation), no library calls. Unit-stride and invariant
+    // accesses are plain vector loads and stores; strided ones are interleaved groups
+    // when unrolled copies fill the gaps, otherwise gathers and scatters (where the
+    // target has them: AVX2 gathers, AVX-512 scatters). Guards do not stop it: at O3
+    // LLVM unswitches a guard that does not move with the loop and peels a split's
+    // tail test off it, so the vector loop runs unguarded. LLVM's own cost model
+    // prices a gather at about its lanes plus two, a scalar access at one: it
+    // vectorizes when the FP work, address arithmetic and contiguous accesses that
+    // get cheaper outweigh that (a copy of unrolled strided rows stays scalar;
+    // anything computed goes).
     autovec_.assign(n, 0);
+    autovec_gathers_.assign(n, 0);
     std::vector<char> has_inner(n, 0);
     for (size_t l = 0; l < n; ++l)
       if (real_[l] || vec_ok_[l])
@@ -613,27 +646,44 @@ class Model {
       for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) in_vector |= vec_ok_[size_t(p)] != 0;
       if (in_vector) continue;
       DataType t = DataType::f32();
+      // Per scalar iteration: gathered accesses; what vectorizing makes cheaper (FP
+      // operations, contiguous accesses, address arithmetic, guards).
+      double gathers = 0, cheap = 0;
       for (int si : stores_under_[l]) {
         const NestStore& st = S.stores[size_t(si)];
         ValueOps ops;
         count_value(st.node->value, &ops);
         if (ops.calls > 0) ok = false;
-        if (sroa_[size_t(st.buffer)]) continue;  // a register value, not a store
-        t = S.buffers[size_t(st.buffer)].dtype;
-        bool self_read = false;
-        for (size_t ai = 1; ai < st.accesses.size(); ++ai)
-          self_read |= st.accesses[ai].buffer == st.buffer && same_index(st.accesses[ai].index, st.accesses[0].index);
-        for (const NestAccess& a : st.accesses) {
-          if (sroa_[size_t(a.buffer)]) continue;
-          for (const IndexTerm& term : a.index.terms)
-            if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), int(l)) != term.deps.end()) ok = false;
-          const int64_t s = a.index.stride_of(int(l));
-          if (a.kind == AccessKind::kWrite) {
-            if (s == 0 && t.is_float()) ok = false;  // a float reduction: no reassociation allowed
-            if (s != 0 && s != 1 && s != -1) ok = false;
-          } else if (s != 0 && s != 1 && s != -1) {
+        // Unrolled copies inside `l`: each costs its accesses and operations again.
+        double copies = 1;
+        for (int u : st.loops)
+          if (L[size_t(u)].depth > L[l].depth) copies *= ext(u);
+        cheap += copies * (ops.fp + ops.div);
+        if (sroa_[size_t(st.buffer)]) {
+          // A register value, not a store; a float accumulation into it is still a
+          // reduction LLVM may not reorder.
+          bool self_read = false;
+          for (size_t ai = 1; ai < st.accesses.size(); ++ai)
+            self_read |= st.accesses[ai].buffer == st.buffer && same_index(st.accesses[ai].index, st.accesses[0].index);
+          if (self_read && !st.accesses[0].index.depends_on(int(l)) && S.buffers[size_t(st.buffer)].dtype.is_float())
             ok = false;
-          }
+          continue;
+        }
+        t = S.buffers[size_t(st.buffer)].dtype;
+        if (!st.guard_loops.empty()) cheap += copies;  // the guards' compares
+        const double ms = masked_share(int(l), st);    // copies whose guard stays: masked
+        for (const NestAccess& a : st.accesses) {
+          // Address arithmetic, shared by the copies: divisions and modulos, steps.
+          for (const IndexTerm& term : a.index.terms) cheap += term.loop < 0 ? 3 : 0;
+          cheap += a.index.depends_on(int(l)) ? 1 : 0;
+          if (sroa_[size_t(a.buffer)]) continue;
+          const int64_t s = a.index.stride_of(int(l));
+          if (a.kind == AccessKind::kWrite && s == 0 && t.is_float()) ok = false;  // a float reduction
+          const VecAccess k = vec_access(int(l), st, a);
+          const double gathered = k == VecAccess::kGather ? 1 : k == VecAccess::kUnit ? 0 : ms;
+          if (gathered > 0 && !(a.kind == AccessKind::kWrite ? M.vector_scatter : M.vector_gather)) ok = false;
+          gathers += copies * gathered;
+          if (a.kind == AccessKind::kWrite || s != 0) cheap += copies * (1 - gathered);
         }
       }
       if (!ok) continue;
@@ -642,7 +692,10 @@ class Model {
       while (vf > int(L[l].extent)) vf /= 2;
       if (L[l].extent < 16)
         while (vf >= 4 && L[l].extent % vf != 0) vf /= 2;
-      autovec_[l] = vf >= 4 ? vf : 0;
+      if (vf < 4) continue;
+      if (gathers > 0 && 2 * gathers >= (vf - 1) * cheap) continue;  // (gathers (vf + 2) + cheap) / vf per lane
+      autovec_[l] = vf;
+      autovec_gathers_[l] = gathers > 0;
     }
 
     const double line = M.line_bytes;
@@ -659,6 +712,100 @@ class Model {
     caches_[2] = spec(M.l3_bytes, M.l3_ways, false);
     chain_bound_.assign(n + 1, 0);
     calls_bound_.assign(n + 1, 0);
+  }
+
+  // Whether `ix` moves with loop `l` through a non-affine part (divisions, modulos of
+  // fused loops that the summary could not fold back into an affine walk).
+  static bool nonaffine_in(const IndexForm& ix, int l) {
+    for (const IndexTerm& term : ix.terms)
+      if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), l) != term.deps.end()) return true;
+    return false;
+  }
+  bool nonaffine_in(const NestAccess& a, int l) const { return nonaffine_in(a.index, l); }
+  // How far `ix` ranges while loop `l` runs through its extent (the others fixed).
+  double span_in(const IndexForm& ix, int l) const {
+    double span = 0;
+    for (const IndexTerm& term : ix.terms) {
+      if (term.loop == l) span += std::fabs(double(term.coeff)) * (ext(l) - 1);
+      if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), l) != term.deps.end())
+        span += std::fabs(double(term.coeff)) * double(term.max_value - term.min_value);
+    }
+    return span;
+  }
+
+  // Lines every access under `l` (a long_reuse_ loop) touches over `p` consecutive
+  // iterations: each pattern its lines of one iteration, then what it advances by.
+  double ws_over(int l, double p) const {
+    const std::vector<Entry>& es = lr_iter_[size_t(l)];
+    double total = 0;
+    for (size_t i = 0; i < es.size(); ++i) {
+      bool first = true;
+      for (size_t j = 0; j < i; ++j) first &= es[j].buffer != es[i].buffer;
+      if (!first) continue;
+      const NestBuffer& b = S.buffers[size_t(es[i].buffer)];
+      const double eb = double(b.dtype.bytes()) * b.dtype.lanes;
+      double lines = 0, whole = 0;
+      for (size_t j = i; j < es.size(); ++j) {
+        if (es[j].buffer != es[i].buffer) continue;
+        const double advance = std::fabs(double(es[j].access->index.stride_of(l))) * eb / M.line_bytes;
+        lines += es[j].lines * (1 + (p - 1) * std::min(1.0, advance));
+      }
+      for (const Entry& e : lr_whole_[size_t(l)])
+        if (e.buffer == es[i].buffer) whole += e.lines;
+      total += std::min({lines, whole > 0 ? whole : lines, buffer_lines(es[i].buffer)});
+    }
+    return total;
+  }
+
+  // The share of the straight-line copies of `st` inside loop `l` that keep a guard
+  // when LLVM vectorizes `l`. LLVM unswitches loop-invariant branches before it
+  // fully unrolls the loops inside, so a guard on an unrolled loop (a split's tail
+  // test, `outer * f + inner < n`) is still there when the vectorizer runs: the
+  // copies it can fail in keep it, the others have it folded away. About as many
+  // copies can fail as the guard leaves points out; a guard on `l` itself is a tail
+  // LLVM peels off, one on outer loops only does not move with `l`.
+  double masked_share(int l, const NestStore& st) const {
+    if (st.guard_loops.empty() || st.fraction >= 1) return 0;
+    const int depth = S.loops[size_t(l)].depth;
+    double space = 1, copies = 1;
+    for (int g : st.guard_loops) {
+      if (g == l) return 0;
+      space *= ext(g);
+      if (S.loops[size_t(g)].depth > depth) copies *= ext(g);
+    }
+    if (copies <= 1) return 0;
+    const double failing = std::ceil((1 - st.fraction) * space - 1e-9);
+    return std::min(1.0, failing / copies);
+  }
+
+  // How many of the straight-line copies of `st` inside a region at depth `r_depth`
+  // (its unrolled loops) read the same address through `a`.
+  double same_address_copies(const NestStore& st, const NestAccess& a, int r_depth) const {
+    double n = 1;
+    for (int u : st.loops)
+      if (S.loops[size_t(u)].depth > r_depth && !vec_ok_[size_t(u)] && !a.index.depends_on(u)) n *= ext(u);
+    return n;
+  }
+
+  // How LLVM's loop vectorizer, vectorizing loop `l`, accesses `a` of `st`.
+  enum class VecAccess { kInvariant, kUnit, kInterleaved, kGather };
+  VecAccess vec_access(int l, const NestStore& st, const NestAccess& a) const {
+    if (nonaffine_in(a, l)) return VecAccess::kGather;  // a non-affine address: one per lane
+    const int64_t s = a.index.stride_of(l);
+    if (s == 0) return VecAccess::kInvariant;
+    if (s == 1 || s == -1) return VecAccess::kUnit;
+    // An interleaved group: unrolled copies inside `l` that fill the stride's gaps
+    // (one wide load and shuffles).
+    const int depth = S.loops[size_t(l)].depth;
+    const int64_t as = s < 0 ? -s : s;
+    if (as <= 8) {
+      for (int u : st.loops) {
+        if (S.loops[size_t(u)].depth <= depth || real_[size_t(u)] || vec_ok_[size_t(u)]) continue;
+        const int64_t us = a.index.stride_of(u);
+        if ((us == 1 || us == -1) && int64_t(ext(u)) >= as) return VecAccess::kInterleaved;
+      }
+    }
+    return VecAccess::kGather;
   }
 
   // The order in which a store's loops walk memory: its loops outermost first, with
@@ -683,14 +830,35 @@ class Model {
   void compute_working_sets() {
     const size_t n = S.loops.size();
     ws_lines_.assign(n, 0.0);
-    struct Entry {
-      int buffer;
-      const NestAccess* access;
-      double lines;
-    };
     std::vector<std::vector<Entry>> entries(n);
+    std::vector<std::vector<Entry>>& whole = lr_whole_;
+    whole.assign(n, {});
     std::vector<char> varying(n, 0);
     mchains_.assign(S.stores.size(), {});
+    // Loops some access walks through a non-affine index (fused loops' divisions and
+    // modulos): such a walk comes back to its lines after many iterations, so it
+    // re-uses them only if what the loop touches in between fits (ws_over).
+    long_reuse_.assign(n, 0);
+    for (const NestStore& st : S.stores)
+      for (const NestAccess& a : st.accesses)
+        for (const IndexTerm& term : a.index.terms)
+          if (term.loop < 0)
+            for (int dep : term.deps) long_reuse_[size_t(dep)] = 1;
+    auto add = [&](std::vector<Entry>& list, const NestAccess& a, double lines) {
+      for (Entry& e : list) {
+        if (e.buffer != a.buffer) continue;
+        const IndexForm& x = e.access->index;
+        const IndexForm& y = a.index;
+        bool same = x.terms.size() == y.terms.size();
+        for (size_t k = 0; same && k < x.terms.size(); ++k)
+          same = x.terms[k].loop == y.terms[k].loop && x.terms[k].coeff == y.terms[k].coeff;
+        if (same) {
+          e.lines = std::max(e.lines, lines);
+          return;
+        }
+      }
+      list.push_back({a.buffer, &a, lines});
+    };
     for (size_t si = 0; si < S.stores.size(); ++si) {
       const NestStore& st = S.stores[si];
       mchains_[si] = memory_chain(st);
@@ -699,30 +867,23 @@ class Model {
       for (size_t p = chain.size(); p-- > 0;) {
         // varying = the loops inside chain[p] in memory order.
         const int l = chain[p];
+        // (With the loops inside chain[p] varying: one iteration of chain[p], and the
+        // whole of chain[p + 1].)
+        const int inner = p + 1 < chain.size() ? chain[p + 1] : -1;
         for (const NestAccess& a : st.accesses) {
           if (sroa_[size_t(a.buffer)]) continue;
           const double lines = access_footprint(S, a, varying, M.line_bytes).lines;
-          bool merged = false;
-          for (Entry& e : entries[size_t(l)]) {
-            if (e.buffer != a.buffer) continue;
-            const IndexForm& x = e.access->index;
-            const IndexForm& y = a.index;
-            bool same = x.terms.size() == y.terms.size();
-            for (size_t k = 0; same && k < x.terms.size(); ++k)
-              same = x.terms[k].loop == y.terms[k].loop && x.terms[k].coeff == y.terms[k].coeff;
-            if (same) {
-              e.lines = std::max(e.lines, lines);
-              merged = true;
-              break;
-            }
-          }
-          if (!merged) entries[size_t(l)].push_back({a.buffer, &a, lines});
+          add(entries[size_t(l)], a, lines);
+          if (inner >= 0 && long_reuse_[size_t(inner)]) add(whole[size_t(inner)], a, lines);
         }
         varying[size_t(l)] = 1;
       }
+      if (!chain.empty() && long_reuse_[size_t(chain[0])])
+        for (const NestAccess& a : st.accesses)
+          if (!sroa_[size_t(a.buffer)])
+            add(whole[size_t(chain[0])], a, access_footprint(S, a, varying, M.line_bytes).lines);
     }
-    for (size_t l = 0; l < n; ++l) {
-      const std::vector<Entry>& es = entries[l];
+    auto total_lines = [&](const std::vector<Entry>& es) {
       double total = 0;
       for (size_t i = 0; i < es.size(); ++i) {
         bool first = true;
@@ -733,7 +894,12 @@ class Model {
           if (es[j].buffer == es[i].buffer) lines += es[j].lines;
         total += std::min(lines, buffer_lines(es[i].buffer));
       }
-      ws_lines_[l] = total;
+      return total;
+    };
+    lr_iter_.assign(n, {});
+    for (size_t l = 0; l < n; ++l) {
+      ws_lines_[l] = total_lines(entries[l]);
+      if (long_reuse_[l]) lr_iter_[l] = entries[l];
     }
     // Buffers the run touches (allocations once: a loop reuses the same storage).
     total_lines_ = 0;
@@ -781,13 +947,42 @@ class Model {
     }
     for (int c = 0; c < 3; ++c) {
       double m = 1;
-      bool conflict = false;
+      bool conflict = false, straight = true;
       for (int k = levels - 1; k >= 0; --k) {
         const int l = chain[size_t(k)];
-        const bool sets_ok = fits_sets(fps[k + 1], eb, caches_[c]);
+        if (straight && !real_[size_t(l)] && !vec_ok_[size_t(l)]) {
+          // An unrolled loop inside the innermost iterating one is straight-line
+          // code: its copies are scheduled freely, so it touches each of its lines
+          // once (its order is no walk).
+          m = fps[k].lines;
+          continue;
+        }
+        straight = false;
+        bool sets_ok = fits_sets(fps[k + 1], eb, caches_[c]);
+        double ws = ws_lines_[size_t(l)];
+        const double step = std::fabs(double(a.index.stride_of(l)));
+        if (long_reuse_[size_t(l)] && step > 0 && nonaffine_in(a, l)) {
+          // A wrapping walk (a modulo) comes back to its lines only after a cycle of
+          // `period` iterations: what the loop touches in between must fit.
+          const double period = std::min(ext(l), span_in(a.index, l) / step + 1);
+          ws = ws_over(l, period);
+          Footprint cycle;
+          cycle.run_stride = step;
+          cycle.runs = period;
+          cycle.lines = 1 + (period - 1) * std::min(1.0, step * eb / M.line_bytes);
+          sets_ok = fits_sets(cycle, eb, caches_[c]);
+        }
         conflict |= !sets_ok;
-        const bool fits = ws_lines_[size_t(l)] <= caches_[c].capacity_lines && sets_ok;
-        m = fits ? std::min(fps[k].lines, ext(l) * m) : ext(l) * m;
+        const bool fits = ws <= caches_[c].capacity_lines && sets_ok;
+        if (!fits && autovec_[size_t(l)] > 0) {
+          // LLVM's vector loop runs `vf` iterations at once: what does not stay in
+          // the cache comes again once per vector iteration, its lanes' lines together.
+          const double vf = autovec_[size_t(l)];
+          const double lanes = m * (1 + (vf - 1) * std::min(1.0, step * eb / M.line_bytes));
+          m = std::ceil(ext(l) / vf) * std::min(fps[k].lines, lanes);
+        } else {
+          m = fits ? std::min(fps[k].lines, ext(l) * m) : ext(l) * m;
+        }
       }
       if (total_lines_ <= caches_[c].capacity_lines) m = std::max(0.0, m - fps[0].lines);
       (void)conflict;
@@ -884,8 +1079,7 @@ class Model {
         if (sroa_[size_t(a.buffer)]) continue;
         const int64_t s = a.index.stride_of(l);
         ok &= s == 0 || s == 1 || s == -1;
-        for (const IndexTerm& term : a.index.terms)
-          if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), l) != term.deps.end()) ok = false;
+        if (nonaffine_in(a, l)) ok = false;
       }
       if (!ok) continue;
       const double lanes = double(lanes_per_vector(t, M.auto_vector_bits));
@@ -918,7 +1112,10 @@ class Model {
       // LLVM's SLP vectorizer packs the unrolled copies of a unit-stride store (and
       // its unit-stride or invariant loads) into vector instructions.
       const double slp = vl < 0 && !autovec ? slp_factor(st, r_depth) : 1.0;
-      const double kk = k * (masked ? 1.0 : st.fraction) * slp;
+      const double avf = autovec ? double(autovec_[size_t(r)]) : 0.0;
+      // The share of the copies whose guard LLVM's vector loop keeps, as masks.
+      const double ms = autovec ? masked_share(r, st) : 0.0;
+      const double kk = k * (masked || ms > 0 ? 1.0 : st.fraction) * slp;
       ValueOps ops;
       count_value(st.node->value, &ops);
       d.fp += kk * v * ops.fp;
@@ -931,8 +1128,7 @@ class Model {
       // How each access runs in the vector loop: broadcast, contiguous, or per lane.
       auto per_lane = [&](const NestAccess& a) {
         if (vl < 0) return false;
-        for (const IndexTerm& term : a.index.terms)
-          if (term.loop < 0 && std::find(term.deps.begin(), term.deps.end(), vl) != term.deps.end()) return true;
+        if (nonaffine_in(a, vl)) return true;
         const int64_t s = a.index.stride_of(vl);
         return s != 0 && s != 1 && s != -1;
       };
@@ -955,11 +1151,23 @@ class Model {
           if (term.loop < 0) d.alu += kk * v * 3;
         if (prom && accumulator) continue;      // kept in a register across the loop
         if (sroa_[size_t(a.buffer)]) continue;  // a register
-        if (!write && r >= 0 && !a.index.depends_on(r)) {
+        const VecAccess ak = autovec ? vec_access(r, st, a) : VecAccess::kUnit;
+        const bool agather = autovec && ak == VecAccess::kGather;
+        // Under a kept guard a contiguous access is a masked load or store; any
+        // other (strided, interleaved, even invariant) a masked gather or scatter.
+        double masked_cost = 0;
+        if (ms > 0) {
+          masked_cost = ak == VecAccess::kUnit ? M.masked_access_factor : avf * M.gather_lane_cycles * (write ? 2 : 1);
+          if (ak != VecAccess::kUnit) d.alu += kk * ms * 2;
+          if (accumulator && self_read && steps > 1) masked_cost /= steps;
+          if (!write && !accumulator) masked_cost /= same_address_copies(st, a, r_depth);
+        }
+        if (!write && r >= 0 && !a.index.depends_on(r) && !agather) {
           bool stored = false;
           for (int sj : stores) stored |= S.stores[size_t(sj)].buffer == a.buffer;
           if (!stored) {
-            d.hoisted += kk * v;
+            d.hoisted += kk * v * (1 - ms);
+            d.loads += kk * ms * masked_cost;
             continue;
           }
         }
@@ -968,6 +1176,12 @@ class Model {
         if (per_lane(a)) {
           cost = lanes * M.gather_lane_cycles * (write ? 2 : 1);  // gather / scatter
           d.alu += kk * lanes;
+        } else if (agather) {
+          cost = avf * M.gather_lane_cycles * (write ? 2 : 1);  // LLVM's gather / scatter
+          d.alu += kk * 2;                                      // the lanes' addresses
+        } else if (autovec && ak == VecAccess::kInterleaved) {
+          cost = 1;
+          d.alu += kk * 2;  // the shuffles of an interleaved group
         } else if (vl >= 0 && a.index.stride_of(vl) == 0) {
           cost = 1;  // broadcast
         } else {
@@ -976,11 +1190,23 @@ class Model {
         if (masked) cost *= M.masked_access_factor;
         // Straight-line updates of one location keep it in a register in between.
         if (accumulator && self_read && steps > 1) cost /= steps;
+        // Unrolled copies that load the same address load it once (GVN).
+        if (!write && !accumulator) cost /= same_address_copies(st, a, r_depth);
+        cost = (1 - ms) * cost + ms * masked_cost;
         if (write) {
           d.stores += kk * frac * cost;
         } else {
           d.loads += kk * frac * cost;
         }
+      }
+      if (vl >= 0 && r >= 0 && self_read && !scattered) {
+        // The vector this iteration stores is read back, shifted by less than its
+        // width, by the next one (a masked tail walked in steps of its lanes): the
+        // load cannot take its data from the store buffer and waits until the store
+        // has committed.
+        const double width = v * double(M.vector_bits / 8);
+        const double step = std::fabs(double(target.stride_of(r))) * double(t.bytes()) * double(t.lanes);
+        if (step > 0 && step < width) d.chain_latency = std::max(d.chain_latency, M.store_forward_stall_cycles);
       }
       if (carried) {
         // Every iteration waits for the last: `steps` dependent updates per chain.
@@ -1129,7 +1355,7 @@ std::string CostBreakdown::to_string() const {
                   : l.fits == 2 ? "L2"
                   : l.fits == 3 ? "L3"
                                 : "-",
-                  l.vectorized ? " vec" : "", l.cycles);
+                  l.gathers ? " vec(gathers)" : l.vectorized ? " vec" : "", l.cycles);
     s += buf;
   }
   return s;

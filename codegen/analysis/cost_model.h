@@ -7,23 +7,30 @@
 //
 // The model, in short (details in docs/cost_model.md):
 //  - what the code generator will do: which vectorized loops the backend really
-//    vectorizes; which small serial loops LLVM fully unrolls; which innermost loops
-//    its loop vectorizer vectorizes on its own (unit strides, no float reduction);
-//    which unrolled copies its SLP vectorizer packs; which accumulators it keeps in
-//    registers across a loop; which small local buffers live in registers;
+//    vectorizes; which small serial loops LLVM fully unrolls (accumulators already
+//    promoted out of them); which innermost loops its loop vectorizer vectorizes on
+//    its own (no float reduction; strided accesses as interleaved groups or, where
+//    the target has them, gathers and scatters; tail guards on unrolled copies kept
+//    as masks); which unrolled copies its SLP vectorizer packs; which accumulators
+//    it keeps in registers across a loop; which small local buffers live in
+//    registers; which copies load the same address once;
 //  - compute: the straight-line code under each iterating loop is costed per
 //    iteration as the maximum of its FP-pipe, load-port, store-port, issue-width and
 //    divider demands and of the latency of its dependence chains (loop-carried
 //    accumulations, and unrolled reductions inside one iteration); vector code costs
 //    ceil(lanes / vector lanes) instructions per operation, gathers and scatters one
-//    per lane, masked tails more; math calls are scalar library calls;
+//    per lane, masked tails more; a vector read back shifted by less than its width
+//    waits for the store to commit; math calls are scalar library calls;
 //  - memory: for every access and cache level, walking its loops from the innermost
 //    out, a loop whose one iteration's working set (all buffers) fits the cache, and
 //    whose lines of that access do not pile into a few sets (power-of-two strides),
-//    re-uses them across iterations; otherwise they come again from the level below.
-//    Lines cost bandwidth, or latency over memory-level parallelism for walks the
-//    prefetchers cannot follow; TLB misses are walked the same way over pages; runs
-//    repeat back to back, so data that fits a level is warm there;
+//    re-uses them across iterations; otherwise they come again from the level below
+//    (once per vector iteration in LLVM's vector loops). Unrolled copies inside the
+//    innermost loop touch their lines once, in no order; a fused loop's modulo walk
+//    re-uses a line only if what it touches until it comes back fits. Lines cost
+//    bandwidth, or latency over memory-level parallelism for walks the prefetchers
+//    cannot follow; TLB misses are walked the same way over pages; runs repeat back
+//    to back, so data that fits a level is warm there;
 //  - each loop region costs max(compute, memory); parallel loops divide what they
 //    contain by the threads (with the imbalance of a static split of their extent),
 //    DRAM traffic by the shared bandwidth, and pay a fork/join per execution; heap
@@ -56,7 +63,15 @@ struct MachineModel {
   double math_call_cycles = 20;     // one scalar exp / log / tanh call
   double gather_lane_cycles = 1;    // per lane of a gather or scatter
   double masked_access_factor = 2;  // a masked vector load or store (tail guards) against a plain one
+  // Vector gathers (AVX2) and scatters (AVX-512): with them LLVM's loop vectorizer also
+  // vectorizes loops with strided, indirect or guarded accesses.
+  bool vector_gather = true;
+  bool vector_scatter = true;
   double loop_entry_cycles = 3;     // entering a loop (setup, exit branch)
+  // A load that partly overlaps an earlier store still in the store buffer (a vector
+  // read back shifted by less than its width) cannot be forwarded: it waits until the
+  // store commits (measured: about 27 cycles on the development VM).
+  double store_forward_stall_cycles = 25;
   // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
   // its unrolled body stays under this many instructions, `full_unroll_boost` times
   // as many for loops of at most `full_unroll_analyzed_trips` iterations (whose
@@ -73,9 +88,9 @@ struct MachineModel {
   int cores = 8;
   // Caches. L1 and L2 per core, L3 shared; one line size.
   int line_bytes = 64;
-  int64_t l1_bytes = int64_t(32) << 10;
-  int l1_ways = 8;
-  int64_t l2_bytes = int64_t(1) << 20;
+  int64_t l1_bytes = int64_t(48) << 10;
+  int l1_ways = 12;
+  int64_t l2_bytes = int64_t(2) << 20;
   int l2_ways = 16;
   int64_t l3_bytes = int64_t(32) << 20;
   int l3_ways = 16;
@@ -105,8 +120,9 @@ struct MachineModel {
   int64_t stack_limit_bytes = int64_t(512) << 10;
   double page_fault_cycles = 4000;  // a page of heap scratch the allocator faults in again every run
 
-  // A fixed machine (see docs/cost_model.md): 8 AVX2 + FMA x86-64 cores, with
-  // latencies and bandwidths calibrated on the development VM. Every field has the
+  // A fixed machine (see docs/cost_model.md): 8 x86-64 cores with the development
+  // VM's caches and AVX-512 gathers and scatters, code generated with 256-bit
+  // vectors, latencies and bandwidths calibrated on that VM. Every field has the
   // default value above; results computed with it are the same on every host.
   static MachineModel reference();
   // The reference machine with this host's vector width (AVX-512 / AVX2 / SSE from
@@ -128,6 +144,7 @@ struct LoopCost {
   double working_set_bytes = 0;  // footprint of one iteration (all buffers)
   int fits = 0;                  // smallest cache level the per-iteration working set fits: 1, 2, 3; 4 = none
   bool vectorized = false;       // vectorized by the backend (explicit) or by LLVM (auto)
+  bool gathers = false;          // vectorized by LLVM with gathers or scatters
   double cycles = 0;             // estimated cycles of all its executions, inner loops included
 };
 
