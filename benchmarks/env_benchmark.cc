@@ -3,7 +3,12 @@
 //   build/bin/env_benchmark
 // Each step applies one action and its inverse-free successor: a reorder of two loops
 // that alternates, so the schedule changes on every step and nothing is cached.
+// BM_EpisodeStep*: the service benchmark's step workload on gmm-1, per action.
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 
 #include "envs/env.h"
 
@@ -47,6 +52,65 @@ BENCHMARK(BM_StepEstCycles)->Unit(benchmark::kMicrosecond);
 
 void BM_StepFeatures(benchmark::State& state) { step_with(state, {"features"}); }
 BENCHMARK(BM_StepFeatures)->Unit(benchmark::kMicrosecond);
+
+// The service benchmark's step workload (benchmarks/service_benchmark.cc): on
+// benchmark://ops-v0/gmm-1, an episode of six primitives, each step observing
+// `loop_nest`; a reset after every six steps (not timed). With `cold`, 8 MiB of
+// memory is written between two steps (not timed): the step finds its code and data
+// in no cache closer than L3, colder than in a server, where gRPC and the client run
+// between two steps of a session, but closer to it than a tight loop.
+// Counters, in microseconds: the median step (robust to the preemptions of a shared
+// machine) and the median step of each action.
+void episode_steps(benchmark::State& state, bool cold) {
+  const std::vector<std::string> texts = {
+      "split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)",
+      "vectorize(C.ji)",        "parallel(C.io)",         "unroll(C.ii)"};
+  std::vector<std::vector<Event>> actions;
+  for (const std::string& t : texts) actions.push_back({Event(t)});
+  const std::vector<std::string> observations = {"loop_nest"};
+  auto env = make_env("schedule-v0", std::make_shared<EnvContext>());
+  if (!env.ok() || !(*env)->reset("benchmark://ops-v0/gmm-1", {}, {}).ok()) {
+    state.SkipWithError("cannot start the environment");
+    return;
+  }
+  std::vector<char> scratch(cold ? (8 << 20) : 0);
+  std::vector<std::vector<double>> per_action(actions.size());
+  size_t i = 0;
+  for (auto _ : state) {
+    if (i == actions.size()) {
+      (void)(*env)->reset("benchmark://ops-v0/gmm-1", {}, {});
+      i = 0;
+    }
+    if (cold) {
+      std::memset(scratch.data(), int(i), scratch.size());
+      benchmark::ClobberMemory();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    StepResult r = (*env)->step(actions[i], observations, {});
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(r);
+    const double s = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(s);
+    per_action[i++].push_back(s * 1e6);
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> all;
+  for (size_t a = 0; a < actions.size(); ++a) {
+    all.insert(all.end(), per_action[a].begin(), per_action[a].end());
+    state.counters[std::to_string(a + 1) + "_" + texts[a].substr(0, texts[a].find('('))] = median(per_action[a]);
+  }
+  state.counters["median_us"] = median(all);
+}
+
+void BM_EpisodeStepLoopNest(benchmark::State& state) { episode_steps(state, false); }
+BENCHMARK(BM_EpisodeStepLoopNest)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_EpisodeStepLoopNestCold(benchmark::State& state) { episode_steps(state, true); }
+BENCHMARK(BM_EpisodeStepLoopNestCold)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Fork(benchmark::State& state) {
   std::unique_ptr<Env> env = started_env();

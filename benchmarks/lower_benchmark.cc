@@ -77,6 +77,48 @@ void BM_ParseProgram(benchmark::State& state) {
 }
 BENCHMARK(BM_ParseProgram)->Unit(benchmark::kMicrosecond);
 
+// The service benchmark's schedule of benchmark://ops-v0/gmm-1 (128^3 matmul):
+// lowering from scratch, and lower_reusing after an action that only changed a loop
+// kind (parallel), which reuses the lowering before it.
+const char* kGemm = "input A: f32[128, 128]\ninput B: f32[128, 128]\nC[i, j] += A[i, k] * B[k, j]\n";
+const char* kGemmSchedule =
+    "split(C.i, 32, io, ii); split(C.j, 16, jo, ji); reorder(C, io, jo, ii, ji); vectorize(C.ji)";
+
+ProgramPtr gemm() {
+  static ProgramPtr p = std::make_shared<const Program>(*parse_program(kGemm));
+  return p;
+}
+
+void BM_LowerGemm(benchmark::State& state) {
+  Expected<Schedule> s = Schedule::from_text(gemm(), kGemmSchedule);
+  if (!s.ok()) {
+    state.SkipWithError(s.status().to_string().c_str());
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(lower(*s));
+}
+BENCHMARK(BM_LowerGemm)->Unit(benchmark::kMicrosecond);
+
+void BM_LowerGemmReusingKinds(benchmark::State& state) {
+  Expected<Schedule> before = Schedule::from_text(gemm(), kGemmSchedule);
+  Expected<Schedule> after = Schedule::from_text(gemm(), std::string(kGemmSchedule) + "; parallel(C.io)");
+  if (!before.ok() || !after.ok()) {
+    state.SkipWithError("cannot apply the schedule");
+    return;
+  }
+  auto before_ptr = std::make_shared<const Schedule>(*before);
+  auto after_ptr = std::make_shared<const Schedule>(*after);
+  std::shared_ptr<const ScheduleState> before_state(before_ptr, &before_ptr->state());
+  std::shared_ptr<const ScheduleState> after_state(after_ptr, &after_ptr->state());
+  std::shared_ptr<const LoweredNest> previous = *lower_reusing(before_state, nullptr);
+  for (auto _ : state) {
+    Expected<std::shared_ptr<const LoweredNest>> nest = lower_reusing(after_state, previous);
+    if (!nest.ok() || !(*nest)->reused) state.SkipWithError("the lowering was not reused");
+    benchmark::DoNotOptimize(nest);
+  }
+}
+BENCHMARK(BM_LowerGemmReusingKinds)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace tensorgym
 

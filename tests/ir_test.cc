@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/linear_form.h"
+#include "codegen/ir/simplify.h"
+#include "codegen/ir/stmt.h"
 
 namespace tensorgym {
 namespace {
@@ -35,6 +40,61 @@ TEST(LinearForm, CancelsAndRebuilds) {
   LinearForm f = linearize(e);
   ASSERT_EQ(f.terms.size(), 1u);
   EXPECT_EQ(to_string(from_linear(f, DataType::i32())), "ii");
+}
+
+TEST(IRPrinter, FloatLiterals) {
+  // float_literal's one-digit shortcut gives what its search gives.
+  for (double v : {0.0, -0.0, 1.0, -1.0, 7.0, 9.0, -9.0, 10.0, 0.5, 2.5, 100.0, 1e-7})
+    for (DataType t : {DataType::f32(), DataType::f64()}) {
+      std::string s = float_literal(v, t);
+      EXPECT_EQ(std::strtod(s.c_str(), nullptr), v) << s;
+    }
+  EXPECT_EQ(float_literal(0.0, DataType::f32()), "0.0");
+  EXPECT_EQ(float_literal(-0.0, DataType::f32()), "-0.0");
+  EXPECT_EQ(float_literal(-3.0, DataType::f64()), "-3.0");
+}
+
+// is_from_linear recognizes exactly what from_linear builds, and the simplifier
+// keeps an index already in that form instead of rebuilding it.
+TEST(LinearForm, RecognizesItsOwnForm) {
+  Expr i = make_var("i"), j = make_var("j"), k = make_var("k");
+  for (Expr e : {Add::make(Mul::make(i, make_int(4096)), Sub::make(j, make_int(3))),
+                 Sub::make(make_int(5), Mul::make(Add::make(i, j), make_int(2))), Sub::make(make_int(0), k),
+                 make_int(7), Add::make(Mul::make(i, j), Mul::make(k, make_int(-2)))}) {
+    LinearForm f = linearize(e);
+    Expr canonical = from_linear(f, DataType::i32());
+    EXPECT_TRUE(is_from_linear(canonical, linearize(canonical), DataType::i32())) << to_string(canonical);
+    Expr simplified = simplify(canonical);
+    EXPECT_TRUE(structural_equal(simplified, canonical)) << to_string(canonical);
+  }
+  Expr raw = Mul::make(Add::make(Mul::make(i, make_int(32)), j), make_int(128));
+  EXPECT_FALSE(is_from_linear(raw, linearize(raw), DataType::i32()));
+  EXPECT_EQ(to_string(simplify(raw)), "i * 4096 + j * 128");
+  Expr canonical = simplify(raw);
+  EXPECT_TRUE(simplify(canonical).same_as(canonical));
+}
+
+// Nodes may be freed on another thread than the one that made them, and threads
+// that end give their cached blocks back.
+TEST(NodePool, NodesCrossThreads) {
+  std::vector<Stmt> made(4);
+  std::vector<std::thread> makers;
+  for (size_t t = 0; t < made.size(); ++t)
+    makers.emplace_back([&made, t] {
+      Stmt body = Store::make("B", {make_var("x")}, FloatImm::make(DataType::f32(), double(t)));
+      for (int n = 0; n < 2000; ++n)
+        body =
+            Block::make({body, Store::make("B", {Add::make(make_var("x"), make_int(n))}, make_zero(DataType::f32()))});
+      made[t] = For::make("x", make_int(0), make_int(8), ForKind::kSerial, body);
+    });
+  for (std::thread& m : makers) m.join();
+  std::thread freer([&made] {
+    for (Stmt& s : made) s = Stmt();
+  });
+  freer.join();
+  Expr e = make_var("y");
+  for (int n = 0; n < 5000; ++n) e = Add::make(e, make_var("z"));
+  EXPECT_EQ(e.as<Add>()->b.as<Variable>()->name, "z");
 }
 
 TEST(Interval, NarrowBySelectCondition) {

@@ -96,6 +96,87 @@ TEST(ScheduleEnv, MaskedActionsMostlyApply) {
   EXPECT_GT(applied, tried * 8 / 10);
 }
 
+// Steps reuse earlier work (the lowering of the schedule before, when an action only
+// changes loop kinds; schedules shared instead of copied). Whatever was cached, every
+// observation equals the one a fresh environment gives after reset and a replay of
+// the same actions: through forks, failed actions, steps observing nothing, runner
+// settings that change, and both action spaces.
+TEST(ScheduleEnv, StepsAfterCachedWorkObserveWhatAReplayObserves) {
+  const std::vector<std::string> obs = {"loop_nest",   "features", "est_cycles",
+                                        "action_mask", "schedule", "peak_scratch_bytes"};
+  auto replayed = [&](const std::string& benchmark, const ResetOptions& options,
+                      const std::vector<std::string>& actions) {
+    auto fresh = env();
+    EXPECT_TRUE(fresh->reset(benchmark, options, {}).ok());
+    std::vector<Event> all;
+    for (const std::string& a : actions) all.push_back(Event(a));
+    StepResult r = fresh->step(all, obs, {});
+    EXPECT_TRUE(r.error.ok()) << r.error.to_string();
+    return r.observations;
+  };
+  struct Case {
+    const char* benchmark;
+    const char* action_space;
+    uint64_t seed;
+  };
+  int annotations = 0;
+  for (const Case& c :
+       {Case{"benchmark://ops-v0/gmm-1", "primitives", 1}, Case{"benchmark://ops-v0/c2d-2", "primitives", 2},
+        Case{"benchmark://ops-v0/nrm-1", "primitives", 3}, Case{"benchmark://ops-v0/dep-1", "cursor", 4}}) {
+    SCOPED_TRACE(c.benchmark);
+    ResetOptions options;
+    options.action_space = c.action_space;
+    auto e = env();
+    Expected<std::vector<Event>> first = e->reset(c.benchmark, options, {"action_mask"});
+    ASSERT_TRUE(first.ok());
+    Int64Tensor mask = (*first)[0].as<Int64Tensor>();
+    std::unique_ptr<Env> fork;
+    Rng rng(c.seed);
+    for (int step = 0; step < 40; ++step) {
+      std::vector<int64_t> valid;
+      for (size_t i = 0; i < mask.values.size(); ++i)
+        if (mask.values[i]) valid.push_back(int64_t(i));
+      ASSERT_FALSE(valid.empty());
+      // Mostly masked-in actions; now and then any action (it may fail and must
+      // leave the state and its cached work as they were).
+      int64_t action = step % 7 == 3 ? int64_t(rng.range(0, int64_t(mask.values.size()) - 1)) : rng.pick(valid);
+      bool observe = step % 5 != 4;  // some steps observe nothing
+      StepResult r = e->step({Event(action)}, observe ? obs : std::vector<std::string>{}, {});
+      const std::vector<std::string>& actions = e->state().actions;
+      if (!actions.empty()) {
+        const std::string& last = actions.back();
+        annotations +=
+            last.rfind("vectorize", 0) == 0 || last.rfind("parallel", 0) == 0 || last.rfind("unroll", 0) == 0;
+      }
+      if (step == 20) {
+        ASSERT_TRUE(e->set_parameter("runner.repeat", "3").ok());  // settings change, schedule not
+      }
+      if (!observe) {
+        r = e->step({}, obs, {});
+        ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+      }
+      std::vector<Event> expected = replayed(c.benchmark, options, actions);
+      ASSERT_EQ(r.observations.size(), expected.size());
+      for (size_t i = 0; i < obs.size(); ++i)
+        EXPECT_TRUE(r.observations[i] == expected[i]) << obs[i] << " after step " << step;
+      mask = r.observations[3].as<Int64Tensor>();
+      if (step % 10 == 2) {
+        Expected<std::unique_ptr<Env>> f = e->fork();
+        ASSERT_TRUE(f.ok());
+        fork = std::move(*f);
+      }
+      if (fork && step % 10 == 6) {
+        // The fork shares this episode's cached work from when it was made.
+        StepResult fr = fork->step({Event(action)}, obs, {});
+        std::vector<Event> forked = replayed(c.benchmark, options, fork->state().actions);
+        for (size_t i = 0; i < obs.size(); ++i)
+          EXPECT_TRUE(fr.observations[i] == forked[i]) << obs[i] << " (fork) after step " << step;
+      }
+    }
+  }
+  EXPECT_GT(annotations, 3);  // the kind-only reuse was exercised
+}
+
 TEST(ScheduleEnv, ForkIsIndependent) {
   auto e = env();
   ASSERT_TRUE(e->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());

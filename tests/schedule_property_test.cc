@@ -102,6 +102,43 @@ TEST_P(SchedulePropertyTest, RandomSchedulesComputeTheSameOutput) {
   EXPECT_GT(total_primitives, kTracesPerOperator * 2);
 }
 
+// lower_reusing, chained as an environment chains its steps (each lowering reuses the
+// one before), gives the nest a fresh lowering gives, and reuses where it may.
+TEST_P(SchedulePropertyTest, ReusedLoweringsEqualFreshOnes) {
+  const Operator& op = GetParam();
+  Expected<Program> parsed = parse_program(op.text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  ProgramPtr program = std::make_shared<const Program>(std::move(*parsed));
+  int reused = 0;
+  for (int t = 0; t < kTracesPerOperator / 4; ++t) {
+    Rng rng(uint64_t(t) * 104729 + 7);
+    Schedule schedule(program);
+    std::shared_ptr<const LoweredNest> previous;
+    for (int step = 0; step < 12; ++step) {
+      if (apply_random_primitives(schedule, rng, 1) == 0) break;
+      SCOPED_TRACE(std::string(op.name) + " trace " + std::to_string(t) + ":\n" + schedule.trace().to_string());
+      auto snapshot = std::make_shared<const Schedule>(schedule);
+      std::shared_ptr<const ScheduleState> state(snapshot, &snapshot->state());
+      Expected<std::shared_ptr<const LoweredNest>> lowered = lower_reusing(state, previous);
+      Expected<LoopNest> fresh = lower(*state);
+      ASSERT_EQ(lowered.ok(), fresh.ok());
+      if (!fresh.ok()) {
+        EXPECT_EQ(lowered.status().to_string(), fresh.status().to_string());
+        continue;  // the next step reuses the last good lowering
+      }
+      const LoopNest& nest = (*lowered)->nest;
+      ASSERT_EQ(to_string(nest.body), to_string(fresh->body));
+      EXPECT_TRUE(structural_equal(nest.body, fresh->body));
+      ASSERT_EQ(nest.args().size(), fresh->args().size());
+      for (size_t i = 0; i < nest.args().size(); ++i) EXPECT_EQ(nest.args()[i].name, fresh->args()[i].name);
+      reused += (*lowered)->reused;
+      previous = *lowered;
+    }
+  }
+  // vectorize, parallel and unroll are common among random primitives.
+  EXPECT_GT(reused, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Operators, SchedulePropertyTest, ::testing::ValuesIn(kOperators),
                          [](const ::testing::TestParamInfo<Operator>& info) { return std::string(info.param.name); });
 

@@ -27,18 +27,21 @@ const std::vector<Expr>& cached_i32() {
 }
 }  // namespace
 
+int64_t IntImm::wrap(DataType t, int64_t v) {
+  if (t.is_bool()) return v != 0;
+  if (t.bits < 64) {
+    // Two's complement at the type's width.
+    const int shift = 64 - t.bits;
+    uint64_t u = uint64_t(v) << shift;
+    return t.code == TypeCode::kInt ? int64_t(u) >> shift : int64_t(u >> shift);
+  }
+  return v;
+}
+
 Expr IntImm::make(DataType t, int64_t v) {
   assert(!t.is_float() && t.is_scalar());
   if (t == DataType::i32() && v >= kCachedMin && v <= kCachedMax) return cached_i32()[size_t(v - kCachedMin)];
-  if (t.is_bool()) {
-    v = v != 0;
-  } else if (t.bits < 64) {
-    // Wrap to the type's width, as two's complement hardware does.
-    const int shift = 64 - t.bits;
-    uint64_t u = uint64_t(v) << shift;
-    v = t.code == TypeCode::kInt ? int64_t(u) >> shift : int64_t(u >> shift);
-  }
-  return new IntImm(t, v);
+  return new IntImm(t, wrap(t, v));
 }
 
 Expr FloatImm::make(DataType t, double v) {

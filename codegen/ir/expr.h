@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/ir/intrusive_ptr.h"
+#include "codegen/ir/node_pool.h"
 #include "codegen/ir/type.h"
 
 namespace tensorgym {
@@ -24,6 +25,9 @@ enum class NodeKind : uint8_t {
 struct IRNode : RefCounted {
   explicit IRNode(NodeKind k) : kind(k) {}
   const NodeKind kind;
+  // Nodes come from a per-thread cache of blocks (node_pool.h).
+  static void* operator new(std::size_t size) { return node_pool::allocate(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { node_pool::deallocate(p, size); }
 };
 
 struct BaseExprNode : IRNode {
@@ -64,6 +68,8 @@ struct IntImm : ExprNode<NodeKind::kIntImm> {
   const int64_t value;
   // Wraps `v` to the width of `t` (two's complement), as the hardware does.
   static Expr make(DataType t, int64_t v);
+  // The value make(t, v) holds, without making it.
+  static int64_t wrap(DataType t, int64_t v);
 };
 
 struct FloatImm : ExprNode<NodeKind::kFloatImm> {

@@ -1,8 +1,9 @@
 #include "codegen/ir/ir_printer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <charconv>
+#include <cstring>
 #include <ostream>
 
 #include "codegen/ir/ir_visitor.h"
@@ -19,7 +20,7 @@ class TextOut {
     return *this;
   }
   TextOut& operator<<(const char* s) {
-    out_ += s;
+    out_.append(s, std::strlen(s));  // inlined, a literal's length is a constant
     return *this;
   }
   TextOut& operator<<(const std::string& s) {
@@ -226,6 +227,12 @@ class Printer : public IRVisitor {
 std::string float_literal(double v, DataType t) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (std::isnan(v)) return "nan";
+  // One digit: what the loop below finds at its first precision ("0.0", "-3.0").
+  if (v == std::trunc(v) && std::fabs(v) <= 9) {
+    std::string s = std::signbit(v) ? "-" : "";
+    s += char('0' + int(std::fabs(v)));
+    return s + ".0";
+  }
   char buf[64];
   // The shortest %g precision that reads back exactly at the type's width.
   for (int prec = 1; prec <= 17; ++prec) {
@@ -246,11 +253,18 @@ std::string to_string(const Expr& e) {
 }
 
 std::string to_string(const Stmt& s) {
-  if (!s.defined()) return "<undefined>\n";
   std::string out;
   out.reserve(1024);
-  Printer(out).print(s);
+  append_to_string(s, &out);
   return out;
+}
+
+void append_to_string(const Stmt& s, std::string* out) {
+  if (!s.defined()) {
+    *out += "<undefined>\n";
+    return;
+  }
+  Printer(*out).print(s);
 }
 
 std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }

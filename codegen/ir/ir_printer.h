@@ -11,6 +11,8 @@ namespace tensorgym {
 
 std::string to_string(const Expr& e);
 std::string to_string(const Stmt& s);
+// Appends to_string(s) to *out.
+void append_to_string(const Stmt& s, std::string* out);
 std::ostream& operator<<(std::ostream& os, const Expr& e);
 std::ostream& operator<<(std::ostream& os, const Stmt& s);
 

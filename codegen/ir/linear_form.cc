@@ -6,6 +6,7 @@ namespace tensorgym {
 
 void LinearForm::add_term(const Expr& atom, int64_t coeff) {
   if (coeff == 0) return;
+  if (terms.capacity() == 0) terms.reserve(4);  // index forms have a few terms
   for (size_t i = 0; i < terms.size(); ++i) {
     if (structural_equal(terms[i].atom, atom)) {
       terms[i].coeff += coeff;
@@ -93,6 +94,80 @@ Expr from_linear(const LinearForm& f, DataType t) {
   if (f.constant > 0) result = Add::make(result, IntImm::make(t, f.constant));
   if (f.constant < 0) result = Sub::make(result, IntImm::make(t, -f.constant));
   return result;
+}
+
+namespace {
+
+bool is_imm(const Expr& e, DataType t, int64_t v) {
+  const IntImm* i = e.as<IntImm>();
+  return i && i->type == t && i->value == IntImm::wrap(t, v);
+}
+
+// Whether `e` is scaled(atom, c, t).
+bool is_scaled(const Expr& e, const Expr& atom, int64_t c, DataType t) {
+  if (c == 1) return e.same_as(atom);
+  const Mul* m = e.as<Mul>();
+  return m && m->type == t && m->a.same_as(atom) && is_imm(m->b, t, c);
+}
+
+}  // namespace
+
+bool is_from_linear(const Expr& e, const LinearForm& f, DataType t) {
+  if (!e.defined() || e.type() != t) return false;
+  // from_linear's pieces, in the order it chains them.
+  struct Piece {
+    bool subtract;
+    const Expr* atom;
+    int64_t factor;
+  };
+  Piece inline_pieces[8];
+  std::vector<Piece> more;
+  Piece* pieces = inline_pieces;
+  if (f.terms.size() > 8) {
+    more.resize(f.terms.size());
+    pieces = more.data();
+  }
+  size_t n = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const LinearTerm& term : f.terms) {
+      bool positive = term.coeff > 0;
+      if (positive != (pass == 0)) continue;
+      if (n == 0 || positive) {
+        pieces[n++] = {false, &term.atom, term.coeff};
+      } else {
+        pieces[n++] = {true, &term.atom, -term.coeff};
+      }
+    }
+  }
+  if (n == 0) return is_imm(e, t, f.constant);
+  const Expr* node = &e;
+  if (f.constant > 0) {
+    const Add* a = node->as<Add>();
+    if (!a || a->type != t || !is_imm(a->b, t, f.constant)) return false;
+    node = &a->a;
+  } else if (f.constant < 0) {
+    const Sub* s = node->as<Sub>();
+    if (!s || s->type != t || !is_imm(s->b, t, -f.constant)) return false;
+    node = &s->a;
+  }
+  for (size_t i = n; i-- > 1;) {
+    const Expr* rest = nullptr;
+    const Expr* operand = nullptr;
+    if (pieces[i].subtract) {
+      const Sub* s = node->as<Sub>();
+      if (!s || s->type != t) return false;
+      rest = &s->a;
+      operand = &s->b;
+    } else {
+      const Add* a = node->as<Add>();
+      if (!a || a->type != t) return false;
+      rest = &a->a;
+      operand = &a->b;
+    }
+    if (!is_scaled(*operand, *pieces[i].atom, pieces[i].factor, t)) return false;
+    node = rest;
+  }
+  return is_scaled(*node, *pieces[0].atom, pieces[0].factor, t);
 }
 
 }  // namespace tensorgym

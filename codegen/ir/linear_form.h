@@ -35,4 +35,8 @@ LinearForm linearize(const Expr& e);
 // constant last ("x*32 + y - z + 3").
 Expr from_linear(const LinearForm& f, DataType t);
 
+// Whether from_linear(f, t) would build an expression structurally equal to `e`
+// (atoms compared by identity), so a caller may keep `e` instead of a copy.
+bool is_from_linear(const Expr& e, const LinearForm& f, DataType t);
+
 }  // namespace tensorgym

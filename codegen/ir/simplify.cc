@@ -116,6 +116,13 @@ class Simplifier : public IRMutator {
         return;
       case NodeKind::kMul: {
         const Mul* m = e.as<Mul>();
+        if (const IntImm* c = m->b.as<IntImm>(); c && is_chain(m->a)) {
+          // mutate(m->a) would build from_linear(sub) only for the walk below to
+          // take it apart again: walk sub the way collect walks that expression.
+          LinearForm sub;
+          collect(m->a, 1, &sub);
+          return collect_linear(sub, m->a.type(), k * c->value, f);
+        }
         Expr a = m->a.as<IntImm>() ? m->a : mutate(m->a);
         Expr b = m->b.as<IntImm>() ? m->b : mutate(m->b);
         if (const int64_t* c = as_const_int(b)) return collect(a, k * *c, f);
@@ -137,6 +144,44 @@ class Simplifier : public IRMutator {
     }
   }
 
+  // An integer + - * node: mutate() simplifies it as collect(), then from_linear().
+  static bool is_chain(const Expr& e) {
+    return (e.kind() == NodeKind::kAdd || e.kind() == NodeKind::kSub || e.kind() == NodeKind::kMul) &&
+           is_index_int(e.type());
+  }
+
+  // collect(from_linear(g, t), k, f), without building the expression: from_linear
+  // writes the positive terms, then the negative ones, then the constant;
+  // scaled(atom, c) is the atom itself for c == 1, else atom * c (c wrapped to t),
+  // which collect takes as the simplified atom times c.
+  void collect_linear(const LinearForm& g, DataType t, int64_t k, LinearForm* f) {
+    bool first = true;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const LinearTerm& term : g.terms) {
+        bool positive = term.coeff > 0;
+        if (positive != (pass == 0)) continue;
+        // The first term starts the sum with its own coefficient; later ones are
+        // added (positive) or subtracted (negative, with the coefficient negated).
+        bool added = first || positive;
+        int64_t c = added ? term.coeff : -term.coeff;
+        int64_t sign = added ? 1 : -1;
+        first = false;
+        if (c == 1) {
+          collect(term.atom, sign * k, f);
+        } else {
+          collect(mutate(term.atom), sign * k * IntImm::wrap(t, c), f);
+        }
+      }
+    }
+    if (first) {
+      f->constant += IntImm::wrap(t, g.constant) * k;
+    } else if (g.constant > 0) {
+      f->constant += IntImm::wrap(t, g.constant) * k;
+    } else if (g.constant < 0) {
+      f->constant += IntImm::wrap(t, -g.constant) * -k;
+    }
+  }
+
   template <class T>
   Expr arith(const T* op) {
     DataType t = op->type;
@@ -154,6 +199,7 @@ class Simplifier : public IRMutator {
     }
     LinearForm f;
     collect(Expr(op), 1, &f);
+    if (is_from_linear(Expr(op), f, t)) return op;  // already in canonical form
     return from_linear(f, t);
   }
 

@@ -2,8 +2,10 @@
 // root variables recovered from them, tail guards just inside the deepest loop they
 // depend on, a reduction's initialization just outside its first reduction loop, and
 // the stages computed at a loop allocated and produced at the top of that loop's body.
+// Accesses come out flat (storage_flatten.cc's layouts).
 #include <algorithm>
 
+#include "codegen/ir/ir_mutator.h"
 #include "codegen/ir/substitute.h"
 #include "codegen/lower/lowering_context.h"
 
@@ -30,9 +32,43 @@ Expr identity(ReduceKind kind, DataType t) {
 
 Expr conjoin(const Expr& a, const Expr& b) { return a.defined() ? And::make(a, b) : b; }
 
+// Rewrites the accesses of an expression in one pass: with `roots`, a stage's body
+// at one point of its loops (root variables replaced, reads of buffers that hold a
+// shifted region made relative to it); then every access flattened.
+class AccessRewriter : public IRMutator {
+ public:
+  AccessRewriter(const LoweringContext& ctx, const BufferLayouts& layouts, const VarMap* roots)
+      : ctx_(ctx), layouts_(layouts), roots_(roots) {}
+
+ protected:
+  Expr visit(const Variable* op) override {
+    if (!roots_) return op;
+    auto it = roots_->find(op->name);
+    return it == roots_->end() ? Expr(op) : it->second;
+  }
+
+  Expr visit(const Load* op) override {
+    std::vector<Expr> idx;
+    mutate_all(op->indices, &idx);
+    if (roots_) {
+      if (auto it = ctx_.regions.find(op->name); it != ctx_.regions.end()) {
+        const Region& r = it->second;
+        for (size_t d = 0; d < idx.size(); ++d)
+          if (!is_const(r.min[d], 0)) idx[d] = Sub::make(idx[d], r.min[d]);
+      }
+    }
+    return Load::make(op->type, op->name, {layouts_.flat_index(op->name, idx)});
+  }
+
+ private:
+  const LoweringContext& ctx_;
+  const BufferLayouts& layouts_;
+  const VarMap* roots_;
+};
+
 class NestBuilder {
  public:
-  explicit NestBuilder(LoweringContext& ctx) : ctx_(ctx) {}
+  NestBuilder(LoweringContext& ctx, const std::vector<BufferArg>& args) : ctx_(ctx), layouts_(ctx, args) {}
 
   Stmt build() {
     std::vector<Stmt> root;
@@ -43,31 +79,17 @@ class NestBuilder {
     for (auto it = ctx_.stages.rbegin(); it != ctx_.stages.rend(); ++it) {
       const StageSchedule& s = **it;
       if (s.attach == AttachKind::kRoot && !s.is_output)
-        body = Allocate::make(s.name(), s.def.dtype, ctx_.regions.at(s.name()).extent, body);
+        body = Allocate::make(s.name(), s.def.dtype, {layouts_.size(s.name())}, body);
     }
     return body;
   }
 
  private:
   LoweringContext& ctx_;
+  BufferLayouts layouts_;
 
-  // Reads of stages with buffers become reads relative to the region they hold.
-  Expr relative_reads(const Expr& body) {
-    Expr out = body;
-    for (const StageSchedule* t : ctx_.stages) {
-      const Region& r = ctx_.regions.at(t->name());
-      bool shifted = false;
-      for (const Expr& m : r.min) shifted |= !is_const(m, 0);
-      if (!shifted || !expr_reads(out, t->name())) continue;
-      out = replace_loads(out, t->name(), [&](const Load* l) {
-        std::vector<Expr> idx;
-        for (size_t d = 0; d < l->indices.size(); ++d)
-          idx.push_back(is_const(r.min[d], 0) ? l->indices[d] : Sub::make(l->indices[d], r.min[d]));
-        return Load::make(l->type, l->name, idx);
-      });
-    }
-    return out;
-  }
+  // Loads in expressions placed in the nest as they are (guards, region minimums).
+  Expr flattened(const Expr& e) { return AccessRewriter(ctx_, layouts_, nullptr).mutate(e); }
 
   // The stages computed at `loop` of `c`, allocated and produced before `body`.
   Stmt with_attached(const StageSchedule& c, const Loop& loop, Stmt body) {
@@ -80,8 +102,9 @@ class NestBuilder {
       const Region& r = ctx_.regions.at(t.name());
       Stmt inner = Block::make({emit_stage(t), body});
       for (size_t d = r.min.size(); d-- > 0;)
-        if (r.min_value[d].defined()) inner = LetStmt::make(LoweringContext::min_var(t, d), r.min_value[d], inner);
-      body = Allocate::make(t.name(), t.def.dtype, r.extent, inner);
+        if (r.min_value[d].defined())
+          inner = LetStmt::make(LoweringContext::min_var(t, d), flattened(r.min_value[d]), inner);
+      body = Allocate::make(t.name(), t.def.dtype, {layouts_.size(t.name())}, inner);
     }
     return body;
   }
@@ -101,16 +124,18 @@ class NestBuilder {
       const IterVar& v = s.def.reduce_axes[r];
       root_values[v.name] = v.min == 0 ? g.values[n + r] : Add::make(g.values[n + r], make_int(v.min));
     }
-    Expr value = relative_reads(substitute(ctx_.bodies.at(s.name()), root_values));
+    Expr value = AccessRewriter(ctx_, layouts_, &root_values).mutate(ctx_.bodies.at(s.name()));
+    // The stage's own buffer, written at its loops' position in the region it holds.
+    Expr flat = layouts_.flat_index(s.name(), store_index);
 
     bool reduction = s.def.is_reduction();
     Stmt update, init;
     if (reduction) {
-      Expr acc = Load::make(s.def.dtype, s.name(), store_index);
-      update = Store::make(s.name(), store_index, combine(s.def.reduce, acc, value));
-      init = Store::make(s.name(), store_index, identity(s.def.reduce, s.def.dtype));
+      Expr acc = Load::make(s.def.dtype, s.name(), {flat});
+      update = Store::make(s.name(), {flat}, combine(s.def.reduce, acc, value));
+      init = Store::make(s.name(), {flat}, identity(s.def.reduce, s.def.dtype));
     } else {
-      update = Store::make(s.name(), store_index, value);
+      update = Store::make(s.name(), {flat}, value);
     }
 
     // Each guard goes just inside the deepest loop it depends on.
@@ -120,7 +145,7 @@ class NestBuilder {
       int deepest = 0;
       for (size_t p = 0; p < depth; ++p)
         if (uses_var(guard.condition, LoweringContext::loop_var(s, s.loops[size_t(s.leaf[p])]))) deepest = int(p);
-      guard_at[size_t(deepest)] = conjoin(guard_at[size_t(deepest)], guard.condition);
+      guard_at[size_t(deepest)] = conjoin(guard_at[size_t(deepest)], flattened(guard.condition));
     }
     auto make_loop = [&](size_t p, Stmt body) {
       const Loop& loop = s.loops[size_t(s.leaf[p])];
@@ -161,6 +186,8 @@ class NestBuilder {
 
 }  // namespace
 
-Stmt build_loop_nest(LoweringContext& ctx) { return NestBuilder(ctx).build(); }
+Stmt build_loop_nest(LoweringContext& ctx, const std::vector<BufferArg>& args) {
+  return NestBuilder(ctx, args).build();
+}
 
 }  // namespace tensorgym

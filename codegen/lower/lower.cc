@@ -5,27 +5,177 @@
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
+namespace {
 
-Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options) {
+// The pipeline up to limit_code_size.
+Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOptions& options) {
   TG_RETURN_IF_ERROR(check_target_support(state, options));  // check_target.cc
 
   // codegen/schedule/bound_inference.cc: inlined bodies, the region each stage computes.
   TG_ASSIGN_OR_RETURN(ScheduleBounds bounds, infer_bounds(state));
   LoweringContext ctx(state, std::move(bounds));
-  Stmt body = build_loop_nest(ctx);     // build_loop_nest.cc: loops, inits, guards, attachments
-  body = mark_auto_unroll(body, ctx);   // auto_unroll.cc: pragma(auto_unroll_max_step)
-
   LoopNest nest;
   const Program& program = state.program();
   for (const TensorInput& in : program.inputs) nest.inputs.push_back({in.name, in.dtype, in.shape});
   for (const std::string& out : program.outputs)
     nest.outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
-  body = storage_flatten(body, ctx, nest.args());  // storage_flatten.cc: one flat index per access
+
+  // build_loop_nest.cc: loops, inits, guards, attachments; accesses flattened on the
+  // way (storage_flatten.cc: one flat index per access, one extent per Allocate).
+  Stmt body = build_loop_nest(ctx, nest.args());
+  body = mark_auto_unroll(body, ctx);           // auto_unroll.cc: pragma(auto_unroll_max_step)
   TG_RETURN_IF_ERROR(check_allocations(body));  // storage_flatten.cc: sizes within caps
-  if (options.simplify) body = simplify(body);     // codegen/ir/simplify.cc
-  body = limit_code_size(body, kMaxUnrolledStatements);  // limit_code_size.cc
+  if (options.simplify) body = simplify(body);  // codegen/ir/simplify.cc
   nest.body = body;
   return nest;
+}
+
+// The last pass: limit_code_size.cc.
+Stmt limit_for_target(const Stmt& body) { return limit_code_size(body, kMaxUnrolledStatements); }
+
+// Whether the lowered body depends on loop kinds other than through the kind of each
+// For: auto_unroll.cc marks serial loops only, so a pragma makes it depend on them.
+bool kinds_only_in_loops(const ScheduleState& state) {
+  for (const StageSchedule& s : state.stages())
+    for (const Loop& l : s.loops)
+      for (const auto& [key, value] : l.pragmas)
+        if (key == "auto_unroll_max_step") return false;
+  return true;
+}
+
+bool same_iter_vars(const std::vector<IterVar>& a, const std::vector<IterVar>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].min != b[i].min || a[i].extent != b[i].extent) return false;
+  return true;
+}
+
+// Conservative: bodies are compared by identity (primitives that leave a stage's
+// definition alone copy its handle).
+bool same_def(const StageDef& a, const StageDef& b) {
+  return a.name == b.name && a.dtype == b.dtype && a.reduce == b.reduce && a.body.same_as(b.body) &&
+         same_iter_vars(a.axes, b.axes) && same_iter_vars(a.reduce_axes, b.reduce_axes);
+}
+
+bool same_loop_but_kind(const Loop& a, const Loop& b) {
+  return a.name == b.name && a.extent == b.extent && a.is_reduce == b.is_reduce && a.thread_tag == b.thread_tag &&
+         a.pragmas == b.pragmas;
+}
+
+bool same_relations(const std::vector<LoopRelation>& a, const std::vector<LoopRelation>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].kind != b[i].kind || a[i].parent != b[i].parent || a[i].outer != b[i].outer || a[i].inner != b[i].inner ||
+        a[i].fused != b[i].fused || a[i].factor != b[i].factor)
+      return false;
+  return true;
+}
+
+bool same_aligns(const std::vector<StorageAlign>& a, const std::vector<StorageAlign>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].axis != b[i].axis || a[i].factor != b[i].factor || a[i].offset != b[i].offset) return false;
+  return true;
+}
+
+using KindChanges = std::vector<std::pair<std::string, ForKind>>;
+
+// Whether `a` and `b` differ at most in the kinds of loops. The emitted loops (leaf
+// loops of stages that are not inlined) whose kind differs go to *changes, with
+// their loop variable and their kind in `b`.
+bool differ_only_in_kinds(const ScheduleState& a, const ScheduleState& b, KindChanges* changes) {
+  if (a.program_ptr() != b.program_ptr() || a.stages().size() != b.stages().size()) return false;
+  for (size_t i = 0; i < a.stages().size(); ++i) {
+    const StageSchedule& x = a.stages()[i];
+    const StageSchedule& y = b.stages()[i];
+    if (x.origin != y.origin || x.is_output != y.is_output || x.attach != y.attach ||
+        x.attach_stage != y.attach_stage || x.attach_loop != y.attach_loop || x.leaf != y.leaf ||
+        x.storage_order != y.storage_order || x.loops.size() != y.loops.size() || !same_def(x.def, y.def) ||
+        !same_relations(x.relations, y.relations) || !same_aligns(x.aligns, y.aligns))
+      return false;
+    for (size_t l = 0; l < x.loops.size(); ++l)
+      if (!same_loop_but_kind(x.loops[l], y.loops[l])) return false;
+    if (y.attach == AttachKind::kInline) continue;
+    for (int l : y.leaf)
+      if (x.loops[size_t(l)].kind != y.loops[size_t(l)].kind)
+        changes->emplace_back(ScheduleBounds::loop_var(y, y.loops[size_t(l)]), y.loops[size_t(l)].kind);
+  }
+  return true;
+}
+
+// Sets the kind of the loops named in `kinds`; rebuilds only what leads to them.
+Stmt set_loop_kinds(const Stmt& s, const KindChanges& kinds) {
+  if (!s.defined()) return s;
+  switch (s.kind()) {
+    case NodeKind::kFor: {
+      const For* op = s.as<For>();
+      ForKind kind = op->kind;
+      for (const auto& [name, k] : kinds)
+        if (name == op->name) kind = k;
+      Stmt body = set_loop_kinds(op->body, kinds);
+      if (kind == op->kind && body.same_as(op->body)) return s;
+      return For::make(op->name, op->min, op->extent, kind, body);
+    }
+    case NodeKind::kBlock: {
+      const Block* op = s.as<Block>();
+      std::vector<Stmt> stmts;
+      stmts.reserve(op->stmts.size());
+      bool changed = false;
+      for (const Stmt& x : op->stmts) {
+        stmts.push_back(set_loop_kinds(x, kinds));
+        changed |= !stmts.back().same_as(x);
+      }
+      return changed ? Block::make(std::move(stmts)) : s;
+    }
+    case NodeKind::kIfThenElse: {
+      const IfThenElse* op = s.as<IfThenElse>();
+      Stmt t = set_loop_kinds(op->then_case, kinds), e = set_loop_kinds(op->else_case, kinds);
+      return t.same_as(op->then_case) && e.same_as(op->else_case) ? s : IfThenElse::make(op->condition, t, e);
+    }
+    case NodeKind::kLetStmt: {
+      const LetStmt* op = s.as<LetStmt>();
+      Stmt body = set_loop_kinds(op->body, kinds);
+      return body.same_as(op->body) ? s : LetStmt::make(op->name, op->value, body);
+    }
+    case NodeKind::kAllocate: {
+      const Allocate* op = s.as<Allocate>();
+      Stmt body = set_loop_kinds(op->body, kinds);
+      return body.same_as(op->body) ? s : Allocate::make(op->name, op->dtype, op->extents, body);
+    }
+    default: return s;
+  }
+}
+
+}  // namespace
+
+Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options) {
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower_before_limits(state, options));
+  nest.body = limit_for_target(nest.body);
+  return nest;
+}
+
+Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const ScheduleState> state,
+                                                           std::shared_ptr<const LoweredNest> previous,
+                                                           const LowerOptions& options) {
+  auto out = std::make_shared<LoweredNest>();
+  out->options = options;
+  KindChanges changes;
+  if (previous && previous->kind_independent_body.defined() &&
+      previous->options.allow_thread_binding == options.allow_thread_binding &&
+      previous->options.simplify == options.simplify && differ_only_in_kinds(*previous->state, *state, &changes)) {
+    TG_RETURN_IF_ERROR(check_target_support(*state, options));  // thread binding is not a kind
+    out->nest.inputs = previous->nest.inputs;
+    out->nest.outputs = previous->nest.outputs;
+    out->kind_independent_body = set_loop_kinds(previous->kind_independent_body, changes);
+    out->reused = true;
+  } else {
+    previous.reset();
+    TG_ASSIGN_OR_RETURN(out->nest, lower_before_limits(*state, options));
+    if (kinds_only_in_loops(*state)) out->kind_independent_body = out->nest.body;
+  }
+  out->nest.body = limit_for_target(out->kind_independent_body.defined() ? out->kind_independent_body : out->nest.body);
+  out->state = std::move(state);
+  return std::shared_ptr<const LoweredNest>(std::move(out));
 }
 
 }  // namespace tensorgym

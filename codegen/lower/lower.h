@@ -2,6 +2,8 @@
 // pass, is listed in lower.cc.
 #pragma once
 
+#include <memory>
+
 #include "codegen/lower/loop_nest.h"
 #include "codegen/schedule/schedule.h"
 #include "support/status.h"
@@ -24,5 +26,30 @@ Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options
 inline Expected<LoopNest> lower(const Schedule& schedule, const LowerOptions& options = {}) {
   return lower(schedule.state(), options);
 }
+
+// A lowering, with what a later lowering of a similar state can reuse. Immutable:
+// environments share it between forks and steps.
+struct LoweredNest {
+  LoopNest nest;
+  // The state lowered (kept alive, never copied) and the options used.
+  std::shared_ptr<const ScheduleState> state;
+  LowerOptions options;
+  // The nest before limit_code_size when it depends on the loop kinds only through
+  // its For nodes (no auto_unroll_max_step pragma); undefined otherwise.
+  Stmt kind_independent_body;
+  // Whether this lowering reused an earlier one (for tests and benchmarks).
+  bool reused = false;
+};
+
+// The same nest as lower(*state, options), reusing `previous` (an earlier result,
+// may be null) when its state differs from `state` only in the kinds of leaf loops
+// (vectorize, parallel, unroll of an otherwise unchanged schedule): then bounds,
+// loop building, flattening and simplification are skipped, the kinds are set on
+// the earlier nest's loops and only limit_code_size runs again. Takes `previous`
+// and lets go of it before lowering when it cannot be reused, so that the memory
+// of its nest (often the last thing the caller touched) serves the new one.
+Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const ScheduleState> state,
+                                                           std::shared_ptr<const LoweredNest> previous,
+                                                           const LowerOptions& options = {});
 
 }  // namespace tensorgym

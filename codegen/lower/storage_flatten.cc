@@ -1,10 +1,11 @@
 // Storage flattening: every multi-dimensional access becomes one flat index over the
 // buffer's layout (row-major, or the order reorder_storage chose); storage_align pads
 // the strides it names; each Allocate gets one extent, its element count.
+// build_loop_nest.cc emits flat accesses directly through BufferLayouts, so the nest
+// is built once instead of built and then rebuilt.
 #include <functional>
-#include <unordered_map>
 
-#include "codegen/ir/ir_mutator.h"
+#include "codegen/ir/ir_visitor.h"
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -49,45 +50,27 @@ void visit_stmts_allocate(const Stmt& s, const std::function<void(const Allocate
   v.visit_stmt(s);
 }
 
-class Flattener : public IRMutator {
- public:
-  Flattener(const LoweringContext& ctx, const std::vector<BufferArg>& args) : ctx_(ctx) {
-    for (const BufferArg& a : args) strides_[a.name] = storage_strides(a.shape, {}, {}, nullptr);
-  }
-
- protected:
-  Expr flat_index(const std::string& name, const std::vector<Expr>& indices) {
-    const std::vector<int64_t>& strides = strides_.at(name);
-    Expr flat;
-    for (size_t d = 0; d < indices.size(); ++d) {
-      Expr term = mutate(indices[d]);
-      if (strides[d] != 1) term = Mul::make(term, make_int(strides[d]));
-      flat = flat.defined() ? Add::make(flat, term) : term;
-    }
-    return flat.defined() ? flat : make_int(0);
-  }
-
-  Expr visit(const Load* op) override { return Load::make(op->type, op->name, {flat_index(op->name, op->indices)}); }
-
-  Stmt visit(const Store* op) override {
-    return Store::make(op->name, {flat_index(op->name, op->indices)}, mutate(op->value));
-  }
-
-  Stmt visit(const Allocate* op) override {
-    const StageSchedule* s = ctx_.state.find_stage(op->name);
-    int64_t size = 0;
-    strides_[op->name] = storage_strides(op->extents, s ? s->aligns : std::vector<StorageAlign>{},
-                                         s ? s->storage_order : std::vector<int>{}, &size);
-    Stmt body = mutate(op->body);
-    return Allocate::make(op->name, op->dtype, {size}, body);
-  }
-
- private:
-  const LoweringContext& ctx_;
-  std::unordered_map<std::string, std::vector<int64_t>> strides_;
-};
-
 }  // namespace
+
+BufferLayouts::BufferLayouts(const LoweringContext& ctx, const std::vector<BufferArg>& args) {
+  for (const BufferArg& a : args) layouts_[a.name] = {storage_strides(a.shape, {}, {}, nullptr), 0};
+  for (const StageSchedule* s : ctx.stages) {
+    if (!LoweringContext::has_allocation(*s)) continue;
+    Layout& l = layouts_[s->name()];
+    l.strides = storage_strides(ctx.regions.at(s->name()).extent, s->aligns, s->storage_order, &l.size);
+  }
+}
+
+Expr BufferLayouts::flat_index(const std::string& name, const std::vector<Expr>& indices) const {
+  const std::vector<int64_t>& strides = layouts_.at(name).strides;
+  Expr flat;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Expr term = indices[d];
+    if (strides[d] != 1) term = Mul::make(term, make_int(strides[d]));
+    flat = flat.defined() ? Add::make(flat, term) : term;
+  }
+  return flat.defined() ? flat : make_int(0);
+}
 
 Status check_allocations(const Stmt& s) {
   ProgramLimits limits;
@@ -100,10 +83,6 @@ Status check_allocations(const Stmt& s) {
                                   " (storage_align padding or a large cache)");
   });
   return status;
-}
-
-Stmt storage_flatten(const Stmt& s, const LoweringContext& ctx, const std::vector<BufferArg>& args) {
-  return Flattener(ctx, args).mutate(s);
 }
 
 }  // namespace tensorgym

@@ -34,19 +34,21 @@ Expected<Schedule> Schedule::from_text(ProgramPtr program, std::string_view trac
   return s;
 }
 
-PrimitiveResult Schedule::apply(const Primitive& primitive) {
+PrimitiveResult Schedule::apply_to_state(const Primitive& primitive, ScheduleState& next) const {
   const PrimitiveInfo* info = find_primitive(primitive.name);
   auto fail = [&](const Status& st) { return Status(st.code(), primitive.to_string() + ": " + st.message()); };
   if (!info) return fail(invalid_argument("unknown primitive '" + primitive.name + "'"));
   int n = int(primitive.args.size());
   if (n < info->min_args || (info->max_args >= 0 && n > info->max_args))
     return fail(invalid_argument("wrong number of arguments; usage: " + std::string(info->usage)));
-  ScheduleState next = state_;
   PrimitiveResult r = info->apply(next, primitive.args);
   if (!r.ok()) return fail(r.status());
   if (*r == ApplyEffect::kNoEffect) return r;
   if (Status st = validate_state(next); !st.ok()) return fail(st);
-  state_ = std::move(next);
+  return r;
+}
+
+void Schedule::append_to_trace(const Primitive& primitive) {
   auto node = std::make_shared<TraceNode>();
   node->primitive = primitive;
   node->primitive.loc = {};
@@ -54,6 +56,25 @@ PrimitiveResult Schedule::apply(const Primitive& primitive) {
   node->length = trace_length() + 1;
   last_ = std::move(node);
   materialized_.reset();
+}
+
+PrimitiveResult Schedule::apply(const Primitive& primitive) {
+  ScheduleState next = state_;
+  PrimitiveResult r = apply_to_state(primitive, next);
+  if (r.ok() && *r == ApplyEffect::kChanged) {
+    state_ = std::move(next);
+    append_to_trace(primitive);
+  }
+  return r;
+}
+
+PrimitiveResult Schedule::apply_to_copy(const Primitive& primitive, std::optional<Schedule>* next) const {
+  ScheduleState state = state_;
+  PrimitiveResult r = apply_to_state(primitive, state);
+  if (r.ok() && *r == ApplyEffect::kChanged) {
+    *next = Schedule(std::move(state), last_);
+    (*next)->append_to_trace(primitive);
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "codegen/schedule/primitive.h"
@@ -29,6 +30,10 @@ class Schedule {
   // Applies one primitive. On error the schedule is unchanged; a primitive with no
   // effect is not added to the trace.
   PrimitiveResult apply(const Primitive& primitive);
+  // Like apply(), but leaves this schedule as it is and, when the primitive changes
+  // it, puts the schedule after it in *next: one copy of the state, where apply() on
+  // a copy of the schedule makes two.
+  PrimitiveResult apply_to_copy(const Primitive& primitive, std::optional<Schedule>* next) const;
   // Applies every primitive of a trace text, or none of them.
   Status apply_text(std::string_view trace_text);
 
@@ -41,6 +46,12 @@ class Schedule {
     size_t length = 1;
     ~TraceNode();  // unlinks iteratively, so long traces do not recurse
   };
+
+  Schedule(ScheduleState state, std::shared_ptr<const TraceNode> last)
+      : state_(std::move(state)), last_(std::move(last)) {}
+  // Checks and applies `primitive` to `next`, a copy of state_.
+  PrimitiveResult apply_to_state(const Primitive& primitive, ScheduleState& next) const;
+  void append_to_trace(const Primitive& primitive);
 
   ScheduleState state_;
   std::shared_ptr<const TraceNode> last_;

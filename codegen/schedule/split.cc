@@ -24,8 +24,9 @@ PrimitiveResult apply_split(ScheduleState& state, const PrimitiveArgs& args) {
   Loop inner{args[3], std::min(factor, extent), loop.is_reduce};
   int parent = ref.loop;
   int outer_id = int(stage.loops.size());
-  stage.loops.push_back(outer);
-  stage.loops.push_back(inner);
+  stage.loops.reserve(stage.loops.size() + 2);
+  stage.loops.push_back(std::move(outer));
+  stage.loops.push_back(std::move(inner));
   LoopRelation rel{LoopRelation::kSplit};
   rel.parent = parent;
   rel.outer = outer_id;

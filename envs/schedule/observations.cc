@@ -15,9 +15,18 @@ namespace {
 Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
   std::string s;
-  for (const BufferArg& a : nest->inputs) s += "input " + a.name + ": " + a.dtype.str() + "\n";
-  for (const BufferArg& a : nest->outputs) s += "output " + a.name + ": " + a.dtype.str() + "\n";
-  return Event(s + to_string(nest->body));
+  s.reserve(1024);
+  for (const std::vector<BufferArg>* args : {&nest->inputs, &nest->outputs}) {
+    for (const BufferArg& a : *args) {
+      s += args == &nest->inputs ? "input " : "output ";
+      s += a.name;
+      s += ": ";
+      s += a.dtype.str();
+      s += '\n';
+    }
+  }
+  append_to_string(nest->body, &s);
+  return Event(std::move(s));
 }
 
 Expected<Event> action_mask(ScheduleEpisode& e) {

@@ -52,7 +52,8 @@ Expected<double> metric_of_schedule(const std::string& metric, const ScheduleEpi
   tmp.context = e.context;
   tmp.benchmark = e.benchmark;
   TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(e.benchmark.program, trace));
-  tmp.schedule = std::move(s);
+  tmp.schedule = std::make_shared<const Schedule>(std::move(s));
+  tmp.program_text = e.program_text;
   tmp.runner_settings = e.runner_settings;
   tmp.invalidate();
   return schedule_metric(metric, tmp);

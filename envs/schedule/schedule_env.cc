@@ -1,6 +1,9 @@
 #include "envs/schedule/schedule_env.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <cmath>
+#include <optional>
 
 #include "datasets/registry.h"
 #include "envs/parameters.h"
@@ -65,7 +68,7 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   ScheduleEpisode next;
   next.context = context_;
   next.benchmark = std::move(b);
-  next.schedule.emplace(next.benchmark.program);
+  next.schedule = std::make_shared<const Schedule>(next.benchmark.program);
   next.action_space = kind;
   next.runner_settings = episode_.runner_settings;  // session parameters persist across resets
   next.cursor = CursorActions::normalize(next.schedule->state(), Cursor{});
@@ -101,10 +104,12 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
       *changed = d.next.stage != episode_.cursor.stage || d.next.loop != episode_.cursor.loop;
       episode_.cursor = d.next;
     } else {
-      PrimitiveResult r = episode_.schedule->apply(d.primitive);
+      std::optional<Schedule> next;
+      PrimitiveResult r = episode_.schedule->apply_to_copy(d.primitive, &next);
       if (!r.ok()) return Status(r.status().code(), "action " + text + ": " + r.status().message());
       *changed = *r == ApplyEffect::kChanged;
       if (*changed) {
+        episode_.schedule = std::make_shared<const Schedule>(std::move(*next));
         episode_.cursor = CursorActions::normalize(episode_.schedule->state(), episode_.cursor);
         episode_.invalidate();
       }
@@ -129,10 +134,12 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
   }
-  PrimitiveResult r = episode_.schedule->apply(p);
+  std::optional<Schedule> next;
+  PrimitiveResult r = episode_.schedule->apply_to_copy(p, &next);
   if (!r.ok()) return r.status();
   *changed = *r == ApplyEffect::kChanged;
   if (*changed) {
+    episode_.schedule = std::make_shared<const Schedule>(std::move(*next));
     p.loc = {};
     episode_.actions.push_back(p.to_string());
     episode_.cursor = CursorActions::normalize(episode_.schedule->state(), episode_.cursor);
@@ -148,7 +155,7 @@ std::vector<Event> ScheduleEnv::observe(const std::vector<std::string>& names, S
     const ObservationDef* def = find_schedule_observation(n);
     if (!def) {
       if (error->ok()) *error = invalid_argument("unknown observation space '" + n + "'");
-      out.push_back(Event());
+      out.emplace_back();
       continue;
     }
     Expected<Event> v = def->compute(episode_);
@@ -249,6 +256,14 @@ EpisodeState ScheduleEnv::state() const {
   for (const auto& [name, value] : cumulative_) {
     const RewardDef* def = find_schedule_reward(name);
     if (def && def->space.deterministic()) s.deterministic_rewards[name] = value;
+  }
+  // Where and how the current schedule's runtime was measured, if it was.
+  if (episode_.derived) {
+    if (std::optional<proto::Provenance> p = episode_.derived->measured_provenance()) {
+      google::protobuf::util::JsonPrintOptions o;
+      o.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(*p, &s.provenance_json, o);
+    }
   }
   return s;
 }

@@ -38,7 +38,7 @@ class ScheduleEnv : public Env {
   Status apply_action(const Event& action, bool* changed);
   std::vector<Event> observe(const std::vector<std::string>& names, Status* error);
   Expected<std::vector<double>> rewards(const std::vector<std::string>& names);
-  bool started() const { return episode_.schedule.has_value(); }
+  bool started() const { return episode_.schedule != nullptr; }
 
   std::shared_ptr<EnvContext> context_;
   ScheduleEpisode episode_;

@@ -16,30 +16,38 @@ bool is_cancelled(const Expected<proto::MeasureResult>& r) {
 
 }  // namespace
 
-DerivedState::DerivedState(Schedule schedule, std::string program_text, std::shared_ptr<EnvContext> context,
-                           proto::RunnerSettings settings)
+DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared_ptr<const std::string> program_text,
+                           std::shared_ptr<EnvContext> context, proto::RunnerSettings settings,
+                           const DerivedState* previous)
     : schedule_(std::move(schedule)),
       program_text_(std::move(program_text)),
       context_(std::move(context)),
-      settings_(std::move(settings)) {}
+      settings_(std::move(settings)) {
+  if (previous) previous_lowering_ = previous->reusable_lowering();
+}
+
+std::shared_ptr<const LoweredNest> DerivedState::reusable_lowering() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (nest_ && nest_->ok()) return **nest_;
+  return previous_lowering_;
+}
 
 Expected<std::shared_ptr<const LoopNest>> DerivedState::nest() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!nest_) {
-    Expected<LoopNest> n = lower(schedule_);
-    if (n.ok()) {
-      nest_ = std::shared_ptr<const LoopNest>(std::make_shared<LoopNest>(std::move(*n)));
-    } else {
-      nest_ = Expected<std::shared_ptr<const LoopNest>>(n.status());
-    }
+    // The state lives as long as the schedule it belongs to (aliasing pointer).
+    std::shared_ptr<const ScheduleState> state(schedule_, &schedule_->state());
+    nest_ = lower_reusing(std::move(state), std::move(previous_lowering_));
   }
-  return *nest_;
+  if (!nest_->ok()) return nest_->status();
+  const std::shared_ptr<const LoweredNest>& lowered = **nest_;
+  return std::shared_ptr<const LoopNest>(lowered, &lowered->nest);
 }
 
 Expected<proto::MeasureResult> DerivedState::run_worker(bool compile_only) {
   proto::MeasureRequest request;
-  request.set_program(program_text_);
-  request.set_schedule(schedule_.trace().to_string());
+  request.set_program(*program_text_);
+  request.set_schedule(schedule_->trace().to_string());
   *request.mutable_settings() = settings_;
   if (context_->threads > 0 && request.settings().threads() == 0)
     request.mutable_settings()->set_threads(context_->threads);
@@ -65,6 +73,12 @@ Expected<proto::MeasureResult> DerivedState::measurement() {
   Expected<proto::MeasureResult> r = run_worker(false);
   if (!is_cancelled(r)) measurement_ = r;
   return r;
+}
+
+std::optional<proto::Provenance> DerivedState::measured_provenance() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!measurement_ || !measurement_->ok()) return std::nullopt;
+  return (**measurement_).provenance();
 }
 
 Expected<proto::MeasureResult> DerivedState::compilation() {

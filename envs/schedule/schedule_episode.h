@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower/loop_nest.h"
+#include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/benchmark.h"
 #include "envs/env.h"
@@ -23,27 +23,38 @@ enum class ActionSpaceKind { kPrimitives, kCursor };
 
 class DerivedState {
  public:
-  DerivedState(Schedule schedule, std::string program_text, std::shared_ptr<EnvContext> context,
-               proto::RunnerSettings settings);
+  // `previous`: the derived state of the schedule this one follows in the episode
+  // (may be null); its lowering is reused where the schedules allow (lower_reusing).
+  DerivedState(std::shared_ptr<const Schedule> schedule, std::shared_ptr<const std::string> program_text,
+               std::shared_ptr<EnvContext> context, proto::RunnerSettings settings,
+               const DerivedState* previous = nullptr);
 
-  const Schedule& schedule() const { return schedule_; }
+  const Schedule& schedule() const { return *schedule_; }
   Expected<std::shared_ptr<const LoopNest>> nest();
   // A measured run (sandboxed worker): runtime, GFLOP/s, compile time, correctness.
   // Under a cancelled MeasureCancellation (envs/env.h) these return CANCELLED and
   // cache nothing.
   Expected<proto::MeasureResult> measurement();
+  // The provenance of this schedule's measurement when it has been measured (and
+  // succeeded); measures nothing.
+  std::optional<proto::Provenance> measured_provenance() const;
   // Compilation only (sandboxed worker), with the optimized LLVM IR.
   Expected<proto::MeasureResult> compilation();
 
  private:
   Expected<proto::MeasureResult> run_worker(bool compile_only);
 
-  Schedule schedule_;
-  std::string program_text_;
+  // What the next state of the episode may reuse: this state's lowering when it was
+  // computed, else the lowering this state would have reused.
+  std::shared_ptr<const LoweredNest> reusable_lowering() const;
+
+  std::shared_ptr<const Schedule> schedule_;
+  std::shared_ptr<const std::string> program_text_;
   std::shared_ptr<EnvContext> context_;
   proto::RunnerSettings settings_;
-  std::mutex mu_;
-  std::optional<Expected<std::shared_ptr<const LoopNest>>> nest_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const LoweredNest> previous_lowering_;  // handed to lower_reusing with nest_
+  std::optional<Expected<std::shared_ptr<const LoweredNest>>> nest_;
   std::optional<Expected<proto::MeasureResult>> measurement_;
   std::optional<Expected<proto::MeasureResult>> compilation_;
 };
@@ -51,16 +62,20 @@ class DerivedState {
 struct ScheduleEpisode {
   std::shared_ptr<EnvContext> context;
   Benchmark benchmark;
-  std::optional<Schedule> schedule;
+  // Immutable once made: an action makes a new schedule, so derived states and forks
+  // share it instead of copying it.
+  std::shared_ptr<const Schedule> schedule;
   ActionSpaceKind action_space = ActionSpaceKind::kPrimitives;
   Cursor cursor;
   std::vector<std::string> actions;  // canonical text of every applied action
   proto::RunnerSettings runner_settings;
   std::shared_ptr<DerivedState> derived;
+  std::shared_ptr<const std::string> program_text;  // benchmark.program_text, shared with derived states
 
   // Refreshes `derived` after the schedule or the runner settings changed.
   void invalidate() {
-    derived = std::make_shared<DerivedState>(*schedule, benchmark.program_text, context, runner_settings);
+    if (!program_text) program_text = std::make_shared<const std::string>(benchmark.program_text);
+    derived = std::make_shared<DerivedState>(schedule, program_text, context, runner_settings, derived.get());
   }
 };
 
