@@ -217,6 +217,11 @@ BatchResult result_from_proto(const proto::EvaluateJob& job, const proto::JobRes
   out.instance_id = r.instance_id();
   out.slot = r.slot();
   out.worker_pid = r.worker_pid();
+  if (r.has_provenance()) {
+    google::protobuf::util::JsonPrintOptions jopts;
+    jopts.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(r.provenance(), &out.provenance_json, jopts);
+  }
   return out;
 }
 
@@ -238,8 +243,9 @@ std::string result_to_json(const BatchResult& r) {
   s += ", \"instance\": " + json_quote(r.instance_id);
   s += ", \"slot\": " + std::to_string(r.slot);
   s += ", \"worker_pid\": " + std::to_string(r.worker_pid);
-  s += ", \"attempts\": " + std::to_string(r.attempts) + "}";
-  return s;
+  s += ", \"attempts\": " + std::to_string(r.attempts);
+  if (!r.provenance_json.empty()) s += ", \"provenance\": " + r.provenance_json;
+  return s + "}";
 }
 
 Expected<ResultLine> parse_result_line(std::string_view line) {

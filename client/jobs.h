@@ -84,6 +84,9 @@ struct BatchResult {
   int slot = -1;
   int64_t worker_pid = 0;
   int attempts = 0;  // times it was sent
+  // Where and how the job's runtime was measured (host, CPU, LLVM, settings, worker):
+  // proto Provenance in the protobuf JSON mapping; empty when it did not measure.
+  std::string provenance_json;
 
   bool ok() const { return error == "OK"; }
   // An observation or reward by name (null when the job did not ask for it).

@@ -1,5 +1,6 @@
 #include "service/evaluate.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -292,6 +293,13 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
   if (env_name == kDefaultEnv && uses_measurement(job, env)) {
     StepResult c = env.step({}, {"compile_time"}, {});
     if (c.error.ok() && !c.observations.empty()) compile_ms = std::max(0.0, c.observations[0].to_double() * 1e3);
+  }
+  // Where and how it was measured (host, CPU, LLVM, settings, worker), when it was.
+  const EpisodeState state = env.state();
+  if (!state.provenance_json.empty()) {
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = true;
+    (void)google::protobuf::util::JsonStringToMessage(state.provenance_json, out.mutable_provenance(), opts);
   }
   const double total_ms = ms_between(start, Clock::now());
   out.set_compile_ms(compile_ms);

@@ -531,6 +531,16 @@ TEST(SearchCommandTest, SearchMeasuresOnAServiceThroughEndpoints) {
   EXPECT_NE(os.str().find("\"trials\": 8"), std::string::npos) << os.str();
   EXPECT_NE(os.str().find("\"best\": {"), std::string::npos) << os.str();
   EXPECT_EQ(std::system((kBinary + " validate " + state + " > /dev/null").c_str()), 0);
+  // The state names where the best was measured: the service's host, CPU and worker,
+  // and the endpoint.
+  {
+    std::ifstream in(state);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    for (const char* field : {"cpu_name", "llvm_version", "hostname", "worker_pid", "settings"})
+      EXPECT_CONTAINS(ss.str(), field);
+    EXPECT_CONTAINS(ss.str(), "127.0.0.1:" + port);
+  }
   kill(server, SIGTERM);
   waitpid(server, nullptr, 0);
 

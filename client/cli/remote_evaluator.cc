@@ -1,10 +1,32 @@
 #include "client/cli/remote_evaluator.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include "client/batch_evaluator.h"
+#include "proto/tensorgym.pb.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {
 namespace {
+
+// The service's provenance of the measurement (host, CPU, LLVM, settings, worker) with
+// where it ran: the endpoint and the service instance.
+std::string remote_provenance(const client::BatchResult& r) {
+  proto::Provenance p;
+  if (!r.provenance_json.empty()) {
+    google::protobuf::util::JsonParseOptions in;
+    in.ignore_unknown_fields = true;
+    (void)google::protobuf::util::JsonStringToMessage(r.provenance_json, &p, in);
+  }
+  p.set_endpoint(r.endpoint);
+  p.set_instance_id(r.instance_id);
+  if (p.worker_pid() == 0) p.set_worker_pid(r.worker_pid);
+  google::protobuf::util::JsonPrintOptions out;
+  out.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(p, &json, out);
+  return json;
+}
 
 class RemoteEvaluator : public Evaluator {
  public:
@@ -34,9 +56,7 @@ class RemoteEvaluator : public Evaluator {
     for (size_t i = 0; i < results.size() && i < out.size(); ++i) {
       const client::BatchResult& r = results[i];
       Evaluation& e = out[i];
-      e.provenance_json = "{\"endpoint\": " + json_quote(r.endpoint) + ", \"instance_id\": " +
-                          json_quote(r.instance_id) + ", \"worker_pid\": " + std::to_string(r.worker_pid) +
-                          ", \"attempts\": " + std::to_string(r.attempts) + "}";
+      e.provenance_json = remote_provenance(r);
       const Event* flops = r.observation("flops");
       if (flops) e.flops = flops->to_double();
       if (!r.ok()) {
