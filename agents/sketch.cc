@@ -119,8 +119,8 @@ int default_vec_axis(const StagePlan& sp, Rng& rng) {
   for (int a = 0; a < n; ++a)
     if (vectorizable(sp.axis_extents[size_t(a)])) usable.push_back(a);
   if (usable.empty()) return n - 1;
-  // Half the time the last usable axis (unit stride in row-major layouts).
-  if (usable.size() == 1 || rng.chance(0.5)) return usable.back();
+  // Mostly the last usable axis (unit stride in row-major layouts).
+  if (usable.size() == 1 || rng.chance(0.6)) return usable.back();
   usable.pop_back();
   return rng.pick(usable);
 }
