@@ -25,14 +25,18 @@ Stmt IRMutator::mutate(const Stmt& s) {
 }
 
 bool IRMutator::mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out) {
-  bool changed = false;
   out->clear();
-  out->reserve(in.size());
-  for (const Expr& e : in) {
-    out->push_back(mutate(e));
-    changed |= !out->back().same_as(e);
+  for (size_t i = 0; i < in.size(); ++i) {
+    Expr e = mutate(in[i]);
+    if (out->empty()) {
+      // Nothing changed so far: allocate only once something does.
+      if (e.same_as(in[i])) continue;
+      out->reserve(in.size());
+      out->insert(out->end(), in.begin(), in.begin() + long(i));
+    }
+    out->push_back(std::move(e));
   }
-  return changed;
+  return !out->empty();
 }
 
 Expr IRMutator::visit(const IntImm* op) { return op; }
@@ -112,7 +116,7 @@ Stmt IRMutator::visit(const Store* op) {
   bool changed = mutate_all(op->indices, &idx);
   Expr v = mutate(op->value);
   if (!changed && v.same_as(op->value)) return op;
-  return Store::make(op->name, std::move(idx), v);
+  return Store::make(op->name, changed ? std::move(idx) : op->indices, v);
 }
 Stmt IRMutator::visit(const Allocate* op) {
   Stmt b = mutate(op->body);
@@ -125,14 +129,17 @@ Stmt IRMutator::visit(const IfThenElse* op) {
   return IfThenElse::make(c, t, e);
 }
 Stmt IRMutator::visit(const Block* op) {
-  std::vector<Stmt> out;
-  out.reserve(op->stmts.size());
-  bool changed = false;
-  for (const Stmt& s : op->stmts) {
-    out.push_back(mutate(s));
-    changed |= !out.back().same_as(s);
+  std::vector<Stmt> out;  // empty until a statement changes
+  for (size_t i = 0; i < op->stmts.size(); ++i) {
+    Stmt s = mutate(op->stmts[i]);
+    if (out.empty()) {
+      if (s.same_as(op->stmts[i])) continue;
+      out.reserve(op->stmts.size());
+      out.insert(out.end(), op->stmts.begin(), op->stmts.begin() + long(i));
+    }
+    out.push_back(std::move(s));
   }
-  return changed ? Block::make(std::move(out)) : Stmt(op);
+  return out.empty() ? Stmt(op) : Block::make(std::move(out));
 }
 
 }  // namespace tensorgym

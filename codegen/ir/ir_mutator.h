@@ -20,7 +20,8 @@ class IRMutator {
   TG_FOR_EACH_STMT_NODE(TG_DECLARE_MUTATE_STMT)
 #undef TG_DECLARE_MUTATE_STMT
 
-  // Mutates each element; returns true when any changed.
+  // Mutates each element; returns true when any changed, and then *out holds every
+  // element (*out is left empty when none changed, so nothing is allocated).
   bool mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out);
 };
 

@@ -5,220 +5,294 @@
 #include <cstdio>
 #include <cstring>
 #include <ostream>
-
-#include "codegen/ir/ir_visitor.h"
+#include <string_view>
 
 namespace tensorgym {
 namespace {
 
-// Appends to a string (printing runs on every loop_nest observation: no iostreams).
+// Collects text in a buffer on the stack and appends it to the string in large
+// pieces (printing runs on every loop_nest observation): a piece costs one bounds
+// check and a copy of constant size or a few bytes, with no iostreams, no
+// temporaries, and integers formatted in place.
 class TextOut {
  public:
   explicit TextOut(std::string& out) : out_(out) {}
-  TextOut& operator<<(char c) {
-    out_ += c;
-    return *this;
+  TextOut(const TextOut&) = delete;
+  TextOut& operator=(const TextOut&) = delete;
+  ~TextOut() { flush(); }
+
+  void put(char c) {
+    if (len_ == kSize) flush();
+    buf_[len_++] = c;
   }
-  TextOut& operator<<(const char* s) {
-    out_.append(s, std::strlen(s));  // inlined, a literal's length is a constant
-    return *this;
+  // A literal: its length is a constant, so the copy is a few moves.
+  template <size_t N>
+  void put(const char (&s)[N]) {
+    static_assert(N - 1 <= kSize);
+    if (len_ + (N - 1) > kSize) flush();
+    std::memcpy(buf_ + len_, s, N - 1);
+    len_ += N - 1;
   }
-  TextOut& operator<<(const std::string& s) {
-    out_ += s;
-    return *this;
+  void put(std::string_view s) {
+    if (len_ + s.size() > kSize) {
+      flush();
+      if (s.size() > kSize) return (void)out_.append(s);
+    }
+    // Names are short: a byte loop beats a call to memcpy.
+    for (char c : s) buf_[len_++] = c;
   }
-  TextOut& operator<<(int64_t v) {
-    char buf[24];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, end);
-    return *this;
+  void put_int(int64_t v) {
+    if (len_ + 20 > kSize) flush();  // 20: "-9223372036854775808"
+    len_ = size_t(std::to_chars(buf_ + len_, buf_ + kSize, v).ptr - buf_);
   }
-  TextOut& operator<<(int v) { return *this << int64_t(v); }
+  void indent(int levels) {
+    for (int i = 0; i < levels; ++i) put("  ");
+  }
 
  private:
+  static constexpr size_t kSize = 2048;
+  void flush() {
+    out_.append(buf_, len_);
+    len_ = 0;
+  }
   std::string& out_;
+  size_t len_ = 0;
+  char buf_[kSize];
 };
 
 // Binding strength, loosest first; mirrors the parser's grammar.
 enum Prec { kPrecOr = 1, kPrecAnd, kPrecCmp, kPrecAdd, kPrecMul, kPrecUnary, kPrecAtom };
 
-class Printer : public IRVisitor {
+// A switch over node kinds rather than an IRVisitor: no virtual call per node and
+// the context precedence passed down instead of saved and restored.
+class Printer {
  public:
   explicit Printer(std::string& out) : os_(out) {}
 
-  void print(const Expr& e, int context_prec = 0) {
-    int saved = context_;
-    context_ = context_prec;
-    visit_expr(e);
-    context_ = saved;
+  // `context`: the precedence the surrounding syntax binds with; a looser operator
+  // is parenthesized.
+  void expr(const Expr& e, int context = 0) {
+    if (!e.defined()) return;
+    switch (e.kind()) {
+      case NodeKind::kIntImm: return int_imm(static_cast<const IntImm*>(e.get()), context);
+      case NodeKind::kFloatImm: {
+        const FloatImm* op = static_cast<const FloatImm*>(e.get());
+        bool paren = std::signbit(op->value) && !std::isnan(op->value) && kPrecUnary < context;
+        if (paren) os_.put('(');
+        os_.put(float_literal(op->value, op->type));
+        if (paren) os_.put(')');
+        return;
+      }
+      case NodeKind::kVariable: return os_.put(static_cast<const Variable*>(e.get())->name);
+      case NodeKind::kCast: {
+        const Cast* op = static_cast<const Cast*>(e.get());
+        os_.put(op->type.element_of().str());
+        return call_args({&op->value});
+      }
+      case NodeKind::kAdd: return binary<Add>(e, " + ", kPrecAdd, context);
+      case NodeKind::kSub: return binary<Sub>(e, " - ", kPrecAdd, context);
+      case NodeKind::kMul: return binary<Mul>(e, " * ", kPrecMul, context);
+      case NodeKind::kDiv: return binary<Div>(e, " / ", kPrecMul, context);
+      case NodeKind::kMod: return binary<Mod>(e, " % ", kPrecMul, context);
+      case NodeKind::kMin: return min_max<Min>(e, "min");
+      case NodeKind::kMax: return min_max<Max>(e, "max");
+      case NodeKind::kEQ: return binary<EQ>(e, " == ", kPrecCmp, context, false);
+      case NodeKind::kNE: return binary<NE>(e, " != ", kPrecCmp, context, false);
+      case NodeKind::kLT: return binary<LT>(e, " < ", kPrecCmp, context, false);
+      case NodeKind::kLE: return binary<LE>(e, " <= ", kPrecCmp, context, false);
+      case NodeKind::kGT: return binary<GT>(e, " > ", kPrecCmp, context, false);
+      case NodeKind::kGE: return binary<GE>(e, " >= ", kPrecCmp, context, false);
+      case NodeKind::kAnd: return binary<And>(e, " && ", kPrecAnd, context);
+      case NodeKind::kOr: return binary<Or>(e, " || ", kPrecOr, context);
+      case NodeKind::kNot: {
+        bool paren = kPrecUnary < context;
+        if (paren) os_.put('(');
+        os_.put('!');
+        expr(static_cast<const Not*>(e.get())->a, kPrecUnary);
+        if (paren) os_.put(')');
+        return;
+      }
+      case NodeKind::kSelect: {
+        const Select* op = static_cast<const Select*>(e.get());
+        os_.put("select");
+        return call_args({&op->condition, &op->true_value, &op->false_value});
+      }
+      case NodeKind::kLoad: {
+        const Load* op = static_cast<const Load*>(e.get());
+        os_.put(op->name);
+        return indices(op->indices);
+      }
+      case NodeKind::kCall: {
+        const Call* op = static_cast<const Call*>(e.get());
+        os_.put(std::string_view(call_op_name(op->op)));
+        os_.put('(');
+        list(op->args);
+        return os_.put(')');
+      }
+      case NodeKind::kRamp: {
+        const Ramp* op = static_cast<const Ramp*>(e.get());
+        os_.put("ramp(");
+        expr(op->base);
+        os_.put(", ");
+        expr(op->stride);
+        return lanes(op->lanes);
+      }
+      case NodeKind::kBroadcast: {
+        const Broadcast* op = static_cast<const Broadcast*>(e.get());
+        os_.put("broadcast(");
+        expr(op->value);
+        return lanes(op->lanes);
+      }
+      default: return;
+    }
   }
-  void print(const Stmt& s) { visit_stmt(s); }
+
+  void stmt(const Stmt& s) {
+    if (!s.defined()) return;
+    switch (s.kind()) {
+      case NodeKind::kLetStmt: {
+        const LetStmt* op = static_cast<const LetStmt*>(s.get());
+        os_.indent(indent_);
+        os_.put("let ");
+        os_.put(op->name);
+        os_.put(" = ");
+        expr(op->value);
+        os_.put('\n');
+        return stmt(op->body);
+      }
+      case NodeKind::kFor: return for_loop(static_cast<const For*>(s.get()));
+      case NodeKind::kStore: {
+        const Store* op = static_cast<const Store*>(s.get());
+        os_.indent(indent_);
+        os_.put(op->name);
+        indices(op->indices);
+        os_.put(" = ");
+        expr(op->value);
+        return os_.put('\n');
+      }
+      case NodeKind::kAllocate: {
+        const Allocate* op = static_cast<const Allocate*>(s.get());
+        os_.indent(indent_);
+        os_.put("allocate ");
+        os_.put(op->name);
+        os_.put(": ");
+        os_.put(op->dtype.str());
+        os_.put('[');
+        for (size_t i = 0; i < op->extents.size(); ++i) {
+          if (i) os_.put(", ");
+          os_.put_int(op->extents[i]);
+        }
+        os_.put(']');
+        return block_body(op->body);
+      }
+      case NodeKind::kIfThenElse: {
+        const IfThenElse* op = static_cast<const IfThenElse*>(s.get());
+        os_.indent(indent_);
+        os_.put("if (");
+        expr(op->condition);
+        os_.put(')');
+        block_body(op->then_case);
+        if (op->else_case.defined()) {
+          os_.indent(indent_);
+          os_.put("else");
+          block_body(op->else_case);
+        }
+        return;
+      }
+      case NodeKind::kBlock:
+        for (const Stmt& x : static_cast<const Block*>(s.get())->stmts) stmt(x);
+        return;
+      default: return;
+    }
+  }
 
  private:
   TextOut os_;
-  int context_ = 0;
   int indent_ = 0;
 
-  void open(int prec) {
-    if (prec < context_) os_ << '(';
-  }
-  void close(int prec) {
-    if (prec < context_) os_ << ')';
-  }
-  // Left-associative binary operator: the right side binds one level tighter.
-  void binary(const Expr& a, const Expr& b, const char* op, int prec, bool chain = true) {
-    open(prec);
-    print(a, chain ? prec : prec + 1);
-    os_ << ' ' << op << ' ';
-    print(b, prec + 1);
-    close(prec);
-  }
-  void call(const char* name, std::initializer_list<Expr> args) {
-    os_ << name << '(';
-    bool first = true;
-    for (const Expr& a : args) {
-      if (!first) os_ << ", ";
-      first = false;
-      print(a);
-    }
-    os_ << ')';
-  }
-  void indices(const std::vector<Expr>& idx) {
-    os_ << '[';
-    for (size_t i = 0; i < idx.size(); ++i) {
-      if (i) os_ << ", ";
-      print(idx[i]);
-    }
-    os_ << ']';
-  }
-  void line() {
-    for (int i = 0; i < indent_; ++i) os_ << "  ";
-  }
-  void block_body(const Stmt& s) {
-    os_ << " {\n";
-    ++indent_;
-    print(s);
-    --indent_;
-    line();
-    os_ << "}\n";
-  }
-
-  void visit(const IntImm* op) override {
+  void int_imm(const IntImm* op, int context) {
     if (op->type.is_bool()) {
-      os_ << (op->value ? "true" : "false");
+      if (op->value) os_.put("true");
+      else os_.put("false");
       return;
     }
-    if (op->value < 0) open(kPrecUnary);
-    os_ << op->value;
-    if (op->value < 0) close(kPrecUnary);
+    bool paren = op->value < 0 && kPrecUnary < context;
+    if (paren) os_.put('(');
+    os_.put_int(op->value);
+    if (paren) os_.put(')');
   }
-  void visit(const FloatImm* op) override {
-    bool neg = std::signbit(op->value) && !std::isnan(op->value);
-    if (neg) open(kPrecUnary);
-    os_ << float_literal(op->value, op->type);
-    if (neg) close(kPrecUnary);
+  // Left-associative binary operator: the right side binds one level tighter, and
+  // so does the left one of a comparison (no chaining).
+  template <class T, size_t N>
+  void binary(const Expr& e, const char (&op)[N], int prec, int context, bool chain = true) {
+    const T* node = static_cast<const T*>(e.get());
+    bool paren = prec < context;
+    if (paren) os_.put('(');
+    expr(node->a, chain ? prec : prec + 1);
+    os_.put(op);
+    expr(node->b, prec + 1);
+    if (paren) os_.put(')');
   }
-  void visit(const Variable* op) override { os_ << op->name; }
-  void visit(const Cast* op) override { call(op->type.element_of().str().c_str(), {op->value}); }
-  void visit(const Add* op) override { binary(op->a, op->b, "+", kPrecAdd); }
-  void visit(const Sub* op) override { binary(op->a, op->b, "-", kPrecAdd); }
-  void visit(const Mul* op) override { binary(op->a, op->b, "*", kPrecMul); }
-  void visit(const Div* op) override { binary(op->a, op->b, "/", kPrecMul); }
-  void visit(const Mod* op) override { binary(op->a, op->b, "%", kPrecMul); }
-  void visit(const Min* op) override { call("min", {op->a, op->b}); }
-  void visit(const Max* op) override { call("max", {op->a, op->b}); }
-  void visit(const EQ* op) override { binary(op->a, op->b, "==", kPrecCmp, false); }
-  void visit(const NE* op) override { binary(op->a, op->b, "!=", kPrecCmp, false); }
-  void visit(const LT* op) override { binary(op->a, op->b, "<", kPrecCmp, false); }
-  void visit(const LE* op) override { binary(op->a, op->b, "<=", kPrecCmp, false); }
-  void visit(const GT* op) override { binary(op->a, op->b, ">", kPrecCmp, false); }
-  void visit(const GE* op) override { binary(op->a, op->b, ">=", kPrecCmp, false); }
-  void visit(const And* op) override { binary(op->a, op->b, "&&", kPrecAnd); }
-  void visit(const Or* op) override { binary(op->a, op->b, "||", kPrecOr); }
-  void visit(const Not* op) override {
-    open(kPrecUnary);
-    os_ << '!';
-    print(op->a, kPrecUnary);
-    close(kPrecUnary);
+  template <class T, size_t N>
+  void min_max(const Expr& e, const char (&name)[N]) {
+    const T* node = static_cast<const T*>(e.get());
+    os_.put(name);
+    call_args({&node->a, &node->b});
   }
-  void visit(const Select* op) override { call("select", {op->condition, op->true_value, op->false_value}); }
-  void visit(const Load* op) override {
-    os_ << op->name;
-    indices(op->indices);
-  }
-  void visit(const Call* op) override {
-    os_ << call_op_name(op->op) << '(';
-    for (size_t i = 0; i < op->args.size(); ++i) {
-      if (i) os_ << ", ";
-      print(op->args[i]);
+  void call_args(std::initializer_list<const Expr*> args) {
+    os_.put('(');
+    bool first = true;
+    for (const Expr* a : args) {
+      if (!first) os_.put(", ");
+      first = false;
+      expr(*a);
     }
-    os_ << ')';
+    os_.put(')');
   }
-  void visit(const Ramp* op) override {
-    os_ << "ramp(";
-    print(op->base);
-    os_ << ", ";
-    print(op->stride);
-    os_ << ", " << op->lanes << ')';
+  void list(const std::vector<Expr>& items) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) os_.put(", ");
+      expr(items[i]);
+    }
   }
-  void visit(const Broadcast* op) override {
-    os_ << "broadcast(";
-    print(op->value);
-    os_ << ", " << op->lanes << ')';
+  void indices(const std::vector<Expr>& idx) {
+    os_.put('[');
+    list(idx);
+    os_.put(']');
   }
-
-  void visit(const LetStmt* op) override {
-    line();
-    os_ << "let " << op->name << " = ";
-    print(op->value);
-    os_ << '\n';
-    print(op->body);
+  void lanes(int n) {
+    os_.put(", ");
+    os_.put_int(n);
+    os_.put(')');
   }
-  void visit(const For* op) override {
-    line();
-    if (op->kind != ForKind::kSerial) os_ << for_kind_name(op->kind) << ' ';
-    os_ << "for " << op->name << " in ";
+  void for_loop(const For* op) {
+    os_.indent(indent_);
+    if (op->kind != ForKind::kSerial) {
+      os_.put(std::string_view(for_kind_name(op->kind)));
+      os_.put(' ');
+    }
+    os_.put("for ");
+    os_.put(op->name);
+    os_.put(" in ");
     if (is_const(op->min, 0)) {
-      os_ << "0.." ;
-      print(op->extent, kPrecAtom);
+      os_.put("0..");
+      expr(op->extent, kPrecAtom);
     } else {
-      print(op->min, kPrecAtom);
-      os_ << "..";
-      print(op->min, kPrecAdd);
-      os_ << " + ";
-      print(op->extent, kPrecAdd + 1);
+      expr(op->min, kPrecAtom);
+      os_.put("..");
+      expr(op->min, kPrecAdd);
+      os_.put(" + ");
+      expr(op->extent, kPrecAdd + 1);
     }
     block_body(op->body);
   }
-  void visit(const Store* op) override {
-    line();
-    os_ << op->name;
-    indices(op->indices);
-    os_ << " = ";
-    print(op->value);
-    os_ << '\n';
-  }
-  void visit(const Allocate* op) override {
-    line();
-    os_ << "allocate " << op->name << ": " << op->dtype.str() << '[';
-    for (size_t i = 0; i < op->extents.size(); ++i) os_ << (i ? ", " : "") << op->extents[i];
-    os_ << ']';
-    block_body(op->body);
-  }
-  void visit(const IfThenElse* op) override {
-    line();
-    os_ << "if (";
-    print(op->condition);
-    os_ << ')';
-    block_body(op->then_case);
-    if (op->else_case.defined()) {
-      line();
-      os_ << "else";
-      block_body(op->else_case);
-    }
-  }
-  void visit(const Block* op) override {
-    for (const Stmt& s : op->stmts) print(s);
+  void block_body(const Stmt& s) {
+    os_.put(" {\n");
+    ++indent_;
+    stmt(s);
+    --indent_;
+    os_.indent(indent_);
+    os_.put("}\n");
   }
 };
 
@@ -248,7 +322,7 @@ std::string float_literal(double v, DataType t) {
 std::string to_string(const Expr& e) {
   if (!e.defined()) return "<undefined>";
   std::string out;
-  Printer(out).print(e);
+  Printer(out).expr(e);
   return out;
 }
 
@@ -264,7 +338,7 @@ void append_to_string(const Stmt& s, std::string* out) {
     *out += "<undefined>\n";
     return;
   }
-  Printer(*out).print(s);
+  Printer(*out).stmt(s);
 }
 
 std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }

@@ -99,7 +99,33 @@ class Simplifier : public IRMutator {
  protected:
   RangeScope scope_;
 
-  IntRange bounds(const Expr& e) const { return constant_bounds(e, scope_); }
+  IntRange bounds(const Expr& e) {
+    used_ranges_ = true;
+    return constant_bounds(e, scope_);
+  }
+
+  // Index expressions are shared between the accesses of one element (a reduction's
+  // init store, its update store and the load it accumulates into): an index chain
+  // whose simplification never consulted the ranges simplifies the same wherever it
+  // is, so its result is kept for the next occurrence of the same node.
+  struct Memo {
+    Expr key;  // held, so the node's address is not reused while remembered
+    Expr result;
+  };
+  static constexpr size_t kMemoSize = 16;
+  Memo memo_[kMemoSize];
+  size_t memo_next_ = 0;
+  bool used_ranges_ = false;
+
+  const Expr* remembered(const BaseExprNode* op) const {
+    for (const Memo& m : memo_)
+      if (m.key.get() == op) return &m.result;
+    return nullptr;
+  }
+  void remember(const BaseExprNode* op, const Expr& result) {
+    memo_[memo_next_] = {Expr(op), result};
+    memo_next_ = (memo_next_ + 1) % kMemoSize;
+  }
 
   // Collects an integer + - * chain into one linear form, simplifying only the
   // atoms: one pass over the chain instead of re-linearizing every level.
@@ -197,10 +223,16 @@ class Simplifier : public IRMutator {
       Expr a = mutate(op->a), b = mutate(op->b);
       return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : T::make(a, b);
     }
+    if (const Expr* r = remembered(op)) return *r;
+    bool outer_used_ranges = used_ranges_;
+    used_ranges_ = false;
     LinearForm f;
     collect(Expr(op), 1, &f);
-    if (is_from_linear(Expr(op), f, t)) return op;  // already in canonical form
-    return from_linear(f, t);
+    // Already in canonical form: keep the node.
+    Expr result = is_from_linear(Expr(op), f, t) ? Expr(op) : from_linear(f, t);
+    if (!used_ranges_) remember(op, result);
+    used_ranges_ |= outer_used_ranges;
+    return result;
   }
 
   Expr visit(const Add* op) override { return arith(op); }

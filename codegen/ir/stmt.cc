@@ -47,6 +47,10 @@ Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
 }
 
 Stmt Block::make(std::vector<Stmt> stmts) {
+  // Usually already flat: then the vector becomes the block's as it is.
+  bool flat_already = stmts.size() > 1;
+  for (const Stmt& s : stmts) flat_already &= s.defined() && !s.as<Block>();
+  if (flat_already) return new Block(std::move(stmts));
   std::vector<Stmt> flat;
   flat.reserve(stmts.size());
   for (Stmt& s : stmts) {

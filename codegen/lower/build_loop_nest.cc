@@ -49,7 +49,7 @@ class AccessRewriter : public IRMutator {
 
   Expr visit(const Load* op) override {
     std::vector<Expr> idx;
-    mutate_all(op->indices, &idx);
+    if (!mutate_all(op->indices, &idx)) idx = op->indices;
     if (roots_) {
       if (auto it = ctx_.regions.find(op->name); it != ctx_.regions.end()) {
         const Region& r = it->second;
@@ -68,7 +68,7 @@ class AccessRewriter : public IRMutator {
 
 class NestBuilder {
  public:
-  NestBuilder(LoweringContext& ctx, const std::vector<BufferArg>& args) : ctx_(ctx), layouts_(ctx, args) {}
+  NestBuilder(LoweringContext& ctx, const LoopNest& nest) : ctx_(ctx), layouts_(ctx, nest) {}
 
   Stmt build() {
     std::vector<Stmt> root;
@@ -186,8 +186,8 @@ class NestBuilder {
 
 }  // namespace
 
-Stmt build_loop_nest(LoweringContext& ctx, const std::vector<BufferArg>& args) {
-  return NestBuilder(ctx, args).build();
+Stmt build_loop_nest(LoweringContext& ctx, const LoopNest& nest) {
+  return NestBuilder(ctx, nest).build();
 }
 
 }  // namespace tensorgym

@@ -22,15 +22,20 @@ class CodeSizeLimiter {
     switch (s.kind()) {
       case NodeKind::kFor: return limit_for(s.as<For>(), size);
       case NodeKind::kBlock: {
-        std::vector<Stmt> out;
-        bool changed = false;
-        for (const Stmt& x : s.as<Block>()->stmts) {
+        const std::vector<Stmt>& stmts = s.as<Block>()->stmts;
+        std::vector<Stmt> out;  // empty until a statement changes
+        for (size_t i = 0; i < stmts.size(); ++i) {
           int64_t n = 0;
-          out.push_back(limit(x, &n));
-          changed |= !out.back().same_as(x);
+          Stmt x = limit(stmts[i], &n);
           *size += n;
+          if (out.empty()) {
+            if (x.same_as(stmts[i])) continue;
+            out.reserve(stmts.size());
+            out.insert(out.end(), stmts.begin(), stmts.begin() + long(i));
+          }
+          out.push_back(std::move(x));
         }
-        return changed ? Block::make(std::move(out)) : s;
+        return out.empty() ? s : Block::make(std::move(out));
       }
       case NodeKind::kIfThenElse: {
         const IfThenElse* op = s.as<IfThenElse>();

@@ -32,7 +32,7 @@ struct LoweringContext : ScheduleBounds {
 // region in the order reorder_storage chose, with storage_align's padding.
 class BufferLayouts {
  public:
-  BufferLayouts(const LoweringContext& ctx, const std::vector<BufferArg>& args);
+  BufferLayouts(const LoweringContext& ctx, const LoopNest& nest);  // nest: its inputs and outputs
   // One flat index from one (already flat) index per dimension: sum of index * stride.
   Expr flat_index(const std::string& name, const std::vector<Expr>& indices) const;
   // Elements of an allocated stage buffer, padding included.
@@ -49,7 +49,7 @@ class BufferLayouts {
 // The passes, in pipeline order (see lower.cc).
 Status check_target_support(const ScheduleState& state, const LowerOptions& options);
 // Loops, inits, guards and attachments, with flat accesses (storage_flatten.cc).
-Stmt build_loop_nest(LoweringContext& ctx, const std::vector<BufferArg>& args);
+Stmt build_loop_nest(LoweringContext& ctx, const LoopNest& nest);  // nest: its inputs and outputs
 Stmt mark_auto_unroll(const Stmt& s, const LoweringContext& ctx);
 // Unrolling within a statement budget; nested parallel loops run serially.
 Stmt limit_code_size(const Stmt& s, int64_t max_unrolled_statements);

@@ -3,9 +3,6 @@
 // the strides it names; each Allocate gets one extent, its element count.
 // build_loop_nest.cc emits flat accesses directly through BufferLayouts, so the nest
 // is built once instead of built and then rebuilt.
-#include <functional>
-
-#include "codegen/ir/ir_visitor.h"
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -33,27 +30,32 @@ std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const st
   return strides;
 }
 
-class AllocateVisitor : public IRVisitor {
- public:
-  explicit AllocateVisitor(const std::function<void(const Allocate*)>& f) : f_(f) {}
-  void visit(const Allocate* op) override {
-    f_(op);
-    IRVisitor::visit(op);
+// Calls f on every Allocate in pre-order. Statements only: no expression holds one,
+// so the walk skips them (it runs on every lowering).
+template <class F>
+void visit_allocates(const Stmt& s, F& f) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case NodeKind::kAllocate:
+      f(s.as<Allocate>());
+      return visit_allocates(s.as<Allocate>()->body, f);
+    case NodeKind::kFor: return visit_allocates(s.as<For>()->body, f);
+    case NodeKind::kLetStmt: return visit_allocates(s.as<LetStmt>()->body, f);
+    case NodeKind::kIfThenElse:
+      visit_allocates(s.as<IfThenElse>()->then_case, f);
+      return visit_allocates(s.as<IfThenElse>()->else_case, f);
+    case NodeKind::kBlock:
+      for (const Stmt& x : s.as<Block>()->stmts) visit_allocates(x, f);
+      return;
+    default: return;
   }
-
- private:
-  const std::function<void(const Allocate*)>& f_;
-};
-
-void visit_stmts_allocate(const Stmt& s, const std::function<void(const Allocate*)>& f) {
-  AllocateVisitor v(f);
-  v.visit_stmt(s);
 }
 
 }  // namespace
 
-BufferLayouts::BufferLayouts(const LoweringContext& ctx, const std::vector<BufferArg>& args) {
-  for (const BufferArg& a : args) layouts_[a.name] = {storage_strides(a.shape, {}, {}, nullptr), 0};
+BufferLayouts::BufferLayouts(const LoweringContext& ctx, const LoopNest& nest) {
+  for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs})
+    for (const BufferArg& a : *args) layouts_[a.name] = {storage_strides(a.shape, {}, {}, nullptr), 0};
   for (const StageSchedule* s : ctx.stages) {
     if (!LoweringContext::has_allocation(*s)) continue;
     Layout& l = layouts_[s->name()];
@@ -75,13 +77,14 @@ Expr BufferLayouts::flat_index(const std::string& name, const std::vector<Expr>&
 Status check_allocations(const Stmt& s) {
   ProgramLimits limits;
   Status status;
-  visit_stmts_allocate(s, [&](const Allocate* a) {
+  auto check = [&](const Allocate* a) {
     int64_t bytes = a->num_elements() * a->dtype.bytes();
     if (status.ok() && bytes > limits.max_tensor_bytes)
       status = resource_exhausted("local buffer " + a->name + " would take " + std::to_string(bytes) +
                                   " bytes, over the limit of " + std::to_string(limits.max_tensor_bytes) +
                                   " (storage_align padding or a large cache)");
-  });
+  };
+  visit_allocates(s, check);
   return status;
 }
 
