@@ -189,117 +189,6 @@ int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-// The C library's allocator as far as page faults go (glibc's policy): a request of at
-// least the mmap threshold gets fresh pages from the system every time; freeing such a
-// chunk raises the threshold to its size and the trim threshold to twice that; other
-// requests come from the heap, which faults in pages only when it grows past what it
-// holds, and hands its free top back to the system once that exceeds the trim
-// threshold. Runs are repeated back to back: the faults of the second run are the
-// steady state. Loops repeat their allocations; a loop's second iteration stands for
-// all the later ones (its faults count extent - 1 times).
-class HeapSimulator {
- public:
-  HeapSimulator(int64_t stack_limit, double page_bytes) : stack_limit_(stack_limit), page_(page_bytes) {}
-
-  // Pages faulted in by one steady-state run of `body` (the third: the first raises
-  // the mmap threshold, the second grows the heap).
-  double steady_faults(const Stmt& body) {
-    walk(body, 1.0);
-    walk(body, 1.0);
-    faults_ = 0;
-    walk(body, 1.0);
-    return faults_;
-  }
-
- private:
-  static constexpr double kTopPad = 128 * 1024;
-  int64_t stack_limit_;
-  double page_;
-  double mmap_threshold_ = 128 * 1024, trim_threshold_ = 128 * 1024;
-  double heap_used_ = 0, heap_held_ = 0;
-  double faults_ = 0;
-  std::vector<bool> mapped_;  // per live allocation: came from mmap
-
-  void allocate(double bytes, double weight) {
-    if (bytes >= mmap_threshold_) {
-      faults_ += weight * std::ceil(bytes / page_);
-      mapped_.push_back(true);
-      return;
-    }
-    mapped_.push_back(false);
-    heap_used_ += bytes;
-    if (heap_used_ > heap_held_) {  // the heap grows, with some padding
-      const double grown = heap_used_ + kTopPad;
-      faults_ += weight * std::ceil((grown - heap_held_) / page_);
-      heap_held_ = grown;
-    }
-  }
-
-  void release(double bytes) {
-    const bool mapped = mapped_.back();
-    mapped_.pop_back();
-    if (mapped) {
-      const double chunk = std::ceil((bytes + 16) / page_) * page_;
-      if (chunk > mmap_threshold_ && chunk <= double(int64_t(32) << 20)) {
-        mmap_threshold_ = chunk;
-        trim_threshold_ = 2 * chunk;
-      }
-      return;
-    }
-    heap_used_ -= bytes;
-    if (heap_held_ - heap_used_ >= trim_threshold_) heap_held_ = heap_used_ + kTopPad;
-  }
-
-  static bool has_heap(const Stmt& s, int64_t limit) {
-    bool found = false;
-    struct V : IRVisitor {
-      int64_t limit;
-      bool* found;
-      void visit(const Allocate* a) override {
-        if (double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes > double(limit)) *found = true;
-        IRVisitor::visit(a);
-      }
-    } v;
-    v.limit = limit;
-    v.found = &found;
-    v.visit_stmt(s);
-    return found;
-  }
-
-  void walk(const Stmt& s, double weight) {
-    if (!s.defined()) return;
-    switch (s.kind()) {
-      case NodeKind::kAllocate: {
-        const Allocate* a = s.as<Allocate>();
-        const double bytes = double(a->num_elements()) * a->dtype.bytes() * a->dtype.lanes;
-        const bool heap = bytes > double(stack_limit_);
-        if (heap) allocate(bytes, weight);
-        walk(a->body, weight);
-        if (heap) release(bytes);
-        return;
-      }
-      case NodeKind::kFor: {
-        const For* f = s.as<For>();
-        if (!has_heap(f->body, stack_limit_)) return;
-        const int64_t* e = as_const_int(f->extent);
-        const double extent = e ? double(*e) : 1.0;
-        walk(f->body, weight);
-        if (extent > 1) walk(f->body, weight * (extent - 1));
-        return;
-      }
-      case NodeKind::kLetStmt: walk(s.as<LetStmt>()->body, weight); return;
-      case NodeKind::kIfThenElse:
-        walk(s.as<IfThenElse>()->then_case, weight);
-        walk(s.as<IfThenElse>()->else_case, weight);
-        return;
-      case NodeKind::kBlock:
-        for (const Stmt& c : s.as<Block>()->stmts) walk(c, weight);
-        return;
-      default: return;
-    }
-  }
-};
-
 // Per-iteration demand of a region's straight-line code on the core's resources.
 struct Demand {
   double fp = 0, loads = 0, stores = 0, alu = 0, divide = 0, calls = 0;
@@ -319,7 +208,7 @@ struct CacheSpec {
 
 class Model {
  public:
-  Model(const NestSummary& s, const MachineModel& m, double heap_faults) : S(s), M(m), heap_faults_(heap_faults) {}
+  Model(const NestSummary& s, const MachineModel& m) : S(s), M(m) {}
 
   CostBreakdown run() {
     prepare();
@@ -445,8 +334,9 @@ class Model {
       loop_overhead[size_t(l)] = o;
       overhead += o;
     }
-    // Heap allocations: malloc/free per execution, and the pages the allocator has to
-    // fault in again on every run (HeapSimulator).
+    // Heap allocations: a trip to the runtime's workspace pool per execution. The pool
+    // keeps freed blocks, so a steady-state run faults in no pages for its scratch
+    // (codegen/cpu/workspace_pool.h).
     for (const NestAlloc& a : S.allocs) {
       const NestBuffer& b = S.buffers[size_t(a.buffer)];
       const double bytes = double(b.elements) * b.dtype.bytes() * b.dtype.lanes;
@@ -455,7 +345,6 @@ class Model {
       for (int l : a.loops) execs *= vec_ok_[size_t(l)] ? 1.0 : double(S.loops[size_t(l)].extent);
       overhead += execs * M.heap_alloc_cycles;
     }
-    overhead += heap_faults_ * M.page_fault_cycles;
     out.overhead_cycles = overhead;
 
     // Inclusive loop cycles.
@@ -473,7 +362,6 @@ class Model {
  private:
   const NestSummary& S;
   const MachineModel& M;
-  double heap_faults_ = 0;  // pages of heap scratch faulted in per run
   std::vector<char> vec_ok_, real_, llvm_unrolled_;
   std::vector<char> sroa_;                       // per buffer: kept in registers
   std::vector<int> autovec_;                     // per loop: LLVM's vector factor, 0 when it stays scalar
@@ -1324,8 +1212,7 @@ MachineModel sanitized(const MachineModel& m) {
 CostBreakdown estimate_cost(const LoopNest& nest, const MachineModel& given) {
   const MachineModel machine = sanitized(given);
   const NestSummary summary = summarize_nest(nest);
-  const double faults = HeapSimulator(machine.stack_limit_bytes, machine.page_bytes).steady_faults(nest.body);
-  return Model(summary, machine, faults).run();
+  return Model(summary, machine).run();
 }
 
 double est_cycles(const LoopNest& nest, const MachineModel& machine) {

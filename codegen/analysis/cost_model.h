@@ -118,7 +118,6 @@ struct MachineModel {
   double call_cycles = 30;         // an outlined parallel body run on one thread
   double heap_alloc_cycles = 500;  // an Allocate above the stack limit (per execution)
   int64_t stack_limit_bytes = int64_t(512) << 10;
-  double page_fault_cycles = 4000;  // a page of heap scratch the allocator faults in again every run
 
   // A fixed machine (see docs/cost_model.md): 8 x86-64 cores with the development
   // VM's caches and AVX-512 gathers and scatters, code generated with 256-bit

@@ -665,8 +665,15 @@ class Emitter {
     }
     // The loop's minimum is an expression of captured variables: recomputed here.
     llvm::Value* loop_min = emit_index(op->min);
-    llvm::Value* begin = b_.CreateAdd(loop_min, body_fn->getArg(a), "", false, true);
-    llvm::Value* end = b_.CreateAdd(loop_min, body_fn->getArg(a + 1), "", false, true);
+    // The runtime hands out sub-ranges of [0, extent); clamping to it tells LLVM so
+    // (unsigned min: two instructions per chunk). Without a known range the index
+    // arithmetic of the body is not provably free of overflow once widened, and LLVM
+    // neither unrolls nor vectorizes loops inside that it does in a serial nest.
+    llvm::Value* body_extent = emit_index(op->extent);
+    llvm::Value* first = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, body_fn->getArg(a), body_extent);
+    llvm::Value* last = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, body_fn->getArg(a + 1), body_extent);
+    llvm::Value* begin = b_.CreateAdd(loop_min, first, "", false, true);
+    llvm::Value* end = b_.CreateAdd(loop_min, last, "", false, true);
     emit_loop(op->name, begin, end, [&] { emit_stmt(op->body); });
     end_function();
     vars_ = std::move(saved_vars);

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/cpu/workspace_pool.h"
+
 namespace tensorgym {
 namespace {
 
@@ -147,10 +149,7 @@ void tg_parallel_for(void (*body)(void*, int32_t, int32_t), void* closure, int32
   }
 }
 
-void* tg_alloc(int64_t bytes) {
-  size_t size = (size_t(bytes) + 63) / 64 * 64;
-  return std::aligned_alloc(64, size ? size : 64);
-}
+void* tg_alloc(int64_t bytes) { return tensorgym::workspace_allocate(bytes > 0 ? size_t(bytes) : 64); }
 
-void tg_free(void* p) { std::free(p); }
+void tg_free(void* p) { tensorgym::workspace_free(p); }
 }
