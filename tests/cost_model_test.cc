@@ -322,6 +322,22 @@ TEST(CostModel, LlvmVectorizesStridedLoopsWithGathersWhereTheTargetHasThem) {
   EXPECT_FALSE(i->vectorized);
 }
 
+TEST(CostModel, ALoadUnderASelectInAVectorizedLoopIsMaskedAndTheOtherLoadsGathered) {
+  // The same row scale, with and without a padding test on the row: LLVM cannot
+  // speculate the guarded load (a masked load) and runs the multiply on both arms of
+  // the select, W's load under the opposite mask as a masked gather of one address.
+  const MachineModel m = cores(1);
+  ProgramPtr padded = parse("input X: f32[64, 128]\ninput W: f32[64]\n"
+                            "Y[i, j] = select(j >= 1, X[i, j - 1], 0.0) * W[i] where j in 0..128\n");
+  ProgramPtr plain = parse("input X: f32[64, 128]\ninput W: f32[64]\nY[i, j] = X[i, j] * W[i]\n");
+  const CostBreakdown with = estimate_cost(lower_text(padded, ""), m);
+  const CostBreakdown without = estimate_cost(lower_text(plain, ""), m);
+  const LoopCost* j = find_loop(with, "Y.j");
+  ASSERT_NE(j, nullptr);
+  EXPECT_TRUE(j->vectorized);
+  EXPECT_GT(with.compute_cycles, 2 * without.compute_cycles) << with.to_string() << without.to_string();
+}
+
 TEST(CostModel, AReductionWhoseAccumulatorStaysInARegisterIsUnrolledAndTheLoopAroundVectorized) {
   // Y[f, p] += X[c, p] * W[f, c], c innermost. LICM keeps Y[f, p] in a register across
   // c before LLVM decides on unrolling, so a copy of the body is two loads and an
