@@ -42,6 +42,29 @@ TEST(LinearForm, CancelsAndRebuilds) {
   EXPECT_EQ(to_string(from_linear(f, DataType::i32())), "ii");
 }
 
+// Terms live inline up to four, then on the heap; copies, moves and erases keep
+// their order either way.
+TEST(LinearForm, ManyTermsSpillAndKeepOrder) {
+  LinearForm f;
+  std::vector<Expr> v;
+  for (int i = 0; i < 7; ++i) {
+    v.push_back(make_var("v" + std::to_string(i)));
+    f.add_term(v.back(), i + 1);
+  }
+  f.add_term(v[2], -3);  // cancels: erased from the middle
+  ASSERT_EQ(f.terms.size(), 6u);
+  EXPECT_EQ(to_string(from_linear(f, DataType::i32())), "v0 + v1 * 2 + v3 * 4 + v4 * 5 + v5 * 6 + v6 * 7");
+  LinearForm copy = f;
+  LinearForm moved = std::move(f);
+  EXPECT_EQ(to_string(from_linear(copy, DataType::i32())), to_string(from_linear(moved, DataType::i32())));
+  LinearForm small;
+  small.add_term(v[0], 1);
+  LinearForm small_moved = std::move(small);
+  small_moved.add_term(v[1], -1);
+  copy = small_moved;
+  EXPECT_EQ(to_string(from_linear(copy, DataType::i32())), "v0 - v1");
+}
+
 TEST(IRPrinter, FloatLiterals) {
   // float_literal's one-digit shortcut gives what its search gives.
   for (double v : {0.0, -0.0, 1.0, -1.0, 7.0, 9.0, -9.0, 10.0, 0.5, 2.5, 100.0, 1e-7})

@@ -6,11 +6,10 @@ namespace tensorgym {
 
 void LinearForm::add_term(const Expr& atom, int64_t coeff) {
   if (coeff == 0) return;
-  if (terms.capacity() == 0) terms.reserve(4);  // index forms have a few terms
   for (size_t i = 0; i < terms.size(); ++i) {
     if (structural_equal(terms[i].atom, atom)) {
       terms[i].coeff += coeff;
-      if (terms[i].coeff == 0) terms.erase(terms.begin() + long(i));
+      if (terms[i].coeff == 0) terms.erase(terms.begin() + i);
       return;
     }
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/ir/expr.h"
+#include "support/small_vector.h"
 
 namespace tensorgym {
 
@@ -16,7 +17,8 @@ struct LinearTerm {
 };
 
 struct LinearForm {
-  std::vector<LinearTerm> terms;  // no zero coefficients, no two equal atoms
+  // No zero coefficients, no two equal atoms. Index forms have a few terms: inline.
+  SmallVector<LinearTerm, 4> terms;
   int64_t constant = 0;
 
   bool is_constant() const { return terms.empty(); }

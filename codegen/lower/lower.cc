@@ -16,6 +16,8 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   LoweringContext ctx(state, std::move(bounds));
   LoopNest nest;
   const Program& program = state.program();
+  nest.inputs.reserve(program.inputs.size());
+  nest.outputs.reserve(program.outputs.size());
   for (const TensorInput& in : program.inputs) nest.inputs.push_back({in.name, in.dtype, in.shape});
   for (const std::string& out : program.outputs)
     nest.outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});

@@ -11,12 +11,12 @@ namespace {
 // Strides of a buffer stored in `order` (dimensions outermost first; empty: row-major),
 // with storage_align padding. Returns the element count through *size.
 std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const std::vector<StorageAlign>& aligns,
-                                     std::vector<int> order, int64_t* size) {
-  if (order.empty())
-    for (size_t d = 0; d < shape.size(); ++d) order.push_back(int(d));
+                                     const std::vector<int>& order, int64_t* size) {
+  // The dimension at position p, outermost first (no vector built for row-major).
+  auto dim = [&](size_t p) { return order.empty() ? p : size_t(order[p]); };
   std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t p = order.size(); p-- > 1;) {
-    size_t inner = size_t(order[p]), d = size_t(order[p - 1]);
+  for (size_t p = order.empty() ? shape.size() : order.size(); p-- > 1;) {
+    size_t inner = dim(p), d = dim(p - 1);
     int64_t stride = strides[inner] * shape[inner];
     for (const StorageAlign& a : aligns) {
       if (size_t(a.axis) != d) continue;
@@ -26,7 +26,7 @@ std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const st
     }
     strides[d] = stride;
   }
-  if (size) *size = shape.empty() ? 1 : strides[size_t(order[0])] * shape[size_t(order[0])];
+  if (size) *size = shape.empty() ? 1 : strides[dim(0)] * shape[dim(0)];
   return strides;
 }
 
@@ -54,8 +54,11 @@ void visit_allocates(const Stmt& s, F& f) {
 }  // namespace
 
 BufferLayouts::BufferLayouts(const LoweringContext& ctx, const LoopNest& nest) {
+  static const std::vector<StorageAlign> kNoAligns;
+  static const std::vector<int> kRowMajor;
+  layouts_.reserve(nest.inputs.size() + nest.outputs.size() + ctx.stages.size());
   for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs})
-    for (const BufferArg& a : *args) layouts_[a.name] = {storage_strides(a.shape, {}, {}, nullptr), 0};
+    for (const BufferArg& a : *args) layouts_[a.name] = {storage_strides(a.shape, kNoAligns, kRowMajor, nullptr), 0};
   for (const StageSchedule* s : ctx.stages) {
     if (!LoweringContext::has_allocation(*s)) continue;
     Layout& l = layouts_[s->name()];

@@ -19,6 +19,9 @@ std::unordered_set<std::string> names_of(const VarMap& m) {
 
 Region full_region(const StageSchedule& s) {
   Region r;
+  r.min.reserve(s.def.axes.size());
+  r.min_value.reserve(s.def.axes.size());
+  r.extent.reserve(s.def.axes.size());
   for (const IterVar& v : s.def.axes) {
     r.min.push_back(make_int(0));
     r.min_value.push_back(Expr());
@@ -138,7 +141,9 @@ Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
       if (region.min_value[d].defined())
         ctx.ranges[ScheduleBounds::min_var(s, d)] = constant_bounds(region.min_value[d], ctx.ranges);
 
-    std::vector<int64_t> root_extents = region.extent;
+    std::vector<int64_t> root_extents;
+    root_extents.reserve(region.extent.size() + s.def.reduce_axes.size());
+    root_extents.assign(region.extent.begin(), region.extent.end());
     for (const IterVar& v : s.def.reduce_axes) root_extents.push_back(v.extent);
     LoopGeometry g = loop_geometry(s, root_extents, [&](const Loop& l) { return ScheduleBounds::loop_var(s, l); });
     for (int l : s.leaf) {
