@@ -61,7 +61,7 @@ struct MachineModel {
   int issue_width = 4;              // instructions per cycle the front end sustains
   double divide_cycles = 5;         // throughput of one vector divide or square root
   double math_call_cycles = 20;     // one scalar exp / log / tanh call
-  double gather_lane_cycles = 1;    // per lane of a gather or scatter
+  double gather_lane_cycles = 0.8;  // per lane of a gather or scatter
   double masked_access_factor = 2;  // a masked vector load or store (tail guards) against a plain one
   // Vector gathers (AVX2) and scatters (AVX-512): with them LLVM's loop vectorizer also
   // vectorizes loops with strided, indirect or guarded accesses.
