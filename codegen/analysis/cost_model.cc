@@ -941,6 +941,15 @@ class Model {
     return true;
   }
 
+  // Whether a non-affine index term reads a loop deeper than `depth` (one that moves
+  // within an iteration of the region at that depth; every loop for the top level).
+  bool moves_within(const IndexTerm& term, int depth) const {
+    if (depth < 0) return true;
+    for (int dep : term.deps)
+      if (S.loops[size_t(dep)].depth >= depth) return true;
+    return false;
+  }
+
   static bool same_index(const IndexForm& x, const IndexForm& y) {
     if (x.constant != y.constant || x.terms.size() != y.terms.size()) return false;
     for (size_t k = 0; k < x.terms.size(); ++k)
@@ -1044,9 +1053,11 @@ class Model {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
         const bool accumulator = a.buffer == st.buffer && same_index(a.index, target);
-        // Address arithmetic that does not fold: divisions and modulos of fused loops.
+        // Address arithmetic that does not fold: divisions and modulos of fused loops,
+        // those that move within the region's iteration (LICM hoists the others: a
+        // fused pixel loop's `f / 56` around a channel loop is computed once per pixel).
         for (const IndexTerm& term : a.index.terms)
-          if (term.loop < 0) d.alu += kk * v * 3;
+          if (term.loop < 0 && moves_within(term, r_depth)) d.alu += kk * v * 3;
         if (prom && accumulator) continue;      // kept in a register across the loop
         if (sroa_[size_t(a.buffer)]) continue;  // a register
         const VecAccess ak = autovec ? vec_access(r, st, a) : VecAccess::kUnit;
