@@ -1,7 +1,5 @@
 #include "agents/evaluator.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -12,6 +10,7 @@
 #include "codegen/lower/lower.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
+#include "proto/provenance_json.h"
 
 namespace tensorgym {
 namespace {
@@ -115,9 +114,7 @@ class RunnerEvaluator : public Evaluator {
     if (options_.threads > 0 && request.settings().threads() == 0)
       request.mutable_settings()->set_threads(options_.threads);
     proto::MeasureResult result = r.measure(request);
-    google::protobuf::util::JsonPrintOptions jopts;
-    jopts.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(result.provenance(), &e.provenance_json, jopts);
+    e.provenance_json = provenance_to_json(result.provenance());
     if (result.error() != proto::MEASURE_OK) {
       StatusCode code = result.error() == proto::INSTANTIATION ? StatusCode::kInvalidArgument
                         : result.error() == proto::TIMEOUT     ? StatusCode::kDeadlineExceeded

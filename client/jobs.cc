@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "client/content_hash.h"
+#include "proto/provenance_json.h"
 #include "proto/tensorgym.pb.h"
 
 namespace tensorgym::client {
@@ -217,11 +218,7 @@ BatchResult result_from_proto(const proto::EvaluateJob& job, const proto::JobRes
   out.instance_id = r.instance_id();
   out.slot = r.slot();
   out.worker_pid = r.worker_pid();
-  if (r.has_provenance()) {
-    google::protobuf::util::JsonPrintOptions jopts;
-    jopts.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(r.provenance(), &out.provenance_json, jopts);
-  }
+  if (r.has_provenance()) out.provenance_json = provenance_to_json(r.provenance());
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/runner_settings.h"
 #include "codegen/measure/timing.h"
+#include "proto/provenance_json.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
@@ -371,6 +372,21 @@ TEST(ProvenanceTest, NamesTheMachineAndTheSettings) {
   EXPECT_EQ(p.settings().seed(), 9u);
   EXPECT_EQ(p.worker_pid(), 1234);
   EXPECT_EQ(p.hostname(), host_name());
+}
+
+TEST(ProvenanceTest, RoundTripsThroughJsonWithTheProtoFieldNames) {
+  proto::RunnerSettings s;
+  s.set_seed(5);
+  proto::Provenance p = make_provenance(s, 77);
+  p.set_endpoint("127.0.0.1:5000");
+  const std::string json = provenance_to_json(p);
+  EXPECT_NE(json.find("\"worker_pid\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"endpoint\":\"127.0.0.1:5000\""), std::string::npos) << json;
+  EXPECT_EQ(provenance_from_json(json).SerializeAsString(), p.SerializeAsString());
+  // Informative only: a bad text gives an empty provenance, never an error.
+  EXPECT_EQ(provenance_from_json("{not json").ByteSizeLong(), 0u);
+  EXPECT_EQ(provenance_from_json("").ByteSizeLong(), 0u);
+  EXPECT_EQ(provenance_from_json("{\"worker_pid\": 3, \"added_later\": 1}").worker_pid(), 3);
 }
 
 // ---- the pipeline in-process -------------------------------------------------------------

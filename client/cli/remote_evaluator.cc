@@ -1,8 +1,7 @@
 #include "client/cli/remote_evaluator.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include "client/batch_evaluator.h"
+#include "proto/provenance_json.h"
 #include "proto/tensorgym.pb.h"
 #include "spaces/event.h"
 
@@ -12,20 +11,11 @@ namespace {
 // The service's provenance of the measurement (host, CPU, LLVM, settings, worker) with
 // where it ran: the endpoint and the service instance.
 std::string remote_provenance(const client::BatchResult& r) {
-  proto::Provenance p;
-  if (!r.provenance_json.empty()) {
-    google::protobuf::util::JsonParseOptions in;
-    in.ignore_unknown_fields = true;
-    (void)google::protobuf::util::JsonStringToMessage(r.provenance_json, &p, in);
-  }
+  proto::Provenance p = provenance_from_json(r.provenance_json);
   p.set_endpoint(r.endpoint);
   p.set_instance_id(r.instance_id);
   if (p.worker_pid() == 0) p.set_worker_pid(r.worker_pid);
-  google::protobuf::util::JsonPrintOptions out;
-  out.preserve_proto_field_names = true;
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(p, &json, out);
-  return json;
+  return provenance_to_json(p);
 }
 
 class RemoteEvaluator : public Evaluator {

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "codegen/ir/ir_visitor.h"
+#include "support/fnv.h"
 
 namespace tensorgym {
 namespace {
@@ -27,17 +28,13 @@ bool equal_binary(const Expr& a, const Expr& b) {
   return structural_equal(x.a, y.a) && structural_equal(x.b, y.b);
 }
 
-// FNV-1a style mixing of 64-bit words.
+// Mixes 64-bit words (names hashed with FNV-1a first).
 struct Hasher {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnvOffset;
   void mix(uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   }
-  void mix(std::string_view s) {
-    uint64_t x = 1469598103934665603ull;
-    for (unsigned char c : s) x = (x ^ c) * 1099511628211ull;
-    mix(x);
-  }
+  void mix(std::string_view s) { mix(fnv1a64(s)); }
   void mix(DataType t) { mix(uint64_t(t.code) | uint64_t(t.bits) << 8 | uint64_t(t.lanes) << 16); }
 };
 

@@ -1,7 +1,5 @@
 #include "envs/schedule/schedule_env.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cmath>
 #include <optional>
 
@@ -10,6 +8,7 @@
 #include "envs/schedule/observations.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
+#include "proto/provenance_json.h"
 
 namespace tensorgym {
 namespace {
@@ -259,11 +258,8 @@ EpisodeState ScheduleEnv::state() const {
   }
   // Where and how the current schedule's runtime was measured, if it was.
   if (episode_.derived) {
-    if (std::optional<proto::Provenance> p = episode_.derived->measured_provenance()) {
-      google::protobuf::util::JsonPrintOptions o;
-      o.preserve_proto_field_names = true;
-      (void)google::protobuf::util::MessageToJsonString(*p, &s.provenance_json, o);
-    }
+    if (std::optional<proto::Provenance> p = episode_.derived->measured_provenance())
+      s.provenance_json = provenance_to_json(*p);
   }
   return s;
 }
