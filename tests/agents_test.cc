@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -264,6 +266,27 @@ INSTANTIATE_TEST_SUITE_P(Agents, AgentDeterminismTest,
                                            std::make_tuple("evolutionary", "benchmark://ops-v0/gmm-1"),
                                            std::make_tuple("evolutionary", "benchmark://ops-v0/nrm-1"),
                                            std::make_tuple("evolutionary", "generator://random-ops-v0/1")));
+
+// The evolutionary agent's warm-up batch with analytical_prior 1 is the best-estimated
+// (est_cycles) of 8 random genomes per pick; with 0 it is random genomes. With the
+// deterministic evaluator (cost = est_cycles) the first batch must cost less.
+TEST(EvolutionaryAgent, TheAnalyticalPriorPicksTheBestEstimatedCandidates) {
+  std::unique_ptr<Evaluator> e = make_est_cycles_evaluator();
+  auto first_batch_log_cost = [&](double prior) {
+    SearchSetup setup = small_setup("evolutionary", "benchmark://ops-v0/c2d-1", e.get(), 8);
+    setup.options.analytical_prior = prior;
+    Outcome o = run_search(setup);
+    EXPECT_EQ(o.costs.size(), 8u);
+    double sum = 0;
+    for (double c : o.costs) {
+      EXPECT_GT(c, 0);
+      sum += std::log(std::max(c, 1e-30));
+    }
+    return sum / double(std::max<size_t>(o.costs.size(), 1));
+  };
+  const double random = first_batch_log_cost(0), prior = first_batch_log_cost(1);
+  EXPECT_LT(prior, random - std::log(1.5)) << "geometric means " << std::exp(prior) << " vs " << std::exp(random);
+}
 
 class ResumeTest : public ::testing::TestWithParam<const char*> {};
 
