@@ -589,6 +589,9 @@ class Emitter {
     FreeNameCollector c;
     c.visit_stmt(op->body);
     c.names.vars.erase(op->name);
+    // The body recomputes the loop's minimum and extent: their variables travel too.
+    c.visit_expr(op->min);
+    c.visit_expr(op->extent);
     std::vector<std::string> vars, bufs;
     for (const std::string& v : c.names.vars)
       if (vars_.count(v)) vars.push_back(v);
