@@ -33,7 +33,8 @@
 //                     and 2, and between the fastest of the first half of the passes
 //                     and the fastest of the second half (how far the kept runtimes
 //                     can be trusted). On the development VM a schedule can run 30-50%
-//                     slower for seconds at a time (other tenants of the host), in the
+//                     slower for seconds at a time (most likely other tenants of the
+//                     host), in the
 //                     middle of an otherwise quiet run: one pass against another agreed
 //                     at 0.74 on c2d-2, three against three at 0.93
 //   --cap-s T         CPU-time cap of one measurement's first run (2); a capped
