@@ -34,9 +34,8 @@
 //                     and the fastest of the second half (how far the kept runtimes
 //                     can be trusted). On the development VM a schedule can run 30-50%
 //                     slower for seconds at a time (most likely other tenants of the
-//                     host), in the
-//                     middle of an otherwise quiet run: one pass against another agreed
-//                     at 0.74 on c2d-2, three against three at 0.93
+//                     host), in the middle of an otherwise quiet run: one pass against
+//                     another agreed at 0.74 on c2d-2, three against three at 0.93
 //   --cap-s T         CPU-time cap of one measurement's first run (2); a capped
 //                     schedule is not measured again
 //   --compile-cap-s T CPU-time cap of one compile (20); past it the schedule is
