@@ -1,6 +1,7 @@
 // The lowering pipeline, in order. Each pass lives in its own file.
 #include "codegen/lower/lower.h"
 
+#include "codegen/ir/ir_mutator.h"
 #include "codegen/ir/simplify.h"
 #include "codegen/lower/lowering_context.h"
 
@@ -64,22 +65,6 @@ bool same_loop_but_kind(const Loop& a, const Loop& b) {
          a.pragmas == b.pragmas;
 }
 
-bool same_relations(const std::vector<LoopRelation>& a, const std::vector<LoopRelation>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].kind != b[i].kind || a[i].parent != b[i].parent || a[i].outer != b[i].outer || a[i].inner != b[i].inner ||
-        a[i].fused != b[i].fused || a[i].factor != b[i].factor)
-      return false;
-  return true;
-}
-
-bool same_aligns(const std::vector<StorageAlign>& a, const std::vector<StorageAlign>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].axis != b[i].axis || a[i].factor != b[i].factor || a[i].offset != b[i].offset) return false;
-  return true;
-}
-
 using KindChanges = std::vector<std::pair<std::string, ForKind>>;
 
 // Whether `a` and `b` differ at most in the kinds of loops. The emitted loops (leaf
@@ -93,7 +78,7 @@ bool differ_only_in_kinds(const ScheduleState& a, const ScheduleState& b, KindCh
     if (x.origin != y.origin || x.is_output != y.is_output || x.attach != y.attach ||
         x.attach_stage != y.attach_stage || x.attach_loop != y.attach_loop || x.leaf != y.leaf ||
         x.storage_order != y.storage_order || x.loops.size() != y.loops.size() || !same_def(x.def, y.def) ||
-        !same_relations(x.relations, y.relations) || !same_aligns(x.aligns, y.aligns))
+        x.relations != y.relations || x.aligns != y.aligns)
       return false;
     for (size_t l = 0; l < x.loops.size(); ++l)
       if (!same_loop_but_kind(x.loops[l], y.loops[l])) return false;
@@ -105,48 +90,27 @@ bool differ_only_in_kinds(const ScheduleState& a, const ScheduleState& b, KindCh
   return true;
 }
 
-// Sets the kind of the loops named in `kinds`; rebuilds only what leads to them.
-Stmt set_loop_kinds(const Stmt& s, const KindChanges& kinds) {
-  if (!s.defined()) return s;
-  switch (s.kind()) {
-    case NodeKind::kFor: {
-      const For* op = s.as<For>();
-      ForKind kind = op->kind;
-      for (const auto& [name, k] : kinds)
-        if (name == op->name) kind = k;
-      Stmt body = set_loop_kinds(op->body, kinds);
-      if (kind == op->kind && body.same_as(op->body)) return s;
-      return For::make(op->name, op->min, op->extent, kind, body);
-    }
-    case NodeKind::kBlock: {
-      const Block* op = s.as<Block>();
-      std::vector<Stmt> stmts;
-      stmts.reserve(op->stmts.size());
-      bool changed = false;
-      for (const Stmt& x : op->stmts) {
-        stmts.push_back(set_loop_kinds(x, kinds));
-        changed |= !stmts.back().same_as(x);
-      }
-      return changed ? Block::make(std::move(stmts)) : s;
-    }
-    case NodeKind::kIfThenElse: {
-      const IfThenElse* op = s.as<IfThenElse>();
-      Stmt t = set_loop_kinds(op->then_case, kinds), e = set_loop_kinds(op->else_case, kinds);
-      return t.same_as(op->then_case) && e.same_as(op->else_case) ? s : IfThenElse::make(op->condition, t, e);
-    }
-    case NodeKind::kLetStmt: {
-      const LetStmt* op = s.as<LetStmt>();
-      Stmt body = set_loop_kinds(op->body, kinds);
-      return body.same_as(op->body) ? s : LetStmt::make(op->name, op->value, body);
-    }
-    case NodeKind::kAllocate: {
-      const Allocate* op = s.as<Allocate>();
-      Stmt body = set_loop_kinds(op->body, kinds);
-      return body.same_as(op->body) ? s : Allocate::make(op->name, op->dtype, op->extents, body);
-    }
-    default: return s;
+// Sets the kind of the loops named in `kinds`; rebuilds only what leads to them (the
+// mutator's defaults) and leaves expressions alone.
+class LoopKindSetter : public IRMutator {
+ public:
+  explicit LoopKindSetter(const KindChanges& kinds) : kinds_(kinds) {}
+  using IRMutator::mutate;
+  Expr mutate(const Expr& e) override { return e; }
+
+ protected:
+  Stmt visit(const For* op) override {
+    ForKind kind = op->kind;
+    for (const auto& [name, k] : kinds_)
+      if (name == op->name) kind = k;
+    Stmt body = mutate(op->body);
+    if (kind == op->kind && body.same_as(op->body)) return op;
+    return For::make(op->name, op->min, op->extent, kind, body);
   }
-}
+
+ private:
+  const KindChanges& kinds_;
+};
 
 }  // namespace
 
@@ -168,7 +132,7 @@ Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const
     TG_RETURN_IF_ERROR(check_target_support(*state, options));  // thread binding is not a kind
     out->nest.inputs = previous->nest.inputs;
     out->nest.outputs = previous->nest.outputs;
-    out->kind_independent_body = set_loop_kinds(previous->kind_independent_body, changes);
+    out->kind_independent_body = LoopKindSetter(changes).mutate(previous->kind_independent_body);
     out->reused = true;
   } else {
     previous.reset();

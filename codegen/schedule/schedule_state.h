@@ -32,6 +32,7 @@ struct LoopRelation {
   int inner = -1;
   int fused = -1;   // fuse's output
   int64_t factor = 0;
+  bool operator==(const LoopRelation&) const = default;
 };
 
 enum class AttachKind : uint8_t { kRoot, kInline, kAt };
@@ -40,6 +41,7 @@ struct StorageAlign {
   int axis = 0;  // spatial axis index of the stage
   int64_t factor = 0;
   int64_t offset = 0;
+  bool operator==(const StorageAlign&) const = default;
 };
 
 // Where a stage came from (for messages and for deciding what may be done to it).
