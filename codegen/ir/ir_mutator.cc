@@ -25,18 +25,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
 }
 
 bool IRMutator::mutate_all(const std::vector<Expr>& in, std::vector<Expr>* out) {
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    Expr e = mutate(in[i]);
-    if (out->empty()) {
-      // Nothing changed so far: allocate only once something does.
-      if (e.same_as(in[i])) continue;
-      out->reserve(in.size());
-      out->insert(out->end(), in.begin(), in.begin() + long(i));
-    }
-    out->push_back(std::move(e));
-  }
-  return !out->empty();
+  return map_if_changed(in, out, [&](const Expr& e) { return mutate(e); });
 }
 
 Expr IRMutator::visit(const IntImm* op) { return op; }
@@ -129,17 +118,9 @@ Stmt IRMutator::visit(const IfThenElse* op) {
   return IfThenElse::make(c, t, e);
 }
 Stmt IRMutator::visit(const Block* op) {
-  std::vector<Stmt> out;  // empty until a statement changes
-  for (size_t i = 0; i < op->stmts.size(); ++i) {
-    Stmt s = mutate(op->stmts[i]);
-    if (out.empty()) {
-      if (s.same_as(op->stmts[i])) continue;
-      out.reserve(op->stmts.size());
-      out.insert(out.end(), op->stmts.begin(), op->stmts.begin() + long(i));
-    }
-    out.push_back(std::move(s));
-  }
-  return out.empty() ? Stmt(op) : Block::make(std::move(out));
+  std::vector<Stmt> out;
+  if (!map_if_changed(op->stmts, &out, [&](const Stmt& s) { return mutate(s); })) return op;
+  return Block::make(std::move(out));
 }
 
 }  // namespace tensorgym

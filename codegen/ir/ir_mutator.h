@@ -2,9 +2,29 @@
 // the children and rebuild a node only when a child changed (sharing is preserved).
 #pragma once
 
+#include <vector>
+
 #include "codegen/ir/ir_visitor.h"
 
 namespace tensorgym {
+
+// Maps `f` over `in`. Returns true when some element changed (is not the same node),
+// and then *out holds every mapped element; *out stays empty, and nothing is
+// allocated, while none changed.
+template <class T, class F>
+bool map_if_changed(const std::vector<T>& in, std::vector<T>* out, F&& f) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    T x = f(in[i]);
+    if (out->empty()) {
+      if (x.same_as(in[i])) continue;
+      out->reserve(in.size());
+      out->insert(out->end(), in.begin(), in.begin() + long(i));
+    }
+    out->push_back(std::move(x));
+  }
+  return !out->empty();
+}
 
 class IRMutator {
  public:

@@ -6,6 +6,7 @@
 //  - a parallel loop nested inside another parallel loop runs serially (the runtime
 //    would run it serially anyway) and is not outlined again for every copy.
 // Both are performance hints, so the program computes the same thing.
+#include "codegen/ir/ir_mutator.h"
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -22,20 +23,14 @@ class CodeSizeLimiter {
     switch (s.kind()) {
       case NodeKind::kFor: return limit_for(s.as<For>(), size);
       case NodeKind::kBlock: {
-        const std::vector<Stmt>& stmts = s.as<Block>()->stmts;
-        std::vector<Stmt> out;  // empty until a statement changes
-        for (size_t i = 0; i < stmts.size(); ++i) {
+        std::vector<Stmt> out;
+        const bool changed = map_if_changed(s.as<Block>()->stmts, &out, [&](const Stmt& x) {
           int64_t n = 0;
-          Stmt x = limit(stmts[i], &n);
+          Stmt y = limit(x, &n);
           *size += n;
-          if (out.empty()) {
-            if (x.same_as(stmts[i])) continue;
-            out.reserve(stmts.size());
-            out.insert(out.end(), stmts.begin(), stmts.begin() + long(i));
-          }
-          out.push_back(std::move(x));
-        }
-        return out.empty() ? s : Block::make(std::move(out));
+          return y;
+        });
+        return changed ? Block::make(std::move(out)) : s;
       }
       case NodeKind::kIfThenElse: {
         const IfThenElse* op = s.as<IfThenElse>();
