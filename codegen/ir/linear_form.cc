@@ -76,19 +76,16 @@ LinearForm linearize(const Expr& e) {
 Expr from_linear(const LinearForm& f, DataType t) {
   Expr result;
   // Positive terms first, in their order, so "a - b" does not print as "-b + a".
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const LinearTerm& term : f.terms) {
-      bool positive = term.coeff > 0;
-      if (positive != (pass == 0)) continue;
-      if (!result.defined()) {
-        result = scaled(term.atom, term.coeff, t);
-      } else if (positive) {
-        result = Add::make(result, scaled(term.atom, term.coeff, t));
-      } else {
-        result = Sub::make(result, scaled(term.atom, -term.coeff, t));
-      }
+  for_each_linear_piece(f, [&](bool subtract, const Expr& atom, int64_t factor) {
+    Expr x = scaled(atom, factor, t);
+    if (!result.defined()) {
+      result = std::move(x);
+    } else if (subtract) {
+      result = Sub::make(result, x);
+    } else {
+      result = Add::make(result, x);
     }
-  }
+  });
   if (!result.defined()) return IntImm::make(t, f.constant);
   if (f.constant > 0) result = Add::make(result, IntImm::make(t, f.constant));
   if (f.constant < 0) result = Sub::make(result, IntImm::make(t, -f.constant));
@@ -127,17 +124,9 @@ bool is_from_linear(const Expr& e, const LinearForm& f, DataType t) {
     pieces = more.data();
   }
   size_t n = 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const LinearTerm& term : f.terms) {
-      bool positive = term.coeff > 0;
-      if (positive != (pass == 0)) continue;
-      if (n == 0 || positive) {
-        pieces[n++] = {false, &term.atom, term.coeff};
-      } else {
-        pieces[n++] = {true, &term.atom, -term.coeff};
-      }
-    }
-  }
+  for_each_linear_piece(f, [&](bool subtract, const Expr& atom, int64_t factor) {
+    pieces[n++] = {subtract, &atom, factor};
+  });
   if (n == 0) return is_imm(e, t, f.constant);
   const Expr* node = &e;
   if (f.constant > 0) {

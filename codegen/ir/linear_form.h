@@ -37,6 +37,24 @@ LinearForm linearize(const Expr& e);
 // constant last ("x*32 + y - z + 3").
 Expr from_linear(const LinearForm& f, DataType t);
 
+// Calls visit(subtract, atom, factor) for the pieces from_linear chains, in its order:
+// the positive terms, then the negative ones. The first piece starts the sum with the
+// term's own coefficient; later ones are added (`factor` = the coefficient) or
+// subtracted (`factor` = minus the coefficient). The constant is not a piece.
+template <class F>
+void for_each_linear_piece(const LinearForm& f, F&& visit) {
+  bool first = true;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const LinearTerm& term : f.terms) {
+      const bool positive = term.coeff > 0;
+      if (positive != (pass == 0)) continue;
+      const bool subtract = !first && !positive;
+      visit(subtract, term.atom, subtract ? -term.coeff : term.coeff);
+      first = false;
+    }
+  }
+}
+
 // Whether from_linear(f, t) would build an expression structurally equal to `e`
 // (atoms compared by identity), so a caller may keep `e` instead of a copy.
 bool is_from_linear(const Expr& e, const LinearForm& f, DataType t);

@@ -181,27 +181,16 @@ class Simplifier : public IRMutator {
   // scaled(atom, c) is the atom itself for c == 1, else atom * c (c wrapped to t),
   // which collect takes as the simplified atom times c.
   void collect_linear(const LinearForm& g, DataType t, int64_t k, LinearForm* f) {
-    bool first = true;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const LinearTerm& term : g.terms) {
-        bool positive = term.coeff > 0;
-        if (positive != (pass == 0)) continue;
-        // The first term starts the sum with its own coefficient; later ones are
-        // added (positive) or subtracted (negative, with the coefficient negated).
-        bool added = first || positive;
-        int64_t c = added ? term.coeff : -term.coeff;
-        int64_t sign = added ? 1 : -1;
-        first = false;
-        if (c == 1) {
-          collect(term.atom, sign * k, f);
-        } else {
-          collect(mutate(term.atom), sign * k * IntImm::wrap(t, c), f);
-        }
+    for_each_linear_piece(g, [&](bool subtract, const Expr& atom, int64_t c) {
+      const int64_t sign = subtract ? -1 : 1;
+      if (c == 1) {
+        collect(atom, sign * k, f);
+      } else {
+        collect(mutate(atom), sign * k * IntImm::wrap(t, c), f);
       }
-    }
-    if (first) {
-      f->constant += IntImm::wrap(t, g.constant) * k;
-    } else if (g.constant > 0) {
+    });
+    // The constant: from_linear's immediate alone, added, or subtracted.
+    if (g.terms.empty() || g.constant > 0) {
       f->constant += IntImm::wrap(t, g.constant) * k;
     } else if (g.constant < 0) {
       f->constant += IntImm::wrap(t, -g.constant) * -k;
