@@ -59,12 +59,9 @@ void Schedule::append_to_trace(const Primitive& primitive) {
 }
 
 PrimitiveResult Schedule::apply(const Primitive& primitive) {
-  ScheduleState next = state_;
-  PrimitiveResult r = apply_to_state(primitive, next);
-  if (r.ok() && *r == ApplyEffect::kChanged) {
-    state_ = std::move(next);
-    append_to_trace(primitive);
-  }
+  std::optional<Schedule> next;
+  PrimitiveResult r = apply_to_copy(primitive, &next);
+  if (next) *this = std::move(*next);
   return r;
 }
 
