@@ -4,6 +4,8 @@
 //   build/bin/lower_benchmark
 #include <benchmark/benchmark.h>
 
+#include <string>
+
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 
@@ -39,8 +41,9 @@ ProgramPtr program() {
   return p;
 }
 
-void BM_Lower10Stages(benchmark::State& state) {
-  Expected<Schedule> s = Schedule::from_text(program(), kSchedule);
+// Lowers `schedule` of `p` from scratch, again and again.
+void lower_repeatedly(benchmark::State& state, const ProgramPtr& p, const std::string& schedule) {
+  Expected<Schedule> s = Schedule::from_text(p, schedule);
   if (!s.ok()) {
     state.SkipWithError(s.status().to_string().c_str());
     return;
@@ -50,6 +53,8 @@ void BM_Lower10Stages(benchmark::State& state) {
     benchmark::DoNotOptimize(nest);
   }
 }
+
+void BM_Lower10Stages(benchmark::State& state) { lower_repeatedly(state, program(), kSchedule); }
 BENCHMARK(BM_Lower10Stages)->Unit(benchmark::kMicrosecond);
 
 void BM_Lower10StagesUnscheduled(benchmark::State& state) {
@@ -89,14 +94,7 @@ ProgramPtr gemm() {
   return p;
 }
 
-void BM_LowerGemm(benchmark::State& state) {
-  Expected<Schedule> s = Schedule::from_text(gemm(), kGemmSchedule);
-  if (!s.ok()) {
-    state.SkipWithError(s.status().to_string().c_str());
-    return;
-  }
-  for (auto _ : state) benchmark::DoNotOptimize(lower(*s));
-}
+void BM_LowerGemm(benchmark::State& state) { lower_repeatedly(state, gemm(), kGemmSchedule); }
 BENCHMARK(BM_LowerGemm)->Unit(benchmark::kMicrosecond);
 
 void BM_LowerGemmReusingKinds(benchmark::State& state) {

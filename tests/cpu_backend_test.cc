@@ -43,6 +43,12 @@ Expected<std::shared_ptr<const CpuKernel>> compile_keeping_ir(const Schedule& s)
   return compile_cpu_kernel(nest, opts);
 }
 
+// The same for a schedule given as text.
+Expected<std::shared_ptr<const CpuKernel>> compile_keeping_ir(const ProgramPtr& p, const std::string& schedule) {
+  TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(p, schedule));
+  return compile_keeping_ir(s);
+}
+
 // Expects the kernel to compute what the interpreter computes, on each thread count.
 void expect_matches_interpreter(const CpuKernel& kernel, const Program& p, uint64_t seed, std::vector<int> threads) {
   std::vector<HostBuffer> in = make_random_inputs(p, seed);
@@ -79,15 +85,13 @@ TEST(CpuBackend, UnscheduledGemmMatchesInterpreter) {
 
 TEST(CpuBackend, VectorizedTailsParallelAndCaches) {
   ProgramPtr p = parse(kGemm);
-  Expected<Schedule> s = Schedule::from_text(p,
-                                             "split(C.i, 4, io, ii); split(C.j, 8, jo, ji)\n"
-                                             "reorder(C, io, jo, ii, ji)\n"
-                                             "cache_write(C, CL); compute_at(CL, C.jo)\n"
-                                             "split(CL.j, 4, cjo, cji); vectorize(CL.cji); parallel(C.io)\n"
-                                             "cache_read(B, CL, BP); compute_at(BP, C.jo)\n"
-                                             "unroll(CL.cjo); vectorize(C.ji)\n");
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  auto kernel = compile_keeping_ir(*s);
+  auto kernel = compile_keeping_ir(p,
+                                   "split(C.i, 4, io, ii); split(C.j, 8, jo, ji)\n"
+                                   "reorder(C, io, jo, ii, ji)\n"
+                                   "cache_write(C, CL); compute_at(CL, C.jo)\n"
+                                   "split(CL.j, 4, cjo, cji); vectorize(CL.cji); parallel(C.io)\n"
+                                   "cache_read(B, CL, BP); compute_at(BP, C.jo)\n"
+                                   "unroll(CL.cjo); vectorize(C.ji)\n");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   // Vector code and an outlined parallel body.
   EXPECT_NE((*kernel)->llvm_ir().find("<4 x float>"), std::string::npos);
@@ -103,9 +107,7 @@ TEST(CpuBackend, NonPowerOfTwoVectorsRunInPowerOfTwoChunks) {
                            "split(C.j, 7, jo, ji); vectorize(C.ji)",
                            "split(C.j, 5, jo, ji); vectorize(C.ji)"}) {
     SCOPED_TRACE(text);
-    Expected<Schedule> s = Schedule::from_text(p, text);
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    auto kernel = compile_keeping_ir(*s);
+    auto kernel = compile_keeping_ir(p, text);
     ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
     const std::string& ir = (*kernel)->llvm_ir();
     for (const char* odd : {"<28 x float>", "<7 x float>", "<5 x float>"}) EXPECT_EQ(ir.find(odd), std::string::npos) << odd;
@@ -130,9 +132,7 @@ TEST(CpuBackend, LoopsInsideAParallelLoopAreVectorizedAsInASerialNest) {
   for (const char* text : {"reorder(Y, y, f); split(Y.c, 8, co, ci)", "reorder(Y, y, f); parallel(Y.y); split(Y.c, 8, co, ci)",
                            "parallel(Y.y); split(Y.c, 8, co, ci)"}) {
     SCOPED_TRACE(text);
-    Expected<Schedule> s = Schedule::from_text(p, text);
-    ASSERT_TRUE(s.ok()) << s.status().to_string();
-    auto kernel = compile_keeping_ir(*s);
+    auto kernel = compile_keeping_ir(p, text);
     ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
     EXPECT_GT(vector_fmuls((*kernel)->llvm_ir()), 0) << (*kernel)->llvm_ir();
     expect_matches_interpreter(**kernel, *p, 4, {1, 2, 3});
@@ -166,9 +166,7 @@ TEST(WorkspacePool, FreedBlocksServeLaterRequestsOfUpToTheirSize) {
 // library (and the kernel) for fresh pages.
 TEST(CpuBackend, ScratchAboveTheStackLimitIsReusedAcrossRuns) {
   ProgramPtr p = parse("input A: f32[512, 512]\nC[i, j] = A[i, j] * 2.0\n");
-  Expected<Schedule> s = Schedule::from_text(p, "cache_read(A, C, AL)");
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  auto kernel = compile_keeping_ir(*s);
+  auto kernel = compile_keeping_ir(p, "cache_read(A, C, AL)");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   ASSERT_NE((*kernel)->llvm_ir().find("tg_alloc"), std::string::npos);
   std::vector<HostBuffer> in = make_random_inputs(*p, 5);
