@@ -107,6 +107,7 @@ class LoopKindSetter : public IRMutator {
     if (kind == op->kind && body.same_as(op->body)) return op;
     return For::make(op->name, op->min, op->extent, kind, body);
   }
+  Stmt visit(const Store* op) override { return op; }  // no loops below a store
 
  private:
   const KindChanges& kinds_;
