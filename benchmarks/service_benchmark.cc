@@ -216,32 +216,47 @@ proto::StepRequest step_request(uint64_t session, const std::string& action, con
   return r;
 }
 
-// A workload: `calls` timed calls; returns the median microseconds per call (medians,
-// not means: this machine is shared, and a burst of other work lands on a few calls).
-using Workload = std::function<double(int calls)>;
+// A workload: `calls` timed calls; returns each call's microseconds.
+using Workload = std::function<std::vector<double>(int calls)>;
 
 struct Comparison {
   double a_us = 0, b_us = 0, ratio = 0;
 };
 
-// Alternates blocks of A and B (A first in even rounds, B first in odd ones) and
-// returns the medians and the median of the per-round ratios A / B.
+// Calls per chunk when A and B are interleaved.
+constexpr int kChunk = 10;
+
+// Interleaves A and B in chunks of kChunk calls (A first in even chunks, B first in odd
+// ones). On this VM a loopback round trip drifts by tens of percent over stretches of
+// tens of milliseconds (where the threads land on the two cores, among other things);
+// chunks of a few milliseconds put A and B through the same stretches, where blocks of
+// a whole round did not (one build's action-step ratio ranged 1.06-1.45 over seven
+// runs). Each round's ratio is median(A) / median(B) over its calls (medians, not
+// means: a burst of other work lands on a few calls); returns the medians and the
+// median ratio.
 Comparison compare(const Workload& a, const Workload& b, int rounds, int calls) {
   a(calls / 4);  // warm both
   b(calls / 4);
   std::vector<double> as, bs, ratios;
   for (int r = 0; r < rounds; ++r) {
-    double ta, tb;
-    if (r % 2 == 0) {
-      ta = a(calls);
-      tb = b(calls);
-    } else {
-      tb = b(calls);
-      ta = a(calls);
+    std::vector<double> ta, tb;
+    auto take = [](const Workload& w, int n, std::vector<double>* into) {
+      std::vector<double> t = w(n);
+      into->insert(into->end(), t.begin(), t.end());
+    };
+    for (int done = 0, c = 0; done < calls; done += kChunk, ++c) {
+      const int n = std::min(kChunk, calls - done);
+      if (c % 2 == 0) {
+        take(a, n, &ta);
+        take(b, n, &tb);
+      } else {
+        take(b, n, &tb);
+        take(a, n, &ta);
+      }
     }
-    as.push_back(ta);
-    bs.push_back(tb);
-    ratios.push_back(ta / tb);
+    as.push_back(median(ta));
+    bs.push_back(median(tb));
+    ratios.push_back(as.back() / bs.back());
   }
   return {median(as), median(bs), median(ratios)};
 }
@@ -253,7 +268,7 @@ struct ActionSteps {
   std::string observation;
   uint64_t session = 0;
   size_t next = 0;
-  double operator()(int calls) {
+  std::vector<double> operator()(int calls) {
     std::vector<double> t;
     for (int i = 0; i < calls; ++i) {
       if (session == 0 || next == kActions.size()) {
@@ -269,12 +284,12 @@ struct ActionSteps {
       t.push_back(micros(Clock::now() - t0));
       if (!st.ok()) std::fprintf(stderr, "Step: %s\n", st.error_message().c_str());
     }
-    return median(t);
+    return t;
   }
 };
 
 // Unary calls with one fixed request (echo, or an observation-only step).
-double fixed_unary(TensorGym::Stub& stub, const proto::StepRequest& r, int calls) {
+std::vector<double> fixed_unary(TensorGym::Stub& stub, const proto::StepRequest& r, int calls) {
   std::vector<double> t;
   for (int i = 0; i < calls; ++i) {
     proto::StepResponse out;
@@ -283,7 +298,7 @@ double fixed_unary(TensorGym::Stub& stub, const proto::StepRequest& r, int calls
     (void)stub.Step(&ctx, r, &out);
     t.push_back(micros(Clock::now() - t0));
   }
-  return median(t);
+  return t;
 }
 
 // One message each way on an open Session stream.
@@ -296,7 +311,7 @@ struct StreamSteps {
     stream->WritesDone();
     (void)stream->Finish();
   }
-  double run(const std::function<proto::StepRequest()>& next, int calls) {
+  std::vector<double> run(const std::function<proto::StepRequest()>& next, int calls) {
     std::vector<double> t;
     for (int i = 0; i < calls; ++i) {
       proto::StepRequest r = next();
@@ -306,7 +321,7 @@ struct StreamSteps {
       stream->Read(&out);
       t.push_back(micros(Clock::now() - t0));
     }
-    return median(t);
+    return t;
   }
 };
 
@@ -456,7 +471,7 @@ int run_benchmark(int rounds, int calls) {
           t.push_back(micros(Clock::now() - t0));
           if (!r.error.ok()) std::fprintf(stderr, "step: %s\n", r.error.to_string().c_str());
         }
-        return median(t);
+        return t;
       };
       // Against the generated stub doing the same steps: what the library adds.
       ActionSteps raw{*real_stub, "loop_nest"};
