@@ -86,29 +86,46 @@ IntRange type_range(DataType t) {
   return {-(int64_t(1) << (t.bits - 1)), (int64_t(1) << (t.bits - 1)) - 1};
 }
 
-template <class T>
-IntRange binary_diff(const T* op, const RangeScope& scope) {
-  // Compare through the linear form of a - b so that x < x + 1 is decided.
-  LinearForm f = linearize(op->a);
-  f.add(linearize(op->b), -1);
+// The two kinds of scope, for the templates below.
+const IntRange* find_range(const RangeScope& scope, const std::string& name) {
+  auto it = scope.find(name);
+  return it == scope.end() ? nullptr : &it->second;
+}
+const IntRange* find_range(const RangeStack& scope, const std::string& name) { return scope.find(name); }
+void set_range(RangeScope* scope, const std::string& name, IntRange r) { (*scope)[name] = r; }
+void set_range(RangeStack* scope, const std::string& name, IntRange r) { scope->push(name, r); }
+
+template <class Scope>
+IntRange bounds_in(const Expr& e, const Scope& scope);
+
+// The range of sum(coeff * atom) + constant.
+template <class Scope>
+IntRange linear_bounds(const LinearForm& f, const Scope& scope) {
   IntRange r = IntRange::point(f.constant);
-  for (const LinearTerm& t : f.terms) r = add(r, mul(constant_bounds(t.atom, scope), IntRange::point(t.coeff)));
+  for (const LinearTerm& t : f.terms) r = add(r, mul(bounds_in(t.atom, scope), IntRange::point(t.coeff)));
   return r;
 }
 
-}  // namespace
+template <class T, class Scope>
+IntRange binary_diff(const T* op, const Scope& scope) {
+  // Compare through the linear form of a - b so that x < x + 1 is decided.
+  LinearForm f = linearize(op->a);
+  f.add(linearize(op->b), -1);
+  return linear_bounds(f, scope);
+}
 
-IntRange constant_bounds(const Expr& e, const RangeScope& scope) {
+template <class Scope>
+IntRange bounds_in(const Expr& e, const Scope& scope) {
   switch (e.kind()) {
     case NodeKind::kIntImm: return IntRange::point(e.as<IntImm>()->value);
     case NodeKind::kVariable: {
-      auto it = scope.find(e.as<Variable>()->name);
-      return it == scope.end() ? type_range(e.type()) : it->second;
+      const IntRange* r = find_range(scope, e.as<Variable>()->name);
+      return r ? *r : type_range(e.type());
     }
     case NodeKind::kCast: {
       const Cast* c = e.as<Cast>();
       if (c->value.type().is_float() || c->type.is_float()) return type_range(c->type);
-      IntRange r = constant_bounds(c->value, scope);
+      IntRange r = bounds_in(c->value, scope);
       IntRange t = type_range(c->type);
       return t.contains(r) ? r : t;  // wraps otherwise: anything in the type
     }
@@ -119,16 +136,14 @@ IntRange constant_bounds(const Expr& e, const RangeScope& scope) {
       LinearForm f = linearize(e);
       if (f.terms.size() == 1 && f.terms[0].atom.same_as(e)) {
         const Mul* m = e.as<Mul>();  // a product of two non-constants
-        return mul(constant_bounds(m->a, scope), constant_bounds(m->b, scope));
+        return mul(bounds_in(m->a, scope), bounds_in(m->b, scope));
       }
-      IntRange r = IntRange::point(f.constant);
-      for (const LinearTerm& t : f.terms) r = add(r, mul(constant_bounds(t.atom, scope), IntRange::point(t.coeff)));
-      return r;
+      return linear_bounds(f, scope);
     }
     case NodeKind::kDiv: {
       const Div* d = e.as<Div>();
-      IntRange a = constant_bounds(d->a, scope);
-      IntRange b = constant_bounds(d->b, scope);
+      IntRange a = bounds_in(d->a, scope);
+      IntRange b = bounds_in(d->b, scope);
       if (!b.is_point() || b.min == 0) return type_range(e.type());
       int64_t c = b.min;
       auto dv = [c](int64_t v) { return is_inf(v) ? (((v < 0) != (c < 0)) ? kNegInf : kPosInf) : floor_div(v, c); };
@@ -137,8 +152,8 @@ IntRange constant_bounds(const Expr& e, const RangeScope& scope) {
     }
     case NodeKind::kMod: {
       const Mod* m = e.as<Mod>();
-      IntRange a = constant_bounds(m->a, scope);
-      IntRange b = constant_bounds(m->b, scope);
+      IntRange a = bounds_in(m->a, scope);
+      IntRange b = bounds_in(m->b, scope);
       if (!b.is_point() || b.min <= 0) return type_range(e.type());
       int64_t c = b.min;
       // Within one period the modulo is a shift; otherwise all residues.
@@ -148,19 +163,19 @@ IntRange constant_bounds(const Expr& e, const RangeScope& scope) {
     }
     case NodeKind::kMin: {
       const Min* m = e.as<Min>();
-      IntRange a = constant_bounds(m->a, scope), b = constant_bounds(m->b, scope);
+      IntRange a = bounds_in(m->a, scope), b = bounds_in(m->b, scope);
       return {std::min(a.min, b.min), std::min(a.max, b.max)};
     }
     case NodeKind::kMax: {
       const Max* m = e.as<Max>();
-      IntRange a = constant_bounds(m->a, scope), b = constant_bounds(m->b, scope);
+      IntRange a = bounds_in(m->a, scope), b = bounds_in(m->b, scope);
       return {std::max(a.min, b.min), std::max(a.max, b.max)};
     }
     case NodeKind::kSelect: {
       const Select* s = e.as<Select>();
-      IntRange c = constant_bounds(s->condition, scope);
-      if (c.is_point()) return constant_bounds(c.min ? s->true_value : s->false_value, scope);
-      return unite(constant_bounds(s->true_value, scope), constant_bounds(s->false_value, scope));
+      IntRange c = bounds_in(s->condition, scope);
+      if (c.is_point()) return bounds_in(c.min ? s->true_value : s->false_value, scope);
+      return unite(bounds_in(s->true_value, scope), bounds_in(s->false_value, scope));
     }
     case NodeKind::kLT: return compare(e.kind(), binary_diff(e.as<LT>(), scope));
     case NodeKind::kLE: return compare(e.kind(), binary_diff(e.as<LE>(), scope));
@@ -178,26 +193,25 @@ IntRange constant_bounds(const Expr& e, const RangeScope& scope) {
     }
     case NodeKind::kAnd: {
       const And* op = e.as<And>();
-      IntRange a = constant_bounds(op->a, scope), b = constant_bounds(op->b, scope);
+      IntRange a = bounds_in(op->a, scope), b = bounds_in(op->b, scope);
       return {std::min(a.min, b.min), std::min(a.max, b.max)};
     }
     case NodeKind::kOr: {
       const Or* op = e.as<Or>();
-      IntRange a = constant_bounds(op->a, scope), b = constant_bounds(op->b, scope);
+      IntRange a = bounds_in(op->a, scope), b = bounds_in(op->b, scope);
       return {std::max(a.min, b.min), std::max(a.max, b.max)};
     }
     case NodeKind::kNot: {
-      IntRange a = constant_bounds(e.as<Not>()->a, scope);
+      IntRange a = bounds_in(e.as<Not>()->a, scope);
       return {1 - a.max, 1 - a.min};
     }
     default: return type_range(e.type());
   }
 }
 
-namespace {
-
 // Narrows with `lhs cmp rhs` taken as true.
-void narrow_comparison(NodeKind kind, const Expr& lhs, const Expr& rhs, RangeScope* scope) {
+template <class Scope>
+void narrow_comparison(NodeKind kind, const Expr& lhs, const Expr& rhs, Scope* scope) {
   if (lhs.type().is_float()) return;
   LinearForm f = linearize(lhs);
   f.add(linearize(rhs), -1);
@@ -207,11 +221,10 @@ void narrow_comparison(NodeKind kind, const Expr& lhs, const Expr& rhs, RangeSco
     if (!v) continue;
     LinearForm rest = f;
     rest.add_term(term.atom, -term.coeff);
-    IntRange r = IntRange::point(rest.constant);
-    for (const LinearTerm& t : rest.terms) r = add(r, mul(constant_bounds(t.atom, *scope), IntRange::point(t.coeff)));
+    IntRange r = linear_bounds(rest, *scope);
     // c*v + r  cmp 0  ->  c*v cmp -r, for every r in range: use the weakest bound.
     int64_t c = term.coeff;
-    IntRange cur = constant_bounds(term.atom, *scope);
+    IntRange cur = bounds_in(term.atom, *scope);
     IntRange next = cur;
     // Express as c*v in [lo, hi] with lo = -r.max (or -r.max + 1 for strict), hi = -r.min.
     int64_t lo = kNegInf, hi = kPosInf;
@@ -232,7 +245,7 @@ void narrow_comparison(NodeKind kind, const Expr& lhs, const Expr& rhs, RangeSco
       if (!is_inf(hi)) next.min = std::max(next.min, ceil_div(hi, c));
       if (!is_inf(lo)) next.max = std::min(next.max, floor_div(lo, c));
     }
-    if (!(next == cur)) (*scope)[v->name] = next;
+    if (!(next == cur)) set_range(scope, v->name, next);
   }
 }
 
@@ -248,35 +261,53 @@ NodeKind negate_cmp(NodeKind k) {
   }
 }
 
-template <class T>
-bool try_compare(const Expr& c, bool truth, RangeScope* scope) {
+template <class T, class Scope>
+bool try_compare(const Expr& c, bool truth, Scope* scope) {
   const T* op = c.as<T>();
   if (!op) return false;
   narrow_comparison(truth ? T::kKind : negate_cmp(T::kKind), op->a, op->b, scope);
   return true;
 }
 
-}  // namespace
-
-void narrow_by_condition(const Expr& condition, bool truth, RangeScope* scope) {
+template <class Scope>
+void narrow_in(const Expr& condition, bool truth, Scope* scope) {
   if (const And* a = condition.as<And>()) {
     if (truth) {  // both hold
-      narrow_by_condition(a->a, true, scope);
-      narrow_by_condition(a->b, true, scope);
+      narrow_in(a->a, true, scope);
+      narrow_in(a->b, true, scope);
     }
     return;
   }
   if (const Or* o = condition.as<Or>()) {
     if (!truth) {  // neither holds
-      narrow_by_condition(o->a, false, scope);
-      narrow_by_condition(o->b, false, scope);
+      narrow_in(o->a, false, scope);
+      narrow_in(o->b, false, scope);
     }
     return;
   }
-  if (const Not* n = condition.as<Not>()) return narrow_by_condition(n->a, !truth, scope);
+  if (const Not* n = condition.as<Not>()) return narrow_in(n->a, !truth, scope);
   try_compare<LT>(condition, truth, scope) || try_compare<LE>(condition, truth, scope) ||
       try_compare<GT>(condition, truth, scope) || try_compare<GE>(condition, truth, scope) ||
       try_compare<EQ>(condition, truth, scope);
 }
+
+}  // namespace
+
+const IntRange* RangeStack::find(const std::string& name) const {
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
+    if (it->name == name) return &it->range;
+  return find_range(base_, name);
+}
+
+void RangeStack::push(std::string_view name, IntRange r) {
+  if (entries_.capacity() == 0) entries_.reserve(16);  // one allocation for a whole loop nest
+  entries_.push_back({name, r});
+}
+
+IntRange constant_bounds(const Expr& e, const RangeScope& scope) { return bounds_in(e, scope); }
+IntRange constant_bounds(const Expr& e, const RangeStack& scope) { return bounds_in(e, scope); }
+
+void narrow_by_condition(const Expr& condition, bool truth, RangeScope* scope) { narrow_in(condition, truth, scope); }
+void narrow_by_condition(const Expr& condition, bool truth, RangeStack* scope) { narrow_in(condition, truth, scope); }
 
 }  // namespace tensorgym

@@ -1,7 +1,6 @@
 #include "codegen/ir/simplify.h"
 
 #include <cmath>
-#include <optional>
 #include <limits>
 
 #include "codegen/ir/ir_equality.h"
@@ -56,38 +55,21 @@ double fold_float(NodeKind k, double a, double b, DataType t) {
   }
 }
 
-// Changes a RangeScope for a region of code and puts back exactly what it changed,
-// instead of copying the whole scope.
+// Sets ranges for a region of code; restore() (or leaving the region) drops them.
 class ScopedRanges {
  public:
-  explicit ScopedRanges(RangeScope& scope) : scope_(scope) {}
+  explicit ScopedRanges(RangeStack& scope) : scope_(scope), depth_(scope.depth()) {}
   ScopedRanges(const ScopedRanges&) = delete;
   ScopedRanges& operator=(const ScopedRanges&) = delete;
   ~ScopedRanges() { restore(); }
 
-  void set(const std::string& name, IntRange r) {
-    remember(name);
-    scope_[name] = r;
-  }
-  void narrow(const Expr& condition, bool truth) {
-    for (const std::string& v : free_vars(condition)) remember(v);
-    narrow_by_condition(condition, truth, &scope_);
-  }
-  void restore() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) scope_[it->first] = *it->second;
-      else scope_.erase(it->first);
-    }
-    saved_.clear();
-  }
+  void set(const std::string& name, IntRange r) { scope_.push(name, r); }
+  void narrow(const Expr& condition, bool truth) { narrow_by_condition(condition, truth, &scope_); }
+  void restore() { scope_.pop_to(depth_); }
 
  private:
-  void remember(const std::string& name) {
-    auto it = scope_.find(name);
-    saved_.emplace_back(name, it == scope_.end() ? std::nullopt : std::optional<IntRange>(it->second));
-  }
-  RangeScope& scope_;
-  std::vector<std::pair<std::string, std::optional<IntRange>>> saved_;
+  RangeStack& scope_;
+  size_t depth_;
 };
 
 class Simplifier : public IRMutator {
@@ -97,7 +79,7 @@ class Simplifier : public IRMutator {
   using IRMutator::mutate;
 
  protected:
-  RangeScope scope_;
+  RangeStack scope_;
 
   IntRange bounds(const Expr& e) {
     used_ranges_ = true;
@@ -132,6 +114,7 @@ class Simplifier : public IRMutator {
   void collect(const Expr& e, int64_t k, LinearForm* f) {
     switch (e.kind()) {
       case NodeKind::kIntImm: f->constant += e.as<IntImm>()->value * k; return;
+      case NodeKind::kVariable: f->add_term(e, k); return;  // simplifies to itself
       case NodeKind::kAdd:
         collect(e.as<Add>()->a, k, f);
         collect(e.as<Add>()->b, k, f);
@@ -149,8 +132,8 @@ class Simplifier : public IRMutator {
           collect(m->a, 1, &sub);
           return collect_linear(sub, m->a.type(), k * c->value, f);
         }
-        Expr a = m->a.as<IntImm>() ? m->a : mutate(m->a);
-        Expr b = m->b.as<IntImm>() ? m->b : mutate(m->b);
+        Expr a = is_leaf(m->a) ? m->a : mutate(m->a);
+        Expr b = is_leaf(m->b) ? m->b : mutate(m->b);
         if (const int64_t* c = as_const_int(b)) return collect(a, k * *c, f);
         if (const int64_t* c = as_const_int(a)) return collect(b, k * *c, f);
         f->add_term((a.same_as(m->a) && b.same_as(m->b)) ? e : Mul::make(a, b), k);
@@ -170,6 +153,9 @@ class Simplifier : public IRMutator {
     }
   }
 
+  // Constants and variables simplify to themselves.
+  static bool is_leaf(const Expr& e) { return e.kind() == NodeKind::kIntImm || e.kind() == NodeKind::kVariable; }
+
   // An integer + - * node: mutate() simplifies it as collect(), then from_linear().
   static bool is_chain(const Expr& e) {
     return (e.kind() == NodeKind::kAdd || e.kind() == NodeKind::kSub || e.kind() == NodeKind::kMul) &&
@@ -186,7 +172,7 @@ class Simplifier : public IRMutator {
       if (c == 1) {
         collect(atom, sign * k, f);
       } else {
-        collect(mutate(atom), sign * k * IntImm::wrap(t, c), f);
+        collect(is_leaf(atom) ? atom : mutate(atom), sign * k * IntImm::wrap(t, c), f);
       }
     });
     // The constant: from_linear's immediate alone, added, or subtracted.
@@ -414,7 +400,7 @@ class Simplifier : public IRMutator {
     }
     if (!body.defined()) return Stmt();
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
-    return For::make(op->name, min, extent, op->kind, body);
+    return For::make(op->name, std::move(min), std::move(extent), op->kind, std::move(body));
   }
 
   // Affine in variables only: cheap to recompute, and substituting it lets index
