@@ -44,37 +44,43 @@ Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, c
     varying[var] = ctx.ranges.at(var);
   }
   for (const StageSchedule* r : ctx.stages) {
-    if (r == &c || r == &s || !ctx.regions.count(r->name()) || !state.runs_within(*r, c, attach_loop)) continue;
+    if (r == &c || r == &s) continue;
+    auto region_it = ctx.regions.find(r->name());
+    if (region_it == ctx.regions.end() || !state.runs_within(*r, c, attach_loop)) continue;
     for (int l : r->leaf) {
       std::string var = ScheduleBounds::loop_var(*r, r->loops[size_t(l)]);
       varying[var] = ctx.ranges.at(var);
     }
-    const Region& rr = ctx.regions.at(r->name());
+    const Region& rr = region_it->second;
     for (size_t d = 0; d < rr.min.size(); ++d)
       if (rr.min_value[d].defined()) inner_mins[ScheduleBounds::min_var(*r, d)] = rr.min_value[d];
   }
+  const std::unordered_set<std::string> inner_min_names = names_of(inner_mins);
 
   size_t n = s.def.axes.size();
   std::vector<SymbolicInterval> dims(n);
   std::vector<bool> unbounded(n, false);
   bool first = true;
   for (const StageSchedule* r : ctx.stages) {
-    if (!ctx.regions.count(r->name()) || !expr_reads(ctx.bodies.at(r->name()), s.name())) continue;
+    auto region_it = ctx.regions.find(r->name());
+    if (region_it == ctx.regions.end()) continue;
+    const Expr& body = ctx.bodies.at(r->name());
+    if (!expr_reads(body, s.name())) continue;
     // The reader's root variables in terms of its loops and region minimum.
     const LoopGeometry& g = ctx.geometry.at(r->name());
-    const Region& rr = ctx.regions.at(r->name());
+    const Region& rr = region_it->second;
     VarMap root_values;
     size_t nr = r->def.axes.size();
     for (size_t d = 0; d < nr; ++d) root_values[r->def.axes[d].name] = Add::make(rr.min[d], g.values[d]);
     for (size_t k = 0; k < r->def.reduce_axes.size(); ++k)
       root_values[r->def.reduce_axes[k].name] = Add::make(make_int(r->def.reduce_axes[k].min), g.values[nr + k]);
-    visit_exprs(ctx.bodies.at(r->name()), [&](const Expr& e) {
+    visit_exprs(body, [&](const Expr& e) {
       const Load* l = e.as<Load>();
       if (!l || l->name != s.name()) return;
       for (size_t d = 0; d < n; ++d) {
         Expr idx = substitute(l->indices[d], root_values);
         // Minimums of stages nested inside the loop, down to the loop's own variables.
-        for (int depth = 0; depth < 16 && uses_any_var(idx, names_of(inner_mins)); ++depth)
+        for (int depth = 0; depth < 16 && uses_any_var(idx, inner_min_names); ++depth)
           idx = substitute(idx, inner_mins);
         idx = simplify(idx, ctx.ranges);
         SymbolicInterval b = symbolic_bounds(idx, varying, ctx.ranges);
@@ -125,6 +131,12 @@ Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, c
 Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
   ScheduleBounds ctx;
   inline_bodies(state, &ctx);
+  // Sized up front: these are rebuilt on every lowering.
+  size_t num_vars = 0;
+  for (const StageSchedule* s : ctx.stages) num_vars += s->leaf.size() + s->def.axes.size();
+  ctx.ranges.reserve(num_vars);
+  ctx.regions.reserve(ctx.stages.size());
+  ctx.geometry.reserve(ctx.stages.size());
   // Consumers before producers: a stage's region depends on its consumer's loops.
   for (auto it = ctx.stages.rbegin(); it != ctx.stages.rend(); ++it) {
     const StageSchedule& s = **it;
@@ -142,15 +154,14 @@ Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
         ctx.ranges[ScheduleBounds::min_var(s, d)] = constant_bounds(region.min_value[d], ctx.ranges);
 
     std::vector<int64_t> root_extents;
-    root_extents.reserve(region.extent.size() + s.def.reduce_axes.size());
+    root_extents.reserve(s.loops.size());  // becomes the extents of every loop
     root_extents.assign(region.extent.begin(), region.extent.end());
     for (const IterVar& v : s.def.reduce_axes) root_extents.push_back(v.extent);
-    LoopGeometry g = loop_geometry(s, root_extents, [&](const Loop& l) { return ScheduleBounds::loop_var(s, l); });
-    for (int l : s.leaf) {
-      const Loop& loop = s.loops[size_t(l)];
-      std::string var = ScheduleBounds::loop_var(s, loop);
-      ctx.ranges[var] = {0, g.extents[size_t(l)] - 1};
-    }
+    LoopGeometry g =
+        loop_geometry(s, std::move(root_extents), [&](const Loop& l) { return ScheduleBounds::loop_var(s, l); });
+    // A leaf loop's value is its variable: take the name from there rather than build it again.
+    for (int l : s.leaf)
+      ctx.ranges.insert_or_assign(g.values[size_t(l)].as<Variable>()->name, IntRange{0, g.extents[size_t(l)] - 1});
     ctx.geometry.emplace(s.name(), std::move(g));
     ctx.regions.emplace(s.name(), std::move(region));
   }

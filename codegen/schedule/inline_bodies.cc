@@ -6,25 +6,29 @@
 namespace tensorgym {
 
 void inline_bodies(const ScheduleState& state, ScheduleBounds* bounds) {
-  std::unordered_map<std::string, const StageSchedule*> inlined;
+  // Inlined stages with their expanded bodies. Each expanded body reads no inlined
+  // stage, so the order they are substituted in does not matter.
+  std::vector<std::pair<const StageSchedule*, Expr>> inlined;
+  bounds->bodies.reserve(state.stages().size());
+  bounds->stages.reserve(state.stages().size());
   for (const StageSchedule& s : state.stages()) {
     Expr body = s.def.body;
     // Producers come first, so their own inlined reads are already expanded.
-    for (const auto& [name, producer] : inlined) {
+    for (const auto& [producer, producer_body] : inlined) {
+      const std::string& name = producer->name();
       if (!expr_reads(body, name)) continue;
-      const Expr& producer_body = bounds->bodies.at(name);
       body = replace_loads(body, name, [&](const Load* l) {
         VarMap values;
         for (size_t d = 0; d < producer->def.axes.size(); ++d) values[producer->def.axes[d].name] = l->indices[d];
         return substitute(producer_body, values);
       });
     }
-    bounds->bodies[s.name()] = body;
     if (s.attach == AttachKind::kInline) {
-      inlined[s.name()] = &s;
+      inlined.emplace_back(&s, body);
     } else {
       bounds->stages.push_back(&s);
     }
+    bounds->bodies.emplace(s.name(), std::move(body));
   }
 }
 

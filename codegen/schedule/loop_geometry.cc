@@ -2,17 +2,17 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 namespace tensorgym {
 
-LoopGeometry loop_geometry(const StageSchedule& stage, const std::vector<int64_t>& root_extents,
-                           const std::function<std::string(const Loop&)>& var_name) {
+LoopGeometry loop_geometry(const StageSchedule& stage, std::vector<int64_t> root_extents, std::vector<Expr> values) {
   LoopGeometry g;
   size_t n = stage.loops.size();
-  g.extents.assign(n, 0);
-  g.values.assign(n, Expr());
-  assert(root_extents.size() == size_t(stage.num_root_loops()));
-  std::copy(root_extents.begin(), root_extents.end(), g.extents.begin());
+  assert(root_extents.size() == size_t(stage.num_root_loops()) && values.size() == n);
+  g.extents = std::move(root_extents);
+  g.extents.resize(n, 0);
+  g.values = std::move(values);
 
   // Extents flow from the roots through the relations in creation order.
   for (const LoopRelation& r : stage.relations) {
@@ -26,7 +26,6 @@ LoopGeometry loop_geometry(const StageSchedule& stage, const std::vector<int64_t
   }
 
   // Values flow from the leaves back through the relations in reverse order.
-  for (int l : stage.leaf) g.values[size_t(l)] = make_var(var_name(stage.loops[size_t(l)]));
   for (auto it = stage.relations.rbegin(); it != stage.relations.rend(); ++it) {
     const LoopRelation& r = *it;
     if (r.kind == LoopRelation::kSplit) {
