@@ -4,6 +4,9 @@
 // the stages computed at a loop allocated and produced at the top of that loop's body.
 // Accesses come out flat (storage_flatten.cc's layouts).
 #include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "codegen/ir/ir_mutator.h"
 #include "codegen/ir/substitute.h"
@@ -32,43 +35,48 @@ Expr identity(ReduceKind kind, DataType t) {
 
 Expr conjoin(const Expr& a, const Expr& b) { return a.defined() ? And::make(a, b) : b; }
 
+// Root variables of a stage and their values at one point of its loops: a few per
+// stage, searched by name (cheaper than a map built per stage and lowering).
+using RootValues = std::vector<std::pair<std::string_view, Expr>>;
+
 // Rewrites the accesses of an expression in one pass: with `roots`, a stage's body
 // at one point of its loops (root variables replaced, reads of buffers that hold a
 // shifted region made relative to it); then every access flattened.
 class AccessRewriter : public IRMutator {
  public:
-  AccessRewriter(const LoweringContext& ctx, const BufferLayouts& layouts, const VarMap* roots)
-      : ctx_(ctx), layouts_(layouts), roots_(roots) {}
+  AccessRewriter(const BufferLayouts& layouts, const RootValues* roots) : layouts_(layouts), roots_(roots) {}
 
  protected:
   Expr visit(const Variable* op) override {
-    if (!roots_) return op;
-    auto it = roots_->find(op->name);
-    return it == roots_->end() ? Expr(op) : it->second;
+    if (roots_)
+      for (const auto& [name, value] : *roots_)
+        if (name == op->name) return value;
+    return op;
   }
 
   Expr visit(const Load* op) override {
     std::vector<Expr> idx;
     if (!mutate_all(op->indices, &idx)) idx = op->indices;
-    if (roots_) {
-      if (auto it = ctx_.regions.find(op->name); it != ctx_.regions.end()) {
-        const Region& r = it->second;
-        for (size_t d = 0; d < idx.size(); ++d)
-          if (!is_const(r.min[d], 0)) idx[d] = Sub::make(idx[d], r.min[d]);
-      }
+    const BufferLayouts::Layout& layout = layouts_.at(op->name);
+    if (roots_ && layout.region) {
+      const Region& r = *layout.region;
+      for (size_t d = 0; d < idx.size(); ++d)
+        if (!is_const(r.min[d], 0)) idx[d] = Sub::make(idx[d], r.min[d]);
     }
-    return Load::make(op->type, op->name, {layouts_.flat_index(op->name, idx)});
+    return Load::make(op->type, op->name, {layouts_.flat_index(layout, idx)});
   }
 
  private:
-  const LoweringContext& ctx_;
   const BufferLayouts& layouts_;
-  const VarMap* roots_;
+  const RootValues* roots_;
 };
 
 class NestBuilder {
  public:
-  NestBuilder(LoweringContext& ctx, const LoopNest& nest) : ctx_(ctx), layouts_(ctx, nest) {}
+  NestBuilder(LoweringContext& ctx, const LoopNest& nest) : ctx_(ctx), layouts_(ctx, nest), zero_(make_int(0)) {
+    for (const StageSchedule* t : ctx_.stages)
+      if (t->attach == AttachKind::kAt) computed_at_.push_back(t);
+  }
 
   Stmt build() {
     std::vector<Stmt> root;
@@ -87,18 +95,17 @@ class NestBuilder {
  private:
   LoweringContext& ctx_;
   BufferLayouts layouts_;
+  Expr zero_;  // every loop's minimum
+  std::vector<const StageSchedule*> computed_at_;  // stages computed at a loop, producers first
 
   // Loads in expressions placed in the nest as they are (guards, region minimums).
-  Expr flattened(const Expr& e) { return AccessRewriter(ctx_, layouts_, nullptr).mutate(e); }
+  Expr flattened(const Expr& e) { return AccessRewriter(layouts_, nullptr).mutate(e); }
 
   // The stages computed at `loop` of `c`, allocated and produced before `body`.
   Stmt with_attached(const StageSchedule& c, const Loop& loop, Stmt body) {
-    std::vector<const StageSchedule*> attached;
-    for (const StageSchedule* t : ctx_.stages)
-      if (t->attach == AttachKind::kAt && t->attach_stage == c.name() && t->attach_loop == loop.name)
-        attached.push_back(t);
-    for (auto it = attached.rbegin(); it != attached.rend(); ++it) {
+    for (auto it = computed_at_.rbegin(); it != computed_at_.rend(); ++it) {
       const StageSchedule& t = **it;
+      if (t.attach_stage != c.name() || t.attach_loop != loop.name) continue;
       const Region& r = ctx_.regions.at(t.name());
       Stmt inner = Block::make({emit_stage(t), body});
       for (size_t d = r.min.size(); d-- > 0;)
@@ -110,23 +117,27 @@ class NestBuilder {
   }
 
   Stmt emit_stage(const StageSchedule& s) {
-    const Region& region = ctx_.regions.at(s.name());
+    const BufferLayouts::Layout& layout = layouts_.at(s.name());
+    const Region& region = *layout.region;
     const LoopGeometry& g = ctx_.geometry.at(s.name());
     size_t n = s.def.axes.size();
 
-    VarMap root_values;
+    RootValues root_values;
+    root_values.reserve(n + s.def.reduce_axes.size());
     std::vector<Expr> store_index;
+    store_index.reserve(n);
     for (size_t d = 0; d < n; ++d) {
-      root_values[s.def.axes[d].name] = is_const(region.min[d], 0) ? g.values[d] : Add::make(region.min[d], g.values[d]);
+      root_values.emplace_back(s.def.axes[d].name,
+                               is_const(region.min[d], 0) ? g.values[d] : Add::make(region.min[d], g.values[d]));
       store_index.push_back(g.values[d]);
     }
     for (size_t r = 0; r < s.def.reduce_axes.size(); ++r) {
       const IterVar& v = s.def.reduce_axes[r];
-      root_values[v.name] = v.min == 0 ? g.values[n + r] : Add::make(g.values[n + r], make_int(v.min));
+      root_values.emplace_back(v.name, v.min == 0 ? g.values[n + r] : Add::make(g.values[n + r], make_int(v.min)));
     }
-    Expr value = AccessRewriter(ctx_, layouts_, &root_values).mutate(ctx_.bodies.at(s.name()));
+    Expr value = AccessRewriter(layouts_, &root_values).mutate(ctx_.bodies.at(s.name()));
     // The stage's own buffer, written at its loops' position in the region it holds.
-    Expr flat = layouts_.flat_index(s.name(), store_index);
+    Expr flat = layouts_.flat_index(layout, store_index);
 
     bool reduction = s.def.is_reduction();
     Stmt update, init;
@@ -138,19 +149,22 @@ class NestBuilder {
       update = Store::make(s.name(), {flat}, value);
     }
 
-    // Each guard goes just inside the deepest loop it depends on.
+    // The variable of the leaf loop at position p: its value in the geometry, so that
+    // its name ("C.io", ScheduleBounds::loop_var) is not built again.
     size_t depth = s.leaf.size();
+    auto var_at = [&](size_t p) -> const std::string& { return g.values[size_t(s.leaf[p])].as<Variable>()->name; };
+
+    // Each guard goes just inside the deepest loop it depends on.
     std::vector<Expr> guard_at(depth);
     for (const LoopGeometry::Guard& guard : g.guards) {
       int deepest = 0;
       for (size_t p = 0; p < depth; ++p)
-        if (uses_var(guard.condition, LoweringContext::loop_var(s, s.loops[size_t(s.leaf[p])]))) deepest = int(p);
+        if (uses_var(guard.condition, var_at(p))) deepest = int(p);
       guard_at[size_t(deepest)] = conjoin(guard_at[size_t(deepest)], flattened(guard.condition));
     }
     auto make_loop = [&](size_t p, Stmt body) {
       const Loop& loop = s.loops[size_t(s.leaf[p])];
-      return For::make(LoweringContext::loop_var(s, loop), make_int(0), make_int(g.extents[size_t(s.leaf[p])]),
-                       loop.kind, body);
+      return For::make(var_at(p), zero_, make_int(g.extents[size_t(s.leaf[p])]), loop.kind, std::move(body));
     };
 
     // A reduction initializes its output just outside the first reduction loop, over

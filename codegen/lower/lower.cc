@@ -13,8 +13,9 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   TG_RETURN_IF_ERROR(check_target_support(state, options));  // check_target.cc
 
   // codegen/schedule/bound_inference.cc: inlined bodies, the region each stage computes.
-  TG_ASSIGN_OR_RETURN(ScheduleBounds bounds, infer_bounds(state));
-  LoweringContext ctx(state, std::move(bounds));
+  Expected<ScheduleBounds> bounds = infer_bounds(state);
+  if (!bounds.ok()) return bounds.status();
+  LoweringContext ctx(state, std::move(bounds).value());  // moved once: no moved-from copies to destroy
   LoopNest nest;
   const Program& program = state.program();
   nest.inputs.reserve(program.inputs.size());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace tensorgym {
 
 // Lowering works on the bounds inference result plus what the passes add.
 struct LoweringContext : ScheduleBounds {
-  LoweringContext(const ScheduleState& s, ScheduleBounds b) : ScheduleBounds(std::move(b)), state(s) {}
+  LoweringContext(const ScheduleState& s, ScheduleBounds&& b) : ScheduleBounds(std::move(b)), state(s) {}
   const ScheduleState& state;
 
   // Whether the nest allocates the stage's buffer: intermediate root stages for the
@@ -30,20 +31,29 @@ struct LoweringContext : ScheduleBounds {
 // Flat layouts (storage_flatten.cc) of the buffers a nest accesses: the program's
 // inputs and outputs, row-major as passed; each stage buffer the nest allocates, its
 // region in the order reorder_storage chose, with storage_align's padding.
+// A handful of buffers per nest: a flat list searched by name is cheaper to build on
+// every lowering than a map keyed by strings.
 class BufferLayouts {
  public:
+  struct Layout {
+    std::string_view name;
+    const Region* region = nullptr;  // the region a stage's buffer holds; null for inputs
+    size_t first_stride = 0;         // strides: strides_[first_stride, first_stride + rank)
+    size_t rank = 0;
+    int64_t size = 0;  // elements of an allocated stage buffer, padding included
+  };
+
   BufferLayouts(const LoweringContext& ctx, const LoopNest& nest);  // nest: its inputs and outputs
+  // The layout of a buffer of the nest (throws std::out_of_range for another name).
+  const Layout& at(std::string_view name) const;
   // One flat index from one (already flat) index per dimension: sum of index * stride.
-  Expr flat_index(const std::string& name, const std::vector<Expr>& indices) const;
-  // Elements of an allocated stage buffer, padding included.
-  int64_t size(const std::string& name) const { return layouts_.at(name).size; }
+  Expr flat_index(const Layout& layout, const std::vector<Expr>& indices) const;
+  int64_t size(std::string_view name) const { return at(name).size; }
 
  private:
-  struct Layout {
-    std::vector<int64_t> strides;
-    int64_t size = 0;
-  };
-  std::unordered_map<std::string, Layout> layouts_;
+  Layout* find(std::string_view name);
+  std::vector<Layout> layouts_;
+  std::vector<int64_t> strides_;  // every layout's, one after another
 };
 
 // The passes, in pipeline order (see lower.cc).

@@ -3,18 +3,22 @@
 // the strides it names; each Allocate gets one extent, its element count.
 // build_loop_nest.cc emits flat accesses directly through BufferLayouts, so the nest
 // is built once instead of built and then rebuilt.
+#include <stdexcept>
+
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
 namespace {
 
-// Strides of a buffer stored in `order` (dimensions outermost first; empty: row-major),
-// with storage_align padding. Returns the element count through *size.
-std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const std::vector<StorageAlign>& aligns,
-                                     const std::vector<int>& order, int64_t* size) {
+// Appends to *strides the strides of a buffer stored in `order` (dimensions outermost
+// first; empty: row-major), with storage_align padding. Returns the element count.
+int64_t append_storage_strides(const std::vector<int64_t>& shape, const std::vector<StorageAlign>& aligns,
+                               const std::vector<int>& order, std::vector<int64_t>* strides_out) {
+  size_t base = strides_out->size();
+  strides_out->resize(base + shape.size(), 1);
+  int64_t* strides = strides_out->data() + base;
   // The dimension at position p, outermost first (no vector built for row-major).
   auto dim = [&](size_t p) { return order.empty() ? p : size_t(order[p]); };
-  std::vector<int64_t> strides(shape.size(), 1);
   for (size_t p = order.empty() ? shape.size() : order.size(); p-- > 1;) {
     size_t inner = dim(p), d = dim(p - 1);
     int64_t stride = strides[inner] * shape[inner];
@@ -26,8 +30,7 @@ std::vector<int64_t> storage_strides(const std::vector<int64_t>& shape, const st
     }
     strides[d] = stride;
   }
-  if (size) *size = shape.empty() ? 1 : strides[dim(0)] * shape[dim(0)];
-  return strides;
+  return shape.empty() ? 1 : strides[dim(0)] * shape[dim(0)];
 }
 
 // Calls f on every Allocate in pre-order. Statements only: no expression holds one,
@@ -57,17 +60,43 @@ BufferLayouts::BufferLayouts(const LoweringContext& ctx, const LoopNest& nest) {
   static const std::vector<StorageAlign> kNoAligns;
   static const std::vector<int> kRowMajor;
   layouts_.reserve(nest.inputs.size() + nest.outputs.size() + ctx.stages.size());
+  size_t rank = 0;
   for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs})
-    for (const BufferArg& a : *args) layouts_[a.name] = {storage_strides(a.shape, kNoAligns, kRowMajor, nullptr), 0};
+    for (const BufferArg& a : *args) rank += a.shape.size();
+  for (const StageSchedule* s : ctx.stages) rank += s->def.axes.size();
+  strides_.reserve(rank);
+  for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs}) {
+    for (const BufferArg& a : *args) {
+      Layout l{a.name, nullptr, strides_.size(), a.shape.size(), 0};
+      append_storage_strides(a.shape, kNoAligns, kRowMajor, &strides_);
+      layouts_.push_back(l);
+    }
+  }
   for (const StageSchedule* s : ctx.stages) {
-    if (!LoweringContext::has_allocation(*s)) continue;
-    Layout& l = layouts_[s->name()];
-    l.strides = storage_strides(ctx.regions.at(s->name()).extent, s->aligns, s->storage_order, &l.size);
+    Layout* l = find(s->name());
+    if (!l) l = &layouts_.emplace_back(Layout{s->name()});
+    l->region = &ctx.regions.at(s->name());
+    if (!LoweringContext::has_allocation(*s)) continue;  // an output: its argument's layout
+    l->first_stride = strides_.size();
+    l->rank = l->region->extent.size();
+    l->size = append_storage_strides(l->region->extent, s->aligns, s->storage_order, &strides_);
   }
 }
 
-Expr BufferLayouts::flat_index(const std::string& name, const std::vector<Expr>& indices) const {
-  const std::vector<int64_t>& strides = layouts_.at(name).strides;
+BufferLayouts::Layout* BufferLayouts::find(std::string_view name) {
+  for (Layout& l : layouts_)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+const BufferLayouts::Layout& BufferLayouts::at(std::string_view name) const {
+  for (const Layout& l : layouts_)
+    if (l.name == name) return l;
+  throw std::out_of_range("no layout for buffer " + std::string(name));
+}
+
+Expr BufferLayouts::flat_index(const Layout& layout, const std::vector<Expr>& indices) const {
+  const int64_t* strides = strides_.data() + layout.first_stride;
   Expr flat;
   for (size_t d = 0; d < indices.size(); ++d) {
     Expr term = indices[d];
