@@ -5,12 +5,18 @@
 namespace tensorgym {
 
 std::string Primitive::to_string() const {
-  std::string s = name + "(";
+  size_t size = name.size() + 2;
+  for (const std::string& a : args) size += a.size() + 2;
+  std::string s;
+  s.reserve(size);
+  s += name;
+  s += '(';
   for (size_t i = 0; i < args.size(); ++i) {
     if (i) s += ", ";
     s += args[i];
   }
-  return s + ")";
+  s += ')';
+  return s;
 }
 
 std::string Trace::to_string() const {
@@ -75,6 +81,15 @@ class TraceReader {
       }
     }
   }
+  // The longest run of characters from here that `pred` accepts (none is a new line),
+  // copied once rather than a character at a time: actions arrive as text on every step.
+  template <typename Pred>
+  std::string take_while(Pred pred) {
+    const size_t start = pos_;
+    while (pos_ < text_.size() && pred(text_[pos_])) ++pos_;
+    col_ += int(pos_ - start);
+    return std::string(text_.substr(start, pos_ - start));
+  }
   static bool is_word_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+';
   }
@@ -84,10 +99,7 @@ class TraceReader {
     p.loc = {line_, col_};
     if (!std::isalpha(static_cast<unsigned char>(peek())) && peek() != '_')
       return error(std::string("expected a primitive name, found ") + describe(peek()));
-    while (!at_end() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '_')) {
-      p.name += peek();
-      advance();
-    }
+    p.name = take_while([](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     skip_spaces();
     if (peek() != '(') return error("expected '(' after " + p.name);
     advance();
@@ -98,11 +110,7 @@ class TraceReader {
     }
     for (;;) {
       skip_spaces();
-      std::string arg;
-      while (!at_end() && is_word_char(peek())) {
-        arg += peek();
-        advance();
-      }
+      std::string arg = take_while(is_word_char);
       if (arg.empty()) return error(std::string("expected an argument of ") + p.name + ", found " + describe(peek()));
       p.args.push_back(std::move(arg));
       skip_spaces();
