@@ -17,6 +17,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "service/auth.h"
+#include "service/keep_awake.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
 #include "support/credential_files.h"
@@ -45,6 +46,7 @@ struct Server::Impl {
   bool stopping = false;
   bool shut_down = false;
   std::thread reaper;
+  std::unique_ptr<CoreKeepAwake> keep_awake;  // with --keep-cores-awake
 
   void run_reaper() {
     const double period_s = options.idle_timeout_s > 0 ? std::clamp(options.idle_timeout_s / 4, 0.05, 1.0) : 1.0;
@@ -83,6 +85,12 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   impl->context->serialize_runs = options.exclusive_measure;
   (void)DatasetRegistry::global().datasets();  // built now, not in the first call
   impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth));
+  if (options.keep_cores_awake) {
+    Expected<std::unique_ptr<CoreKeepAwake>> k = CoreKeepAwake::start();
+    if (!k.ok()) return k.status();
+    log(LogLevel::kInfo, "keeping " + std::to_string((*k)->cores().size()) + " cores awake between requests");
+    impl->keep_awake = std::move(*k);
+  }
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options.tls_cert_file.empty()) {
@@ -148,6 +156,7 @@ void Server::shutdown(std::chrono::steady_clock::duration grace) {
   impl_->server->Wait();
   impl_->service->sessions().clear();
   if (impl_->context) impl_->context->runner().shutdown();
+  impl_->keep_awake.reset();
   log(LogLevel::kInfo, "stopped");
 }
 

@@ -3,9 +3,12 @@
 // measurement, idle reaping, streams, health, and many sessions from many threads.
 // Servers run in this process (service::Server) on 127.0.0.1 only.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <random>
@@ -17,6 +20,7 @@
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
+#include "service/keep_awake.h"
 #include "service/server.h"
 #include "service/session_table.h"
 #include "service/tensorgym_service.h"
@@ -786,6 +790,61 @@ TEST(Service, ShutdownLetsCallsInFlightFinish) {
   EXPECT_TRUE(ok.load());
   proto::GetVersionResponse v;
   EXPECT_EQ(t.stub->GetVersion(ctx(2).get(), {}, &v).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// ---- keeping the cores awake --------------------------------------------------------------
+// Cores this process may run on.
+int allowed_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : -1;
+}
+
+TEST(CoreKeepAwake, OneIdlePrioritySpinnerPerAllowedCoreGoneAfterwards) {
+  std::vector<pid_t> tids;
+  {
+    Expected<std::unique_ptr<service::CoreKeepAwake>> k = service::CoreKeepAwake::start();
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    tids = (*k)->thread_ids();
+    ASSERT_EQ(int(tids.size()), allowed_cores());
+    ASSERT_EQ((*k)->cores().size(), tids.size());
+    for (size_t i = 0; i < tids.size(); ++i) {
+      // Never at normal priority: any other thread takes the core from it.
+      EXPECT_EQ(sched_getscheduler(tids[i]), SCHED_IDLE) << "spinner " << i;
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      ASSERT_EQ(sched_getaffinity(tids[i], sizeof mine, &mine), 0);
+      EXPECT_EQ(CPU_COUNT(&mine), 1);
+      EXPECT_TRUE(CPU_ISSET((*k)->cores()[i], &mine));
+    }
+  }
+  for (pid_t tid : tids)
+    EXPECT_NE(::access(("/proc/self/task/" + std::to_string(tid)).c_str(), F_OK), 0) << "thread " << tid << " still runs";
+}
+
+// Threads of this process at SCHED_IDLE (the spinners; nothing else here uses it).
+int idle_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    n += sched_getscheduler(pid_t(std::stol(e.path().filename().string()))) == SCHED_IDLE;
+  return n;
+}
+
+TEST(Service, KeepCoresAwakeServesStepsAndStopsItsSpinners) {
+  service::ServerOptions o = test_options();
+  o.keep_cores_awake = true;
+  const int before = idle_threads();
+  {
+    TestServer s(o);
+    ASSERT_TRUE(s.server);
+    EXPECT_EQ(idle_threads(), before + allowed_cores()) << "one spinner per core";
+    const uint64_t id = start(*s.stub);
+    proto::StepResponse r;
+    grpc::Status st = step(*s.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_CONTAINS(r.observation(0).string_value(), "for C.ii in 0..32");
+  }
+  EXPECT_EQ(idle_threads(), before);
 }
 
 }  // namespace

@@ -50,6 +50,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--exclusive-measure", o->exclusive_measure,
                   "Timed runs one at a time across the workers, compilations in parallel (false: timed runs in parallel too)")
       ->default_val(true);
+  cmd->add_flag("--keep-cores-awake", o->keep_cores_awake,
+               "Keep the cores from idling between requests (a SCHED_IDLE spinner per core): lower step latency on "
+               "VMs, at the cost of the idle cores' power");
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds calls in flight get to finish after SIGTERM")
       ->default_val(10)
       ->check(CLI::NonNegativeNumber);
