@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "envs/env.h"
 
@@ -55,13 +56,22 @@ BENCHMARK(BM_StepFeatures)->Unit(benchmark::kMicrosecond);
 
 // The service benchmark's step workload (benchmarks/service_benchmark.cc): on
 // benchmark://ops-v0/gmm-1, an episode of six primitives, each step observing
-// `loop_nest`; a reset after every six steps (not timed). With `cold`, 8 MiB of
-// memory is written between two steps (not timed): the step finds its code and data
-// in no cache closer than L3, colder than in a server, where gRPC and the client run
-// between two steps of a session, but closer to it than a tight loop.
+// `loop_nest`; a reset after every six steps (not timed). Between two steps (not
+// timed), by `gap`:
+// - kNone: nothing (a tight loop);
+// - kEvictCaches: 8 MiB of memory written: the step finds its code and data in no
+//   cache closer than L3;
+// - kSleep: the thread sleeps 200 us, as a server waits for the next request: on a
+//   VM its core halts, and the step finds the caches emptied (the service benchmark's
+//   action steps run like this);
+// - kSpin: the thread spins 200 us: the same wait with the core kept busy
+//   (`tensorgym serve --keep-cores-awake`).
 // Counters, in microseconds: the median step (robust to the preemptions of a shared
 // machine) and the median step of each action.
-void episode_steps(benchmark::State& state, bool cold) {
+enum class Gap { kNone, kEvictCaches, kSleep, kSpin };
+
+void episode_steps(benchmark::State& state, Gap gap) {
+  const bool cold = gap == Gap::kEvictCaches;
   const std::vector<std::string> texts = {
       "split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)",
       "vectorize(C.ji)",        "parallel(C.io)",         "unroll(C.ii)"};
@@ -85,6 +95,12 @@ void episode_steps(benchmark::State& state, bool cold) {
       std::memset(scratch.data(), int(i), scratch.size());
       benchmark::ClobberMemory();
     }
+    if (gap == Gap::kSleep) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (gap == Gap::kSpin) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
     const auto t0 = std::chrono::steady_clock::now();
     StepResult r = (*env)->step(actions[i], observations, {});
     const auto t1 = std::chrono::steady_clock::now();
@@ -106,11 +122,17 @@ void episode_steps(benchmark::State& state, bool cold) {
   state.counters["median_us"] = median(all);
 }
 
-void BM_EpisodeStepLoopNest(benchmark::State& state) { episode_steps(state, false); }
+void BM_EpisodeStepLoopNest(benchmark::State& state) { episode_steps(state, Gap::kNone); }
 BENCHMARK(BM_EpisodeStepLoopNest)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
-void BM_EpisodeStepLoopNestCold(benchmark::State& state) { episode_steps(state, true); }
+void BM_EpisodeStepLoopNestCold(benchmark::State& state) { episode_steps(state, Gap::kEvictCaches); }
 BENCHMARK(BM_EpisodeStepLoopNestCold)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_EpisodeStepAfterSleep(benchmark::State& state) { episode_steps(state, Gap::kSleep); }
+BENCHMARK(BM_EpisodeStepAfterSleep)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_EpisodeStepAfterSpin(benchmark::State& state) { episode_steps(state, Gap::kSpin); }
+BENCHMARK(BM_EpisodeStepAfterSpin)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Fork(benchmark::State& state) {
   std::unique_ptr<Env> env = started_env();

@@ -1,13 +1,14 @@
 // The service against the transport's own floor, side by side in one run.
 //
-//   build/bin/service_benchmark [--rounds N] [--calls N]
+//   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this
 // binary with --echo-server: a generic callback service that answers every message
 // with a canned StepResponse of the size the real service sends), both as separate
-// processes on 127.0.0.1, then alternates blocks of calls to each with the same
+// processes on 127.0.0.1, then interleaves chunks of calls to each with the same
 // generated stub and the same request bytes, and prints medians and the median of the
-// per-round ratios (docs/performance.md). Also: StartSession and ForkSession latency,
+// per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
+// that option and gives the echo server the same spinners. Also: StartSession and ForkSession latency,
 // the client library's Env::step (unary and streaming), throughput with 1 and 2
 // client threads, and the service's memory per idle session.
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include "client/env.h"
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
+#include "service/keep_awake.h"
 
 extern char** environ;
 
@@ -114,7 +116,18 @@ class EchoService final : public grpc::CallbackGenericService {
 };
 
 // answers: "REQUEST_SIZE=FILE" pairs.
-int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers) {
+int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool keep_cores_awake) {
+  // The same spinners as the service's: a thread of one's own process takes over an
+  // idle core more cheaply than another process's, so both sides get them.
+  std::unique_ptr<service::CoreKeepAwake> awake;
+  if (keep_cores_awake) {
+    Expected<std::unique_ptr<service::CoreKeepAwake>> k = service::CoreKeepAwake::start();
+    if (!k.ok()) {
+      std::fprintf(stderr, "%s\n", k.status().to_string().c_str());
+      return 1;
+    }
+    awake = std::move(*k);
+  }
   EchoService service;
   for (const std::string& a : answers) {
     const size_t eq = a.find('=');
@@ -325,16 +338,17 @@ struct StreamSteps {
   }
 };
 
-int run_benchmark(int rounds, int calls) {
+int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
   const std::string self = self_path();
   const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
 
   Child real;
-  if (!spawn({tensorgym, "serve", "--port", "0", "--port-file", dir + "/real.port", "--log-level", "warning",
-              "--max-sessions", "100000"},
-             dir + "/real.port", &real)) {
+  std::vector<std::string> serve = {tensorgym,     "serve",   "--port",         "0",     "--port-file", dir + "/real.port",
+                                    "--log-level", "warning", "--max-sessions", "100000"};
+  if (keep_cores_awake) serve.push_back("--keep-cores-awake");
+  if (!spawn(serve, dir + "/real.port", &real)) {
     std::fprintf(stderr, "cannot start %s serve\n", tensorgym.c_str());
     return 1;
   }
@@ -388,10 +402,12 @@ int run_benchmark(int rounds, int calls) {
     std::ofstream(dir + "/nest.bin", std::ios::binary) << nest_answer;
   }
   Child echo;
-  if (!spawn({self, "--echo-server", dir + "/echo.port", std::to_string(request_bytes) + "=" + dir + "/step.bin",
-              std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
-              std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin"},
-             dir + "/echo.port", &echo)) {
+  std::vector<std::string> echo_args = {self, "--echo-server", dir + "/echo.port",
+                                        std::to_string(request_bytes) + "=" + dir + "/step.bin",
+                                        std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
+                                        std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin"};
+  if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
+  if (!spawn(echo_args, dir + "/echo.port", &echo)) {
     std::fprintf(stderr, "cannot start the echo server\n");
     return 1;
   }
@@ -608,12 +624,20 @@ int run_benchmark(int rounds, int calls) {
 }  // namespace tensorgym
 
 int main(int argc, char** argv) {
-  if (argc >= 4 && std::strcmp(argv[1], "--echo-server") == 0)
-    return tensorgym::run_echo_server(argv[2], std::vector<std::string>(argv + 3, argv + argc));
+  if (argc >= 4 && std::strcmp(argv[1], "--echo-server") == 0) {
+    std::vector<std::string> answers(argv + 3, argv + argc);
+    const auto awake = std::find(answers.begin(), answers.end(), "--keep-cores-awake");
+    const bool keep_cores_awake = awake != answers.end();
+    if (keep_cores_awake) answers.erase(awake);
+    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake);
+  }
   int rounds = 15, calls = 200;
-  for (int i = 1; i + 1 < argc; ++i) {
+  bool keep_cores_awake = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--keep-cores-awake") == 0) keep_cores_awake = true;
+    if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
   }
-  return tensorgym::run_benchmark(rounds, calls);
+  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake);
 }
