@@ -8,9 +8,9 @@
 // processes on 127.0.0.1, then interleaves chunks of calls to each with the same
 // generated stub and the same request bytes, and prints medians and the median of the
 // per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
-// that option and gives the echo server the same spinners. Also: StartSession and ForkSession latency,
-// the client library's Env::step (unary and streaming), throughput with 1 and 2
-// client threads, and the service's memory per idle session.
+// that option and gives the echo server the same spinners. Also: StartSession and
+// ForkSession latency, the client library's Env::step (unary and streaming),
+// throughput with 1 and 2 client threads, and the service's memory per idle session.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>

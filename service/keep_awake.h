@@ -1,9 +1,9 @@
 // Keeps this process's cores from going idle between requests (`tensorgym serve
 // --keep-cores-awake`). On a VM an idle core halts (its vCPU exits to the host) and
 // the next request's work runs with the caches emptied: on the 2-vCPU development VM
-// an environment step after 200 us asleep took 16 us, after 200 us of spinning 10 us,
-// and the action step over gRPC went from 1.26-1.37x to 1.00-1.05x a bare echo with
-// the cores kept awake (docs/performance.md). One spinning thread per core at
+// an environment step after 200 us asleep took 14-16 us, after 200 us of spinning
+// 9-10 us, and the median action step over gRPC went from 1.26x to 1.08x a bare echo
+// with the cores kept awake (docs/performance.md). One spinning thread per core at
 // SCHED_IDLE, which runs only when nothing else wants the core and gives way to any
 // other thread at once, keeps the core out of the halt, as the kernel's idle=poll would
 // for the whole machine. It costs the idle cores' power and shows them busy, and on a
