@@ -15,6 +15,7 @@
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/random_schedule.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
@@ -137,6 +138,27 @@ TEST(CpuBackend, LoopsInsideAParallelLoopAreVectorizedAsInASerialNest) {
     EXPECT_GT(vector_fmuls((*kernel)->llvm_ir()), 0) << (*kernel)->llvm_ir();
     expect_matches_interpreter(**kernel, *p, 4, {1, 2, 3});
   }
+}
+
+TEST(CpuBackend, VectorizerRemarksSayWhichLoopsWereVectorizedAndWhyNot) {
+  // An elementwise loop LLVM vectorizes; a float sum along the innermost loop it does
+  // not (reassociating the additions would change the result).
+  ProgramPtr p = parse("input A: f32[64, 256]\nB[i, j] = A[i, j] * 2.0\nS[i] += A[i, j]\n");
+  Expected<LoopNest> nest = lower(Schedule(p));
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+  CpuCompileOptions o;
+  o.keep_vectorizer_remarks = true;
+  auto kernel = compile_cpu_kernel(*nest, o);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  std::string all;
+  for (const std::string& r : (*kernel)->vectorizer_remarks()) all += r + "\n";
+  EXPECT_CONTAINS(all, "vectorized: vectorized loop");
+  EXPECT_CONTAINS(all, "reorder floating-point");
+  expect_matches_interpreter(**kernel, *p, 5, {1});
+
+  auto plain = compile_cpu_kernel(*nest);  // not kept unless asked
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE((*plain)->vectorizer_remarks().empty());
 }
 
 TEST(WorkspacePool, FreedBlocksServeLaterRequestsOfUpToTheirSize) {

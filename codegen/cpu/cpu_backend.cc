@@ -1,5 +1,7 @@
 #include "codegen/cpu/cpu_backend.h"
 
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
@@ -17,10 +19,12 @@ namespace {
 
 class LlvmKernel : public CpuKernel {
  public:
-  LlvmKernel(JitEngine* engine, JitEngine::Added added, LoopNest nest, std::string ir, double compile_ms)
+  LlvmKernel(JitEngine* engine, JitEngine::Added added, LoopNest nest, std::string ir,
+             std::vector<std::string> remarks, double compile_ms)
       : engine_(engine), added_(added) {
     nest_ = std::move(nest);
     llvm_ir_ = std::move(ir);
+    vectorizer_remarks_ = std::move(remarks);
     compile_ms_ = compile_ms;
   }
   ~LlvmKernel() override { engine_->remove(added_.dylib); }
@@ -33,6 +37,31 @@ class LlvmKernel : public CpuKernel {
  private:
   JitEngine* engine_;
   JitEngine::Added added_;
+};
+
+// Collects the loop vectorizer's remarks of one compilation (LLVM emits remarks only
+// for the passes a context's handler asks for).
+class VectorizerRemarks final : public llvm::DiagnosticHandler {
+ public:
+  explicit VectorizerRemarks(std::vector<std::string>* out) : out_(out) {}
+  bool isAnyRemarkEnabled() const override { return true; }
+  bool isAnalysisRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
+  bool isMissedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
+  bool isPassedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
+  bool handleDiagnostics(const llvm::DiagnosticInfo& d) override {
+    const auto* r = llvm::dyn_cast<llvm::DiagnosticInfoOptimizationBase>(&d);
+    if (!r) return false;  // not a remark: LLVM's default handling
+    if (r->getPassName() != kPass) return true;
+    const char* kind = d.getKind() == llvm::DK_OptimizationRemark         ? "vectorized: "
+                       : d.getKind() == llvm::DK_OptimizationRemarkMissed ? "missed: "
+                                                                          : "analysis: ";
+    out_->push_back(kind + r->getMsg());
+    return true;
+  }
+
+ private:
+  static constexpr const char* kPass = "loop-vectorize";
+  std::vector<std::string>* out_;
 };
 
 }  // namespace
@@ -60,7 +89,11 @@ Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& ne
   auto context = std::make_unique<llvm::LLVMContext>();
   TG_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
                       emit_llvm_module(nest, body, *context, engine->data_layout(), engine->emit_target()));
+  std::vector<std::string> remarks;
+  if (options.keep_vectorizer_remarks) context->setDiagnosticHandler(std::make_unique<VectorizerRemarks>(&remarks));
   TG_RETURN_IF_ERROR(engine->optimize(*module));
+  // The JIT keeps the context: back to LLVM's own handler before `remarks` goes away.
+  if (options.keep_vectorizer_remarks) context->setDiagnosticHandler(std::make_unique<llvm::DiagnosticHandler>());
   std::string ir;
   if (options.keep_llvm_ir) {
     llvm::raw_string_ostream os(ir);
@@ -68,7 +101,8 @@ Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& ne
   }
   TG_ASSIGN_OR_RETURN(JitEngine::Added added, engine->add(std::move(module), std::move(context)));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return std::shared_ptr<const CpuKernel>(std::make_shared<LlvmKernel>(engine, added, nest, std::move(ir), ms));
+  return std::shared_ptr<const CpuKernel>(
+      std::make_shared<LlvmKernel>(engine, added, nest, std::move(ir), std::move(remarks), ms));
 }
 
 }  // namespace tensorgym

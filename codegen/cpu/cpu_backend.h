@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/lower/loop_nest.h"
 #include "support/status.h"
@@ -27,6 +28,9 @@ struct CpuTarget {
 
 struct CpuCompileOptions {
   bool keep_llvm_ir = false;  // keep the optimized module's text
+  // Keep LLVM's loop-vectorizer remarks: which loops it vectorized (and how wide), and
+  // why it left the others (what the cost model's code-generator rules predict).
+  bool keep_vectorizer_remarks = false;
 };
 
 // A compiled loop nest, callable any number of times from any thread.
@@ -39,11 +43,15 @@ class CpuKernel {
 
   const LoopNest& nest() const { return nest_; }
   const std::string& llvm_ir() const { return llvm_ir_; }  // empty unless kept
+  // "vectorized: ...", "missed: ..." or "analysis: ..." lines, in LLVM's order; empty
+  // unless kept.
+  const std::vector<std::string>& vectorizer_remarks() const { return vectorizer_remarks_; }
   double compile_ms() const { return compile_ms_; }
 
  protected:
   LoopNest nest_;
   std::string llvm_ir_;
+  std::vector<std::string> vectorizer_remarks_;
   double compile_ms_ = 0;
 };
 
