@@ -73,6 +73,9 @@
 //                     or lowers are counted as failed
 //   --explain LIST    prints the loop nest and the cost breakdown of these schedule
 //                     indices (comma-separated) of each program, for model work
+//   --remarks         with --explain: also compiles each explained schedule and prints
+//                     LLVM's loop-vectorizer remarks (which loops it vectorized, and
+//                     why not the others: the rules of the model's code-generator guesses)
 #include <benchmark/benchmark.h>
 #include <poll.h>
 #include <signal.h>
@@ -251,6 +254,7 @@ struct QualityOptions {
   std::vector<std::string> replay;                      // --replay FILES
   std::string ir_stats;                                 // --ir-stats FILE
   bool ir_model_only = false;                           // --ir-model-only: no compiles
+  bool remarks = false;                                 // --remarks: with --explain, LLVM's vectorizer remarks
 };
 
 // Sets a numeric field of the machine by name (for sensitivity studies).
@@ -627,6 +631,15 @@ int run_quality(const QualityOptions& o) {
       if (std::find(o.explain.begin(), o.explain.end(), i) != o.explain.end()) {
         std::printf("---- %s %d: %s\n%s%s", wl.name, i, m.trace.c_str(), to_string(nest->body).c_str(),
                     estimate_cost(*nest, machine).to_string().c_str());
+        if (o.remarks) {
+          // What LLVM's loop vectorizer did with each loop, against the model's guesses.
+          CpuCompileOptions co;
+          co.keep_vectorizer_remarks = true;
+          Expected<std::shared_ptr<const CpuKernel>> k = compile_cpu_kernel(*nest, co);
+          if (!k.ok()) std::printf("remarks: %s\n", k.status().to_string().c_str());
+          if (k.ok())
+            for (const std::string& r : (*k)->vectorizer_remarks()) std::printf("remark: %s\n", r.c_str());
+        }
       }
       m.nest = std::move(*nest);
       if (!measure) {
@@ -796,6 +809,8 @@ int main(int argc, char** argv) {
       o.ir_stats = next();
     } else if (a == "--ir-model-only") {
       o.ir_model_only = true;
+    } else if (a == "--remarks") {
+      o.remarks = true;
     } else if (a == "--replay") {
       o.replay = split_list(next());
     } else if (a == "--explain") {
