@@ -31,12 +31,9 @@ struct LoweringContext : ScheduleBounds {
 // Flat layouts (storage_flatten.cc) of the buffers a nest accesses: the program's
 // inputs and outputs, row-major as passed; each stage buffer the nest allocates, its
 // region in the order reorder_storage chose, with storage_align's padding.
-// A handful of buffers per nest: a flat list searched by name is cheaper to build on
-// every lowering than a map keyed by strings.
 class BufferLayouts {
  public:
   struct Layout {
-    std::string_view name;
     const Region* region = nullptr;  // the region a stage's buffer holds; null for inputs
     size_t first_stride = 0;         // strides: strides_[first_stride, first_stride + rank)
     size_t rank = 0;
@@ -45,14 +42,13 @@ class BufferLayouts {
 
   BufferLayouts(const LoweringContext& ctx, const LoopNest& nest);  // nest: its inputs and outputs
   // The layout of a buffer of the nest (throws std::out_of_range for another name).
-  const Layout& at(std::string_view name) const;
+  const Layout& at(std::string_view name) const { return layouts_.at(name); }
   // One flat index from one (already flat) index per dimension: sum of index * stride.
   Expr flat_index(const Layout& layout, const std::vector<Expr>& indices) const;
   int64_t size(std::string_view name) const { return at(name).size; }
 
  private:
-  Layout* find(std::string_view name);
-  std::vector<Layout> layouts_;
+  NameMap<Layout> layouts_;  // a handful of buffers per nest
   std::vector<int64_t> strides_;  // every layout's, one after another
 };
 

@@ -3,8 +3,6 @@
 // the strides it names; each Allocate gets one extent, its element count.
 // build_loop_nest.cc emits flat accesses directly through BufferLayouts, so the nest
 // is built once instead of built and then rebuilt.
-#include <stdexcept>
-
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -67,32 +65,18 @@ BufferLayouts::BufferLayouts(const LoweringContext& ctx, const LoopNest& nest) {
   strides_.reserve(rank);
   for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs}) {
     for (const BufferArg& a : *args) {
-      Layout l{a.name, nullptr, strides_.size(), a.shape.size(), 0};
+      layouts_.emplace(a.name, Layout{nullptr, strides_.size(), a.shape.size(), 0});
       append_storage_strides(a.shape, kNoAligns, kRowMajor, &strides_);
-      layouts_.push_back(l);
     }
   }
   for (const StageSchedule* s : ctx.stages) {
-    Layout* l = find(s->name());
-    if (!l) l = &layouts_.emplace_back(Layout{s->name()});
-    l->region = &ctx.regions.at(s->name());
+    Layout& l = layouts_.emplace(s->name(), Layout{}).first->second;  // an output's exists
+    l.region = &ctx.regions.at(s->name());
     if (!LoweringContext::has_allocation(*s)) continue;  // an output: its argument's layout
-    l->first_stride = strides_.size();
-    l->rank = l->region->extent.size();
-    l->size = append_storage_strides(l->region->extent, s->aligns, s->storage_order, &strides_);
+    l.first_stride = strides_.size();
+    l.rank = l.region->extent.size();
+    l.size = append_storage_strides(l.region->extent, s->aligns, s->storage_order, &strides_);
   }
-}
-
-BufferLayouts::Layout* BufferLayouts::find(std::string_view name) {
-  for (Layout& l : layouts_)
-    if (l.name == name) return &l;
-  return nullptr;
-}
-
-const BufferLayouts::Layout& BufferLayouts::at(std::string_view name) const {
-  for (const Layout& l : layouts_)
-    if (l.name == name) return l;
-  throw std::out_of_range("no layout for buffer " + std::string(name));
 }
 
 Expr BufferLayouts::flat_index(const Layout& layout, const std::vector<Expr>& indices) const {

@@ -3,17 +3,14 @@
 // loop extents (unroll, vectorize) as they will be once stages are computed at loops.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "codegen/ir/interval.h"
 #include "codegen/schedule/loop_geometry.h"
 #include "codegen/schedule/schedule_state.h"
+#include "support/name_map.h"
 
 namespace tensorgym {
 
@@ -26,57 +23,13 @@ struct Region {
   std::vector<int64_t> extent;
 };
 
-// Per-stage data keyed by stage name, with the lookups of an unordered_map. A program
-// has a handful of stages and bounds inference runs on every lowering: a flat list
-// searched by name is cheaper to build, search and free than a hash map. Entries keep
-// their insertion order and addresses while nothing is added.
-template <class T>
-class StageMap {
- public:
-  using value_type = std::pair<std::string, T>;
-  using iterator = typename std::vector<value_type>::iterator;
-  using const_iterator = typename std::vector<value_type>::const_iterator;
-
-  iterator begin() { return entries_.begin(); }
-  iterator end() { return entries_.end(); }
-  const_iterator begin() const { return entries_.begin(); }
-  const_iterator end() const { return entries_.end(); }
-  size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
-  void reserve(size_t n) { entries_.reserve(n); }
-
-  iterator find(std::string_view name) { return begin() + ptrdiff_t(index_of(name)); }
-  const_iterator find(std::string_view name) const { return begin() + ptrdiff_t(index_of(name)); }
-  size_t count(std::string_view name) const { return index_of(name) < size() ? 1 : 0; }
-  const T& at(std::string_view name) const {
-    size_t i = index_of(name);
-    if (i == size()) throw std::out_of_range("StageMap::at: no stage " + std::string(name));
-    return entries_[i].second;
-  }
-  T& at(std::string_view name) { return const_cast<T&>(std::as_const(*this).at(name)); }
-  // Like unordered_map::emplace: keeps the value of a name already present.
-  std::pair<iterator, bool> emplace(std::string_view name, T value) {
-    if (size_t i = index_of(name); i < size()) return {begin() + ptrdiff_t(i), false};
-    entries_.emplace_back(std::string(name), std::move(value));
-    return {end() - 1, true};
-  }
-
- private:
-  // The position of `name`, or size() when absent.
-  size_t index_of(std::string_view name) const {
-    size_t i = 0;
-    while (i < entries_.size() && entries_[i].first != name) ++i;
-    return i;
-  }
-  std::vector<value_type> entries_;
-};
-
 // Refers into the ScheduleState it was inferred from; keep that alive.
 struct ScheduleBounds {
   std::vector<const StageSchedule*> stages;      // stages with buffers, producers first
-  StageMap<Expr> bodies;  // every stage's body, inlined stages substituted
-  StageMap<Region> regions;
-  StageMap<LoopGeometry> geometry;  // loops over each region
+  // Per stage, by name (a handful of stages: a flat list, support/name_map.h).
+  NameMap<Expr> bodies;  // every stage's body, inlined stages substituted
+  NameMap<Region> regions;
+  NameMap<LoopGeometry> geometry;  // loops over each region
   // Ranges of every loop variable and region-minimum variable.
   RangeScope ranges;
 
