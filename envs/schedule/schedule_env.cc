@@ -129,7 +129,7 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     if (t.steps.size() != 1)
       return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": '" +
                               action.as<std::string>() + "'");
-    p = t.steps[0];
+    p = std::move(t.steps[0]);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
   }
