@@ -1,6 +1,6 @@
 // The service against the transport's own floor, side by side in one run.
 //
-//   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake]
+//   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this
 // binary with --echo-server: a generic callback service that answers every message
@@ -8,8 +8,10 @@
 // processes on 127.0.0.1, then interleaves chunks of calls to each with the same
 // generated stub and the same request bytes, and prints medians and the median of the
 // per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
-// that option and gives the echo server the same spinners. Also: StartSession and
-// ForkSession latency, the client library's Env::step (unary and streaming),
+// that option and gives the echo server the same spinners; --busy-poll makes the client
+// poll for every unary answer, to both servers (client/polled_call.h). Also:
+// StartSession and ForkSession latency, the client library's Env::step (unary,
+// streaming, and polling for its answers),
 // throughput with 1 and 2 client threads, and the service's memory per idle session.
 #include <signal.h>
 #include <spawn.h>
@@ -34,6 +36,7 @@
 
 #include "client/connection.h"
 #include "client/env.h"
+#include "client/polled_call.h"
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/keep_awake.h"
@@ -229,6 +232,17 @@ proto::StepRequest step_request(uint64_t session, const std::string& action, con
   return r;
 }
 
+// --busy-poll: every timed unary call, to either server, polls for its answer instead
+// of sleeping on it (client/polled_call.h), so that the client's vCPU never halts.
+bool g_busy_poll = false;
+grpc::Status unary_step(TensorGym::Stub& stub, grpc::ClientContext* ctx, const proto::StepRequest& r,
+                        proto::StepResponse* out) {
+  if (!g_busy_poll) return stub.Step(ctx, r, out);
+  // One queue per thread (a queue serves one call at a time), left to the exit.
+  static thread_local client::PolledCalls* polled = new client::PolledCalls;
+  return polled->step(stub, ctx, r, out, 1e6);
+}
+
 // A workload: `calls` timed calls; returns each call's microseconds.
 using Workload = std::function<std::vector<double>(int calls)>;
 
@@ -293,7 +307,7 @@ struct ActionSteps {
       proto::StepResponse out;
       grpc::ClientContext ctx;
       const auto t0 = Clock::now();
-      grpc::Status st = stub.Step(&ctx, r, &out);
+      grpc::Status st = unary_step(stub, &ctx, r, &out);
       t.push_back(micros(Clock::now() - t0));
       if (!st.ok()) std::fprintf(stderr, "Step: %s\n", st.error_message().c_str());
     }
@@ -308,7 +322,7 @@ std::vector<double> fixed_unary(TensorGym::Stub& stub, const proto::StepRequest&
     proto::StepResponse out;
     grpc::ClientContext ctx;
     const auto t0 = Clock::now();
-    (void)stub.Step(&ctx, r, &out);
+    (void)unary_step(stub, &ctx, r, &out);
     t.push_back(micros(Clock::now() - t0));
   }
   return t;
@@ -471,9 +485,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       std::fprintf(stderr, "%s\n", conn.status().to_string().c_str());
       return 1;
     }
-    for (bool streaming : {false, true}) {
+    enum Mode { kUnary, kStreaming, kBusyPoll };
+    for (Mode mode : {kUnary, kStreaming, kBusyPoll}) {
       auto env = (*conn)->make_env("schedule-v0");
-      (*env)->set_streaming(streaming);
+      (*env)->set_streaming(mode == kStreaming);
+      if (mode == kBusyPoll) (*env)->set_busy_poll(1000);
       size_t next = kActions.size();
       auto lib = [&](int n) {
         std::vector<double> t;
@@ -493,7 +509,8 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       ActionSteps raw{*real_stub, "loop_nest"};
       Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
       std::printf("| client::Env::step%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
-                  streaming ? " streaming" : "", c.a_us, c.b_us, c.ratio);
+                  mode == kStreaming ? " streaming" : mode == kBusyPoll ? " with set_busy_poll(1000)" : "", c.a_us,
+                  c.b_us, c.ratio);
       if (raw.session) end_session(*real_stub, raw.session);
     }
   }
@@ -635,6 +652,7 @@ int main(int argc, char** argv) {
   bool keep_cores_awake = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--keep-cores-awake") == 0) keep_cores_awake = true;
+    if (std::strcmp(argv[i], "--busy-poll") == 0) tensorgym::g_busy_poll = true;
     if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));

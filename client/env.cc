@@ -1,10 +1,12 @@
 #include "client/env.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "client/connection.h"
 #include "client/connection_impl.h"
+#include "client/polled_call.h"
 #include "client/rpc_status.h"
 #include "client/wire.h"
 
@@ -58,6 +60,8 @@ struct Env::Impl {
   std::map<std::string, const Space*> reward_by_name;
   double timeout_s = 0;
   bool streaming = false;
+  double busy_poll_us = conn.options.busy_poll_us;
+  std::unique_ptr<PolledCalls> poller;  // made on the first polled step
 
   // The session on the service.
   bool has_session = false;
@@ -95,6 +99,7 @@ struct Env::Impl {
         spaces(o.spaces),
         timeout_s(o.timeout_s),
         streaming(o.streaming),
+        busy_poll_us(o.busy_poll_us),
         step_count(o.step_count),
         started(o.started),
         benchmark(o.benchmark),
@@ -390,7 +395,9 @@ struct Env::Impl {
     for (const std::string& o : observations) request.add_observation_space(o);
     for (const std::string& r : rewards) request.add_reward_space(r);
     request.set_error_in_response(true);
-    const bool use_stream = streaming && !measures(observations, rewards);
+    const bool cheap = !measures(observations, rewards);
+    const bool use_stream = streaming && cheap;
+    const bool poll = busy_poll_us > 0 && cheap;
 
     grpc::Status st;
     for (int attempt = 0; attempt <= ConnectionImpl::kMaxAttempts; ++attempt) {
@@ -405,6 +412,11 @@ struct Env::Impl {
       proto::StepResponse response;
       if (use_stream) {
         st = stream_step(*b, request, &response);
+      } else if (poll) {
+        if (!poller) poller = std::make_unique<PolledCalls>();
+        grpc::ClientContext ctx;
+        prepare(&ctx);
+        st = poller->step(*b->stub, &ctx, request, &response, busy_poll_us);
       } else {
         grpc::ClientContext ctx;
         prepare(&ctx);
@@ -485,6 +497,8 @@ const std::vector<Space>& Env::observation_spaces() const { return impl_->spaces
 const std::vector<Space>& Env::reward_spaces() const { return impl_->spaces.reward; }
 
 void Env::set_timeout(double seconds) { impl_->timeout_s = seconds; }
+void Env::set_busy_poll(double microseconds) { impl_->busy_poll_us = std::max(0.0, microseconds); }
+
 void Env::set_streaming(bool on) {
   impl_->streaming = on;
   if (!on) impl_->close_stream();

@@ -226,20 +226,47 @@ TEST(Client, EnvMatchesTheInProcessEnv) {
   EXPECT_EQ(remote->reset("benchmark://ops-v0/gmm-99", {}, {}).status().code(), StatusCode::kNotFound);
 }
 
+// One episode, remote and in-process side by side from reset: every step's results,
+// a bad action text and a bad index included, and the episode's actions at the end.
+void expect_episode_matches_in_process(Env& remote, Env& local, const std::string& what) {
+  ASSERT_TRUE(remote.reset(kGemm, {}, {}).ok());
+  ASSERT_TRUE(local.reset(kGemm, {}, {}).ok());
+  for (const std::string& a : kActions)
+    expect_same_step(remote.step({Event(a)}, kObservations, {"est_cycles"}),
+                     local.step({Event(a)}, kObservations, {"est_cycles"}), what + " " + a);
+  expect_same_step(remote.step({Event("split(C.nope, 2, a, b)")}, {"schedule"}, {}),
+                   local.step({Event("split(C.nope, 2, a, b)")}, {"schedule"}, {}), what + " bad text");
+  expect_same_step(remote.step({Event(int64_t(1) << 40)}, {"schedule"}, {}),
+                   local.step({Event(int64_t(1) << 40)}, {"schedule"}, {}), what + " bad index");
+  EXPECT_EQ(remote.state().actions, local.state().actions);
+}
+
 TEST(Client, StreamingStepsGiveTheSameResults) {
   auto c = shared();
   ASSERT_TRUE(c);
   auto remote = remote_env(c);
-  auto local = local_env();
   remote->set_streaming(true);
-  ASSERT_TRUE(remote->reset(kGemm, {}, {}).ok());
-  ASSERT_TRUE(local->reset(kGemm, {}, {}).ok());
-  for (const std::string& a : kActions)
-    expect_same_step(remote->step({Event(a)}, kObservations, {"est_cycles"}),
-                     local->step({Event(a)}, kObservations, {"est_cycles"}), "stream " + a);
-  expect_same_step(remote->step({Event("split(C.nope, 2, a, b)")}, {"schedule"}, {}),
-                   local->step({Event("split(C.nope, 2, a, b)")}, {"schedule"}, {}), "stream error");
-  EXPECT_EQ(remote->state().actions, local->state().actions);
+  expect_episode_matches_in_process(*remote, *local_env(), "stream");
+}
+
+// Steps that poll for their answer (set_busy_poll) give what blocking ones give, errors
+// included; a budget too short to see the answer falls back to sleeping on it, and a
+// step that measures is sent as a blocking call.
+TEST(Client, BusyPollStepsGiveTheSameResults) {
+  auto c = shared();
+  ASSERT_TRUE(c);
+  for (double budget_us : {100000.0, 1.0}) {
+    auto remote = remote_env(c);
+    remote->set_busy_poll(budget_us);
+    expect_episode_matches_in_process(*remote, *local_env(), "polled within " + std::to_string(budget_us) + " us");
+  }
+  auto measured = remote_env(c);
+  measured->set_busy_poll(100000);
+  ASSERT_TRUE(measured->reset(kGemm, {}, {}).ok());
+  StepResult r = measured->step({Event("split(C.j, 16, jo, ji)")}, {"runtime", "schedule"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_GT(r.observations[0].as<double>(), 0);
+  EXPECT_EQ(r.observations[1].as<std::string>(), "split(C.j, 16, jo, ji)\n");
 }
 
 TEST(Client, UserBenchmarksAndValidate) {
