@@ -27,7 +27,8 @@ grpc::Status PolledCalls::step(proto::TensorGym::Stub& stub, grpc::ClientContext
   for (;;) {
     const grpc::CompletionQueue::NextStatus s = cq_.AsyncNext(&tag, &ok, now);
     if (s == grpc::CompletionQueue::GOT_EVENT) return status;
-    if (s == grpc::CompletionQueue::SHUTDOWN) return grpc::Status(grpc::StatusCode::CANCELLED, "the call's queue was shut down");
+    if (s == grpc::CompletionQueue::SHUTDOWN)
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the call's queue was shut down");
     if (std::chrono::steady_clock::now() >= until) break;
   }
   // Past the budget: sleep until the answer (or the deadline's error) arrives.

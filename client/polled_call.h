@@ -5,10 +5,10 @@
 // halts an idle vCPU (haltpoll's guest_halt_poll_ns = 0, as on the development VM)
 // every sleep ends in a VM exit and a wake-up that costs tens of microseconds on each
 // side of a round trip. Polling the call's completion queue without blocking keeps the
-// caller's vCPU running: a step that applies an action took 84 µs instead of 146 µs over loopback
-// there (docs/performance.md). It spends the caller's core while it waits, so it is
-// for steps that answer in microseconds, bounded by a budget, after which the call
-// blocks as usual.
+// caller's vCPU running: there, a step that applies an action took 84 µs over loopback
+// instead of 146 µs (docs/performance.md). It spends the caller's core while it waits,
+// so it is for steps that answer in microseconds, bounded by a budget, after which the
+// call blocks as usual.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
