@@ -137,7 +137,13 @@ grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerCon
                                                          bool may_block, Fn fn) {
   Expected<std::shared_ptr<service::Session>> found = sessions_.find(session_id);
   if (!found.ok()) return finish(ctx, session_not_found(session_id));
-  std::shared_ptr<service::Session> session = std::move(*found);
+  return with_session(ctx, std::move(*found), may_block, std::move(fn));
+}
+
+template <class Fn>
+grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerContext* ctx,
+                                                         std::shared_ptr<service::Session> session, bool may_block,
+                                                         Fn fn) {
   if (!may_block) {
     std::unique_lock<std::mutex> lock(session->mu, std::try_to_lock);
     if (lock.owns_lock()) {
@@ -322,7 +328,7 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
   if (!found.ok()) return finish(ctx, session_not_found(request->session_id()));
   const bool slow = may_measure((*found)->env_name, args->observations, args->rewards);
   const bool error_in_response = request->error_in_response();
-  return with_session(ctx, request->session_id(), slow,
+  return with_session(ctx, std::move(*found), slow,
                       [this, args, response, error_in_response](service::Session& s, CallExecutor::Call* call) {
                         grpc::Status st = step_session(s, *args, call, response);
                         if (!st.ok() || error_in_response || response->status().code() == 0) return st;

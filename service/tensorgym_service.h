@@ -82,6 +82,10 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   template <class Fn>
   grpc::ServerUnaryReactor* with_session(grpc::CallbackServerContext* ctx, uint64_t session_id, bool may_block,
                                          Fn fn);
+  // The same with the session already looked up.
+  template <class Fn>
+  grpc::ServerUnaryReactor* with_session(grpc::CallbackServerContext* ctx, std::shared_ptr<service::Session> session,
+                                         bool may_block, Fn fn);
   // Runs fn(call) on the executor and finishes the call with its status.
   template <class Fn>
   grpc::ServerUnaryReactor* run_slow(grpc::CallbackServerContext* ctx, Fn fn);
