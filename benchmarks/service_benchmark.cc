@@ -10,8 +10,8 @@
 // per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
 // that option and gives the echo server the same spinners; --busy-poll makes the client
 // poll for every unary answer, to both servers (client/polled_call.h). Also:
-// StartSession and ForkSession latency, the client library's Env::step (unary,
-// streaming, and polling for its answers),
+// StartSession and ForkSession latency, the client library's Env::step (unary and
+// streaming, each sleeping on or polling for its answers),
 // throughput with 1 and 2 client threads, and the service's memory per idle session.
 #include <signal.h>
 #include <spawn.h>
@@ -485,11 +485,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       std::fprintf(stderr, "%s\n", conn.status().to_string().c_str());
       return 1;
     }
-    enum Mode { kUnary, kStreaming, kBusyPoll };
-    for (Mode mode : {kUnary, kStreaming, kBusyPoll}) {
+    enum Mode { kUnary, kStreaming, kBusyPoll, kStreamingBusyPoll };
+    for (Mode mode : {kUnary, kStreaming, kBusyPoll, kStreamingBusyPoll}) {
       auto env = (*conn)->make_env("schedule-v0");
-      (*env)->set_streaming(mode == kStreaming);
-      if (mode == kBusyPoll) (*env)->set_busy_poll(1000);
+      (*env)->set_streaming(mode == kStreaming || mode == kStreamingBusyPoll);
+      if (mode == kBusyPoll || mode == kStreamingBusyPoll) (*env)->set_busy_poll(1000);
       size_t next = kActions.size();
       auto lib = [&](int n) {
         std::vector<double> t;
@@ -509,8 +509,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       ActionSteps raw{*real_stub, "loop_nest"};
       Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
       std::printf("| client::Env::step%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
-                  mode == kStreaming ? " streaming" : mode == kBusyPoll ? " with set_busy_poll(1000)" : "", c.a_us,
-                  c.b_us, c.ratio);
+                  mode == kStreaming           ? " streaming"
+                  : mode == kBusyPoll          ? " with set_busy_poll(1000)"
+                  : mode == kStreamingBusyPoll ? " streaming with set_busy_poll(1000)"
+                                               : "",
+                  c.a_us, c.b_us, c.ratio);
       if (raw.session) end_session(*real_stub, raw.session);
     }
   }

@@ -84,6 +84,7 @@ struct Env::Impl {
   // The Session stream, when streaming.
   std::unique_ptr<grpc::ClientContext> stream_ctx;
   std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
+  std::unique_ptr<PolledStream> polled_stream;  // instead of `stream` when busy polling
   size_t stream_backend = 0;
   uint64_t stream_session = 0;
 
@@ -174,6 +175,10 @@ struct Env::Impl {
   }
 
   void close_stream() {
+    if (polled_stream) {
+      polled_stream.reset();  // cancels and finishes it
+      stream_ctx.reset();
+    }
     if (!stream) return;
     stream_ctx->TryCancel();
     (void)stream->Finish();
@@ -356,19 +361,35 @@ struct Env::Impl {
     return st;
   }
 
+  // One step on the Session stream (opened on first use), its answer slept on or, with
+  // busy polling, polled for.
   grpc::Status stream_step(Backend& b, const proto::StepRequest& request, proto::StepResponse* response) {
-    if (stream && (stream_backend != backend_index || stream_session != session_id)) close_stream();
-    if (!stream) {
+    const bool poll = busy_poll_us > 0;
+    if ((stream || polled_stream) &&
+        (stream_backend != backend_index || stream_session != session_id || poll != bool(polled_stream)))
+      close_stream();
+    if (!stream && !polled_stream) {
       stream_ctx = std::make_unique<grpc::ClientContext>();
       conn.prepare(stream_ctx.get(), 0);
       stream_ctx->set_deadline(std::chrono::system_clock::time_point::max());
-      stream = b.stub->Session(stream_ctx.get());
+      if (poll) {
+        polled_stream = std::make_unique<PolledStream>(*b.stub, stream_ctx.get(), busy_poll_us);
+      } else {
+        stream = b.stub->Session(stream_ctx.get());
+      }
       stream_backend = backend_index;
       stream_session = session_id;
     }
-    if (stream->Write(request) && stream->Read(response)) return grpc::Status::OK;
-    grpc::Status st = stream->Finish();
-    stream.reset();
+    grpc::Status st;
+    if (poll) {
+      if (polled_stream->step(request, response)) return grpc::Status::OK;
+      st = polled_stream->finish();
+      polled_stream.reset();
+    } else {
+      if (stream->Write(request) && stream->Read(response)) return grpc::Status::OK;
+      st = stream->Finish();
+      stream.reset();
+    }
     stream_ctx.reset();
     if (st.ok()) st = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the step stream closed");
     return st;

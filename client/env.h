@@ -53,8 +53,9 @@ class Env final : public tensorgym::Env {
   // Send cheap steps on one open Session stream instead of unary calls (faster;
   // steps that measure stay unary, so that their deadline holds).
   void set_streaming(bool on);
-  // Poll for a cheap unary step's answer for up to this many microseconds before
-  // sleeping on it (ConnectionOptions::busy_poll_us; 0: sleep at once).
+  // Poll for a cheap step's answer (unary, or on the stream when streaming) for up to
+  // this many microseconds before sleeping on it (ConnectionOptions::busy_poll_us; 0:
+  // sleep at once).
   void set_busy_poll(double microseconds);
   uint64_t session_id() const;
   const std::shared_ptr<Connection>& connection() const;

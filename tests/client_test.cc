@@ -241,12 +241,21 @@ void expect_episode_matches_in_process(Env& remote, Env& local, const std::strin
   EXPECT_EQ(remote.state().actions, local.state().actions);
 }
 
+// Streamed steps, their answers slept on or polled for (set_busy_poll with streaming).
 TEST(Client, StreamingStepsGiveTheSameResults) {
   auto c = shared();
   ASSERT_TRUE(c);
-  auto remote = remote_env(c);
-  remote->set_streaming(true);
-  expect_episode_matches_in_process(*remote, *local_env(), "stream");
+  for (double busy_poll_us : {0.0, 100000.0}) {
+    auto remote = remote_env(c);
+    remote->set_streaming(true);
+    remote->set_busy_poll(busy_poll_us);
+    expect_episode_matches_in_process(*remote, *local_env(), "stream polled " + std::to_string(busy_poll_us) + " us");
+    // Switching the polling on or off mid-episode reopens the stream the other way.
+    remote->set_busy_poll(busy_poll_us > 0 ? 0 : 1000);
+    StepResult r = remote->step({Event("split(C.k, 4, ko, ki)")}, {"schedule"}, {});
+    ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+    EXPECT_EQ(remote->state().actions.back(), "split(C.k, 4, ko, ki)");
+  }
 }
 
 // Steps that poll for their answer (set_busy_poll) give what blocking ones give, errors
@@ -330,6 +339,32 @@ TEST(Client, RecoversFromKillNineOfTheManagedService) {
   }
   EXPECT_GE(c->stats().restarts, 2);
   EXPECT_GE(c->stats().replays, 4);
+}
+
+// kill -9 between the steps of an environment that streams its steps and polls for
+// their answers: the broken stream is noticed, the service restarted, the episode
+// replayed, and the steps after it equal the in-process ones.
+TEST(Client, PolledStreamRecoversFromKillNine) {
+  auto c = open();
+  ASSERT_TRUE(c);
+  auto remote = remote_env(c);
+  auto local = local_env();
+  remote->set_streaming(true);
+  remote->set_busy_poll(100000);
+  ASSERT_TRUE(remote->reset(kGemm, {}, {}).ok());
+  ASSERT_TRUE(local->reset(kGemm, {}, {}).ok());
+  for (size_t i = 0; i < 3; ++i)
+    expect_same_step(remote->step({Event(kActions[i])}, {"loop_nest"}, {}),
+                     local->step({Event(kActions[i])}, {"loop_nest"}, {}), "before");
+  const pid_t pid = c->server_pid();
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(wait_gone(pid, 10));
+  for (size_t i = 3; i < kActions.size(); ++i)
+    expect_same_step(remote->step({Event(kActions[i])}, kObservations, {}),
+                     local->step({Event(kActions[i])}, kObservations, {}), "after " + kActions[i]);
+  EXPECT_NE(c->server_pid(), pid);
+  EXPECT_EQ(remote->state().actions, local->state().actions);
 }
 
 // kill -9 while a step that measures is in flight: the step is retried on the
