@@ -485,11 +485,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       std::fprintf(stderr, "%s\n", conn.status().to_string().c_str());
       return 1;
     }
-    enum Mode { kUnary, kStreaming, kBusyPoll, kStreamingBusyPoll };
-    for (Mode mode : {kUnary, kStreaming, kBusyPoll, kStreamingBusyPoll}) {
+    for (int mode = 0; mode < 4; ++mode) {
+      const bool streaming = mode & 1, busy_poll = mode & 2;
       auto env = (*conn)->make_env("schedule-v0");
-      (*env)->set_streaming(mode == kStreaming || mode == kStreamingBusyPoll);
-      if (mode == kBusyPoll || mode == kStreamingBusyPoll) (*env)->set_busy_poll(1000);
+      (*env)->set_streaming(streaming);
+      if (busy_poll) (*env)->set_busy_poll(1000);
       size_t next = kActions.size();
       auto lib = [&](int n) {
         std::vector<double> t;
@@ -508,12 +508,9 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       // Against the generated stub doing the same steps: what the library adds.
       ActionSteps raw{*real_stub, "loop_nest"};
       Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
-      std::printf("| client::Env::step%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
-                  mode == kStreaming           ? " streaming"
-                  : mode == kBusyPoll          ? " with set_busy_poll(1000)"
-                  : mode == kStreamingBusyPoll ? " streaming with set_busy_poll(1000)"
-                                               : "",
-                  c.a_us, c.b_us, c.ratio);
+      std::printf("| client::Env::step%s%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
+                  streaming ? " streaming" : "", busy_poll ? " with set_busy_poll(1000)" : "", c.a_us, c.b_us,
+                  c.ratio);
       if (raw.session) end_session(*real_stub, raw.session);
     }
   }

@@ -433,15 +433,12 @@ struct Env::Impl {
       proto::StepResponse response;
       if (use_stream) {
         st = stream_step(*b, request, &response);
-      } else if (poll) {
-        if (!poller) poller = std::make_unique<PolledCalls>();
-        grpc::ClientContext ctx;
-        prepare(&ctx);
-        st = poller->step(*b->stub, &ctx, request, &response, busy_poll_us);
       } else {
         grpc::ClientContext ctx;
         prepare(&ctx);
-        st = b->stub->Step(&ctx, request, &response);
+        if (poll && !poller) poller = std::make_unique<PolledCalls>();
+        st = poll ? poller->step(*b->stub, &ctx, request, &response, busy_poll_us)
+                  : b->stub->Step(&ctx, request, &response);
       }
       if (st.ok() && is_session_not_found(response.status())) {
         lost = true;

@@ -241,33 +241,27 @@ void expect_episode_matches_in_process(Env& remote, Env& local, const std::strin
   EXPECT_EQ(remote.state().actions, local.state().actions);
 }
 
-// Streamed steps, their answers slept on or polled for (set_busy_poll with streaming).
-TEST(Client, StreamingStepsGiveTheSameResults) {
+// Steps sent unary or on the Session stream (set_streaming), their answers slept on or
+// polled for (set_busy_poll), give what the in-process env gives, errors included; a
+// budget too short to see the answer falls back to sleeping on it; switching the polling
+// mid-episode reopens the stream the other way; a step that measures is sent as a
+// blocking call.
+TEST(Client, StreamedAndPolledStepsGiveTheSameResults) {
   auto c = shared();
   ASSERT_TRUE(c);
-  for (double busy_poll_us : {0.0, 100000.0}) {
-    auto remote = remote_env(c);
-    remote->set_streaming(true);
-    remote->set_busy_poll(busy_poll_us);
-    expect_episode_matches_in_process(*remote, *local_env(), "stream polled " + std::to_string(busy_poll_us) + " us");
-    // Switching the polling on or off mid-episode reopens the stream the other way.
-    remote->set_busy_poll(busy_poll_us > 0 ? 0 : 1000);
-    StepResult r = remote->step({Event("split(C.k, 4, ko, ki)")}, {"schedule"}, {});
-    ASSERT_TRUE(r.error.ok()) << r.error.to_string();
-    EXPECT_EQ(remote->state().actions.back(), "split(C.k, 4, ko, ki)");
-  }
-}
-
-// Steps that poll for their answer (set_busy_poll) give what blocking ones give, errors
-// included; a budget too short to see the answer falls back to sleeping on it, and a
-// step that measures is sent as a blocking call.
-TEST(Client, BusyPollStepsGiveTheSameResults) {
-  auto c = shared();
-  ASSERT_TRUE(c);
-  for (double budget_us : {100000.0, 1.0}) {
-    auto remote = remote_env(c);
-    remote->set_busy_poll(budget_us);
-    expect_episode_matches_in_process(*remote, *local_env(), "polled within " + std::to_string(budget_us) + " us");
+  for (bool streaming : {false, true}) {
+    for (double busy_poll_us : {0.0, 1.0, 100000.0}) {
+      auto remote = remote_env(c);
+      remote->set_streaming(streaming);
+      remote->set_busy_poll(busy_poll_us);
+      expect_episode_matches_in_process(
+          *remote, *local_env(), (streaming ? "stream" : "unary") + std::string(" polled ") + std::to_string(busy_poll_us));
+      if (!streaming) continue;
+      remote->set_busy_poll(busy_poll_us > 0 ? 0 : 1000);
+      StepResult r = remote->step({Event("split(C.k, 4, ko, ki)")}, {"schedule"}, {});
+      ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+      EXPECT_EQ(remote->state().actions.back(), "split(C.k, 4, ko, ki)");
+    }
   }
   auto measured = remote_env(c);
   measured->set_busy_poll(100000);
