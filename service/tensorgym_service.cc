@@ -13,6 +13,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "service/log.h"
+#include "support/deferred_release.h"
 #include "envs/replay.h"
 
 namespace tensorgym::service {
@@ -322,6 +323,8 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
 grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                                  proto::StepResponse* response) {
   if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  // What the step drops is destroyed after the answer was handed to gRPC (Finish).
+  DeferredReleaseScope release_after_answer;
   auto args = std::make_shared<StepArgs>();
   if (Status st = step_args_from_proto(*request, options_, args.get()); !st.ok()) return finish(ctx, st);
   Expected<std::shared_ptr<service::Session>> found = sessions_.find(request->session_id());
@@ -443,8 +446,10 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
     if (!service_.may_measure(session->env_name, args->observations, args->rewards)) {
       std::unique_lock<std::mutex> lock(session->mu, std::try_to_lock);
       if (lock.owns_lock()) {
+        DeferredReleaseScope release_after_answer;
         session->touch();
         (void)service_.step_session(*session, *args, nullptr, &response_);
+        lock.unlock();
         StartWrite(&response_);
         return;
       }

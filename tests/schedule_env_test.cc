@@ -12,6 +12,7 @@
 #include "envs/schedule/cursor_actions.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/schedule_env.h"
+#include "support/deferred_release.h"
 
 namespace tensorgym {
 namespace {
@@ -187,6 +188,31 @@ TEST(ScheduleEnv, ForkIsIndependent) {
   ASSERT_TRUE(e->step({Event("split(C.j, 8, jo, ji)")}, {}, {}).error.ok());
   EXPECT_EQ(e->state().actions, (std::vector<std::string>{"split(C.i, 16, io, ii)", "split(C.j, 8, jo, ji)"}));
   EXPECT_EQ((*f)->state().actions, (std::vector<std::string>{"split(C.i, 16, io, ii)", "parallel(C.io)"}));
+}
+
+// A server steps inside a DeferredReleaseScope: the previous schedule's derived state
+// (its lowered nest) waits for the scope, and the step's results are the same.
+TEST(ScheduleEnv, AStepInADeferredReleaseScopeParksThePreviousStateOnly) {
+  auto plain = env();
+  auto deferred = env();
+  ASSERT_TRUE(plain->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+  ASSERT_TRUE(deferred->reset("benchmark://ops-v0/gmm-1", {}, {}).ok());
+  for (const char* a : {"split(C.i, 16, io, ii)", "reorder(C, io, j, ii)", "vectorize(C.ii)"}) {
+    StepResult want = plain->step({Event(a)}, {"loop_nest"}, {});
+    DeferredReleaseScope scope;
+    StepResult got = deferred->step({Event(a)}, {"loop_nest"}, {});
+    ASSERT_TRUE(got.error.ok()) << got.error.to_string();
+    EXPECT_EQ(scope.parked(), 1u) << a;
+    ASSERT_EQ(got.observations.size(), 1u);
+    EXPECT_EQ(got.observations[0].as<std::string>(), want.observations[0].as<std::string>()) << a;
+  }
+  // A fork shares the state: stepping the original parks nothing.
+  Expected<std::unique_ptr<Env>> fork = deferred->fork();
+  ASSERT_TRUE(fork.ok());
+  DeferredReleaseScope scope;
+  ASSERT_TRUE(deferred->step({Event("parallel(C.io)")}, {"loop_nest"}, {}).error.ok());
+  EXPECT_EQ(scope.parked(), 0u);
+  EXPECT_EQ((*fork)->state().actions.size(), 3u);
 }
 
 TEST(ScheduleEnv, EstCyclesRewardIsDeterministicAndReplays) {

@@ -16,6 +16,7 @@
 #include "envs/env.h"
 #include "envs/schedule/cursor_actions.h"
 #include "proto/tensorgym.pb.h"
+#include "support/deferred_release.h"
 
 namespace tensorgym {
 
@@ -75,7 +76,11 @@ struct ScheduleEpisode {
   // Refreshes `derived` after the schedule or the runner settings changed.
   void invalidate() {
     if (!program_text) program_text = std::make_shared<const std::string>(benchmark.program_text);
-    derived = std::make_shared<DerivedState>(schedule, program_text, context, runner_settings, derived.get());
+    std::shared_ptr<DerivedState> previous = std::move(derived);
+    derived = std::make_shared<DerivedState>(schedule, program_text, context, runner_settings, previous.get());
+    // The previous state owns the previous schedule and lowered nest; a server drops
+    // them after its answer is sent.
+    release_later(std::move(previous));
   }
 };
 

@@ -1,0 +1,35 @@
+// Destruction that can wait until an answer is on its way. A server handler opens a
+// DeferredReleaseScope around the work of a call; what that work drops through
+// release_later() on the same thread is kept until the scope closes, after the handler
+// has sent its answer, instead of being torn down on the answer's critical path (an
+// environment step drops the previous schedule, its lowered nest and derived state:
+// thousands of IR nodes). Outside a scope release_later() drops the object at once.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+namespace tensorgym {
+
+class DeferredReleaseScope {
+ public:
+  DeferredReleaseScope();
+  // Drops what was parked, newest first, then reopens the enclosing scope if any.
+  ~DeferredReleaseScope();
+  DeferredReleaseScope(const DeferredReleaseScope&) = delete;
+  DeferredReleaseScope& operator=(const DeferredReleaseScope&) = delete;
+
+  size_t parked() const { return parked_.size(); }
+
+ private:
+  friend void release_later(std::shared_ptr<const void> object);
+
+  DeferredReleaseScope* outer_;
+  std::vector<std::shared_ptr<const void>> parked_;
+};
+
+// Gives up this reference to `object`: now, or when the innermost open scope of this
+// thread closes. Other owners are unaffected either way.
+void release_later(std::shared_ptr<const void> object);
+
+}  // namespace tensorgym

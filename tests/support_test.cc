@@ -1,0 +1,72 @@
+// support/: deferred release.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <thread>
+
+#include "support/deferred_release.h"
+
+namespace tensorgym {
+namespace {
+
+// An object that counts its destructions.
+std::shared_ptr<const void> counted(int* destroyed) {
+  return std::shared_ptr<const int>(new int(0), [destroyed](const int* p) {
+    ++*destroyed;
+    delete p;
+  });
+}
+
+TEST(DeferredRelease, OutsideAScopeTheObjectGoesAtOnce) {
+  int destroyed = 0;
+  release_later(counted(&destroyed));
+  EXPECT_EQ(destroyed, 1);
+}
+
+TEST(DeferredRelease, InsideAScopeTheObjectGoesWhenTheScopeCloses) {
+  int destroyed = 0;
+  {
+    DeferredReleaseScope scope;
+    release_later(counted(&destroyed));
+    release_later(counted(&destroyed));
+    EXPECT_EQ(destroyed, 0);
+    EXPECT_EQ(scope.parked(), 2u);
+  }
+  EXPECT_EQ(destroyed, 2);
+}
+
+TEST(DeferredRelease, ASharedObjectIsNotParked) {
+  int destroyed = 0;
+  std::shared_ptr<const void> kept = counted(&destroyed);
+  DeferredReleaseScope scope;
+  release_later(kept);
+  EXPECT_EQ(scope.parked(), 0u);
+  EXPECT_EQ(kept.use_count(), 1);
+  EXPECT_EQ(destroyed, 0);
+}
+
+TEST(DeferredRelease, TheInnermostScopeTakesTheObjectAndTheOuterOneResumes) {
+  int inner_destroyed = 0, outer_destroyed = 0;
+  DeferredReleaseScope outer;
+  {
+    DeferredReleaseScope inner;
+    release_later(counted(&inner_destroyed));
+    EXPECT_EQ(inner.parked(), 1u);
+    EXPECT_EQ(outer.parked(), 0u);
+  }
+  EXPECT_EQ(inner_destroyed, 1);
+  release_later(counted(&outer_destroyed));
+  EXPECT_EQ(outer.parked(), 1u);
+  EXPECT_EQ(outer_destroyed, 0);
+}
+
+TEST(DeferredRelease, ScopesArePerThread) {
+  int destroyed = 0;
+  DeferredReleaseScope scope;
+  std::thread([&] { release_later(counted(&destroyed)); }).join();
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(scope.parked(), 0u);
+}
+
+}  // namespace
+}  // namespace tensorgym
