@@ -80,8 +80,9 @@ struct MachineModel {
   double full_unroll_analyzed_trips = 10;
   double full_unroll_boost = 2.7;
   // Out-of-order overlap of dependence chains inside one loop iteration: chained FP
-  // operations of later iterations that the scheduler holds while the current ones wait.
-  double scheduler_window = 64;
+  // operations of later iterations that the scheduler holds while the current ones wait
+  // (Golden Cove / Raptor Cove: a 97-entry unified math scheduler).
+  double scheduler_window = 97;
   // A local buffer of at most this many elements, indexed only by unrolled loops,
   // lives in registers.
   int64_t register_buffer_elements = 64;
