@@ -14,7 +14,7 @@ namespace tensorgym {
 class DeferredReleaseScope {
  public:
   DeferredReleaseScope();
-  // Drops what was parked, newest first, then reopens the enclosing scope if any.
+  // Reopens the enclosing scope, if any, then drops what was parked, newest first.
   ~DeferredReleaseScope();
   DeferredReleaseScope(const DeferredReleaseScope&) = delete;
   DeferredReleaseScope& operator=(const DeferredReleaseScope&) = delete;

@@ -1076,7 +1076,8 @@ class Model {
       const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
       const bool prom = carried && !scattered && promoted(st, r, stores);
 
-      d.alu += (k > 0 ? kk / k : 1) * 3 * nonaffine_address_terms(st, r_depth, v);
+      // kk / k: the share of the copies that run (guards), and SLP packing.
+      d.alu += kk / k * 3 * nonaffine_address_terms(st, r_depth, v);
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
