@@ -950,33 +950,6 @@ class Model {
     return false;
   }
 
-  // Divisions and modulos of fused loops in a store's addresses that one iteration of
-  // the region at `r_depth` computes: once per distinct value. LICM hoists those that
-  // do not move within the region (a fused pixel loop's `f / 56` around a channel loop
-  // is computed once per pixel); GVN shares one between accesses, and between
-  // unrolled copies that differ only in loops it does not read. `v`: vector registers
-  // per vector-loop iteration.
-  double nonaffine_address_terms(const NestStore& st, int r_depth, double v) const {
-    std::vector<const IndexTerm*> seen;
-    double n = 0;
-    for (const NestAccess& a : st.accesses)
-      for (const IndexTerm& term : a.index.terms) {
-        if (term.loop >= 0 || !moves_within(term, r_depth)) continue;
-        bool shared = false;
-        for (const IndexTerm* t : seen)
-          shared |= t->deps == term.deps && t->dep_steps == term.dep_steps && t->min_value == term.min_value &&
-                    t->max_value == term.max_value;
-        if (shared) continue;
-        seen.push_back(&term);
-        double copies = 1;
-        for (int l : st.loops)
-          if (S.loops[size_t(l)].depth > r_depth && std::find(term.deps.begin(), term.deps.end(), l) != term.deps.end())
-            copies *= vec_ok_[size_t(l)] ? v : ext(l);
-        n += copies;
-      }
-    return n;
-  }
-
   static bool same_index(const IndexForm& x, const IndexForm& y) {
     if (x.constant != y.constant || x.terms.size() != y.terms.size()) return false;
     for (size_t k = 0; k < x.terms.size(); ++k)
@@ -1076,12 +1049,15 @@ class Model {
       const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
       const bool prom = carried && !scattered && promoted(st, r, stores);
 
-      // kk / k: the share of the copies that run (guards), and SLP packing.
-      d.alu += kk / k * 3 * nonaffine_address_terms(st, r_depth, v);
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
         const bool accumulator = a.buffer == st.buffer && same_index(a.index, target);
+        // Address arithmetic that does not fold: divisions and modulos of fused loops,
+        // those that move within the region's iteration (LICM hoists the others: a
+        // fused pixel loop's `f / 56` around a channel loop is computed once per pixel).
+        for (const IndexTerm& term : a.index.terms)
+          if (term.loop < 0 && moves_within(term, r_depth)) d.alu += kk * v * 3;
         if (prom && accumulator) continue;      // kept in a register across the loop
         if (sroa_[size_t(a.buffer)]) continue;  // a register
         const VecAccess ak = autovec ? vec_access(r, st, a) : VecAccess::kUnit;
