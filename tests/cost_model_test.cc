@@ -496,6 +496,21 @@ TEST(CostModel, CopiesLoadingTheSameAddressLoadItOnce) {
   EXPECT_NEAR(shared / own, 12.5 / 16, 0.05);
 }
 
+TEST(CostModel, APerLaneAccumulatorIsGatheredAndScatteredByEveryUnrolledCopy) {
+  // Y[f, p] += X[c, p] * W[f, c] with the output channels f explicitly vectorized:
+  // each lane's Y[f, p] is its own address (stride 64), a gather and a scatter. LLVM
+  // forwards nothing through them, so the unrolled copies of c do not share one load
+  // and store of the accumulator as they would a register: the work per channel stays
+  // the same however many channels are unrolled.
+  auto per_channel = [](int channels) {
+    const std::string c = std::to_string(channels);
+    ProgramPtr p =
+        parse("input X: f32[" + c + ", 64]\ninput W: f32[16, " + c + "]\nY[f, p] += X[c, p] * W[f, c]\n");
+    return estimate_cost(lower_text(p, "vectorize(Y.f); unroll(Y.c)"), cores(1)).compute_cycles / channels;
+  };
+  EXPECT_NEAR(per_channel(16) / per_channel(4), 1.0, 0.15);
+}
+
 TEST(CostModel, RandomSchedulesGiveFinitePositiveEstimates) {
   for (const char* text : {"input A: f32[64, 64]\ninput B: f32[64, 64]\nC[i, j] += A[i, k] * B[k, j]\n",
                            "input X: f32[1, 8, 16, 16]\ninput W: f32[8, 3, 3]\n"
