@@ -62,10 +62,11 @@ struct ConnectionOptions {
   // Largest message accepted from the service (an llvm_ir observation can be large).
   int64_t max_message_bytes = int64_t(1) << 30;
   // A step that does not measure (unary, or on the Session stream) polls for its answer
-  // for up to this many microseconds before it sleeps on it (0: it sleeps at once). Faster where a sleeping
-  // thread's wake-up is slow (a VM that halts idle vCPUs at once: 146 -> 84 µs a step
-  // over loopback), at the price of the calling thread's core while it waits
-  // (client/polled_call.h). Env::set_busy_poll changes it for one environment.
+  // for up to this many microseconds before it sleeps on it (0: it sleeps at once).
+  // Faster where a sleeping thread's wake-up is slow (a VM that halts idle vCPUs at
+  // once: 146 -> 84 µs a step over loopback), at the price of the calling thread's core
+  // while it waits (client/polled_call.h). Env::set_busy_poll changes it for one
+  // environment.
   double busy_poll_us = 0;
 };
 
