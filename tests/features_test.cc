@@ -411,9 +411,33 @@ TEST(AccessSummary, GuardFractionsAndLets) {
   ASSERT_EQ(s.stores.size(), 1u);
   EXPECT_NEAR(s.stores[0].fraction, 56.0 / 64.0, 1e-9);
   EXPECT_EQ(s.stores[0].guard_loops, (std::vector<int>{0, 1}));
+  ASSERT_EQ(s.stores[0].guards.size(), 1u);
+  EXPECT_NEAR(s.stores[0].guards[0].fraction, 56.0 / 64.0, 1e-9);
+  EXPECT_EQ(s.stores[0].guards[0].loops, (std::vector<int>{0, 1}));
   // The let is expanded: the index is xo*32 + xi.
   EXPECT_EQ(s.stores[0].accesses[0].index.stride_of(0), 32);
   EXPECT_EQ(s.stores[0].accesses[1].index.stride_of(1), 1);
+}
+
+TEST(AccessSummary, NestedGuardsAreKeptApart) {
+  // for a in 0..13: for b in 0..6: if (a*5 < 64) { if (b < 4) { Y[a*6 + b] = X[a*6 + b] } }:
+  // the cost model needs each guard's own loops (one reads a, the other b).
+  LoopNest nest;
+  nest.inputs = {Arg("X", {78})};
+  nest.outputs = {Arg("Y", {78})};
+  Expr i = V("Y.a") * I(6) + V("Y.b");
+  Stmt store = St("Y", i, Ld("X", i));
+  nest.body = Loop("Y.a", 13, Loop("Y.b", 6, IfThenElse::make(LT::make(V("Y.a") * I(5), I(64)),
+                                                             IfThenElse::make(LT::make(V("Y.b"), I(4)), store))));
+  const NestSummary s = summarize_nest(nest);
+  ASSERT_EQ(s.stores.size(), 1u);
+  const NestStore& st = s.stores[0];
+  ASSERT_EQ(st.guards.size(), 2u);
+  EXPECT_EQ(st.guards[0].loops, (std::vector<int>{0}));
+  EXPECT_EQ(st.guards[1].loops, (std::vector<int>{1}));
+  EXPECT_LT(st.guards[1].fraction, 1.0);
+  EXPECT_NEAR(st.fraction, st.guards[0].fraction * st.guards[1].fraction, 1e-12);
+  EXPECT_EQ(st.guard_loops, (std::vector<int>{0, 1}));
 }
 
 // ---- scratch ------------------------------------------------------------------------

@@ -654,16 +654,30 @@ class Model {
   // LLVM peels off, one on outer loops only does not move with `l`.
   double masked_share(int l, const NestStore& st) const {
     if (st.guard_loops.empty() || st.fraction >= 1) return 0;
+    if (std::find(st.guard_loops.begin(), st.guard_loops.end(), l) != st.guard_loops.end()) return 0;
     const int depth = S.loops[size_t(l)].depth;
-    double space = 1, copies = 1;
-    for (int g : st.guard_loops) {
-      if (g == l) return 0;
-      space *= ext(g);
-      if (S.loops[size_t(g)].depth > depth) copies *= ext(g);
+    // Guard by guard: one that reads only loops outside `l` does not move with it
+    // (unswitched); one that reads only the unrolled loops inside it is a constant in
+    // each copy (folded once unrolled, its failing copies deleted). Only one that
+    // reads both keeps, in the copies it can fail, a test the vector loop masks.
+    double unmasked = 1;
+    for (const NestStore::Guard& g : st.guards) {
+      if (g.fraction >= 1) continue;
+      double space = 1, copies = 1;
+      bool outer = false;
+      for (int gl : g.loops) {
+        space *= ext(gl);
+        if (S.loops[size_t(gl)].depth > depth) {
+          copies *= ext(gl);
+        } else {
+          outer = true;
+        }
+      }
+      if (copies <= 1 || !outer) continue;
+      const double failing = std::ceil((1 - g.fraction) * space - 1e-9);
+      unmasked *= 1 - std::min(1.0, failing / copies);
     }
-    if (copies <= 1) return 0;
-    const double failing = std::ceil((1 - st.fraction) * space - 1e-9);
-    return std::min(1.0, failing / copies);
+    return 1 - unmasked;
   }
 
   // How many of the straight-line copies of `st` inside a region at depth `r_depth`

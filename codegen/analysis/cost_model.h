@@ -110,8 +110,8 @@ struct MachineModel {
   // access; past the first-level TLB that costs a second-level lookup, past the
   // second level a page walk.
   int page_bytes = 4096;
-  int dtlb_entries = 64;
-  int stlb_entries = 1536;
+  int dtlb_entries = 96;
+  int stlb_entries = 2048;
   double dtlb_miss_cycles = 7;
   double stlb_miss_cycles = 30;
   // Runtime.

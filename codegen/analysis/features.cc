@@ -443,8 +443,14 @@ class Summarizer {
     loads(st->value, 1, &s);
     for (const Guard& g : guards_) {
       const double f = fraction(g.condition);
-      s.fraction *= g.truth ? f : 1 - f;
-      collect_deps(g.condition, &s.guard_loops, 0);
+      NestStore::Guard one;
+      one.fraction = g.truth ? f : 1 - f;
+      collect_deps(g.condition, &one.loops, 0);
+      std::sort(one.loops.begin(), one.loops.end());
+      one.loops.erase(std::unique(one.loops.begin(), one.loops.end()), one.loops.end());
+      s.fraction *= one.fraction;
+      s.guard_loops.insert(s.guard_loops.end(), one.loops.begin(), one.loops.end());
+      s.guards.push_back(std::move(one));
     }
     std::sort(s.guard_loops.begin(), s.guard_loops.end());
     s.guard_loops.erase(std::unique(s.guard_loops.begin(), s.guard_loops.end()), s.guard_loops.end());

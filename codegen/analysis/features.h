@@ -84,6 +84,12 @@ struct NestStore {
   // conjunctions assume independence.
   double fraction = 1;
   std::vector<int> guard_loops;
+  // Each guard on its own: its fraction and the loops its condition reads.
+  struct Guard {
+    double fraction = 1;
+    std::vector<int> loops;
+  };
+  std::vector<Guard> guards;
 };
 
 struct NestBuffer {
