@@ -470,7 +470,7 @@ class Model {
     outer_parallel_.assign(n, -1);
     for (size_t l = 0; l < n; ++l) {  // pre-order: parents first
       const int p = L[l].parent;
-      execs_[l] = p >= 0 ? iters_[size_t(p)] : 1;
+      execs_[l] = (p >= 0 ? iters_[size_t(p)] : 1) * L[l].fraction;  // not under a failing guard
       iters_[l] = execs_[l] * (vec_ok_[l] ? 1.0 : ext(int(l)));
       outer_parallel_[l] = p >= 0 ? outer_parallel_[size_t(p)] : -1;
       if (outer_parallel_[l] < 0 && L[l].kind == ForKind::kParallel) outer_parallel_[l] = int(l);
@@ -678,6 +678,34 @@ class Model {
       unmasked *= 1 - std::min(1.0, failing / copies);
     }
     return 1 - unmasked;
+  }
+
+  // The share of the iterations of region `r` in which `st` runs: its guards inside
+  // the region (those outside already thin out the region's iterations, iters_).
+  double fraction_within(const NestStore& st, int r) const {
+    if (r < 0) return st.fraction;
+    const int depth = S.loops[size_t(r)].depth;
+    double outside = 1;
+    for (int l : st.loops)
+      if (S.loops[size_t(l)].depth <= depth) outside *= S.loops[size_t(l)].fraction;
+    return outside > 0 ? std::min(1.0, st.fraction / outside) : 0.0;
+  }
+
+  // Whether a guard of `st` is still tested on every iteration of region `r`: one
+  // that reads `r`, or both a loop outside it and an unrolled one inside (a test per
+  // copy). One that reads only outer loops is hoisted out of the region, one that
+  // reads only the unrolled loops inside it folds in each copy.
+  bool guard_tested_in(const NestStore& st, int r) const {
+    const int depth = r >= 0 ? S.loops[size_t(r)].depth : -1;
+    for (const NestStore::Guard& g : st.guards) {
+      bool inner = false, outer = false;
+      for (int gl : g.loops) {
+        if (gl == r) return true;
+        (S.loops[size_t(gl)].depth > depth ? inner : outer) = true;
+      }
+      if (inner && outer) return true;
+    }
+    return false;
   }
 
   // How many of the straight-line copies of `st` inside a region at depth `r_depth`
@@ -1026,7 +1054,7 @@ class Model {
       const double avf = autovec ? double(autovec_[size_t(r)]) : 0.0;
       // The share of the copies whose guard LLVM's vector loop keeps, as masks.
       const double ms = autovec ? masked_share(r, st) : 0.0;
-      const double kk = k * (masked || ms > 0 ? 1.0 : st.fraction) * slp;
+      const double kk = k * (masked || ms > 0 ? 1.0 : fraction_within(st, r)) * slp;
       ValueOps ops;
       count_value(st.node->value, &ops);
       d.fp += kk * v * ops.fp;
@@ -1034,7 +1062,7 @@ class Model {
       d.calls += kk * lanes * ops.calls * M.math_call_cycles;
       d.alu += kk * v * ops.alu;
       if (masked) d.alu += kk * v * 2;
-      if (!st.guard_loops.empty()) d.alu += k * slp;
+      if (guard_tested_in(st, r)) d.alu += k * slp;
 
       // How each access runs in the vector loop: broadcast, contiguous, or per lane.
       auto per_lane = [&](const NestAccess& a) {

@@ -79,6 +79,7 @@ class Summarizer {
   std::vector<std::pair<std::string, Expr>> let_scope_;
   std::vector<std::pair<std::string, int>> buffer_scope_;
   std::vector<Guard> guards_;
+  std::vector<size_t> guard_base_;  // per enclosing loop: guards_.size() when its body began
   RangeScope ranges_;
 
   void add_arg(const BufferArg& a) {
@@ -184,14 +185,20 @@ class Summarizer {
     L.extent = rext.max == IntRange::kPosInf ? 1 : std::max<int64_t>(rext.max, 1);
     L.parent = chain_.empty() ? -1 : chain_.back();
     L.depth = int(chain_.size());
+    for (size_t g = guard_base_.empty() ? 0 : guard_base_.back(); g < guards_.size(); ++g) {
+      const double gf = fraction(guards_[g].condition);
+      L.fraction *= guards_[g].truth ? gf : 1 - gf;
+    }
     const int id = int(out_.loops.size());
     out_.loops.push_back(L);
     IntRange r{L.min, (rmin.max == IntRange::kPosInf ? L.min : rmin.max) + L.extent - 1};
     auto old = bind_range(f->name, r);
     chain_.push_back(id);
+    guard_base_.push_back(guards_.size());
     loop_scope_.push_back({f->name, id});
     const double body = stmt(f->body);
     loop_scope_.pop_back();
+    guard_base_.pop_back();
     chain_.pop_back();
     restore_range(f->name, old);
     out_.loops[size_t(id)].steps = double(L.extent) * body;

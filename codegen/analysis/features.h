@@ -33,6 +33,9 @@ struct NestLoop {
   // Statement instances one execution of the loop runs (its extent times those of its
   // body; what pragma(auto_unroll_max_step) compares against).
   double steps = 1;
+  // The estimated fraction of its parent's iterations (of the top level's one run) in
+  // which the loop runs: the guards between the two (as NestStore::fraction).
+  double fraction = 1;
 };
 
 // coeff * x, where x is a loop variable or a non-affine part of an index.
