@@ -440,6 +440,22 @@ TEST(AccessSummary, NestedGuardsAreKeptApart) {
   EXPECT_EQ(st.guard_loops, (std::vector<int>{0, 1}));
 }
 
+TEST(AccessSummary, ALoopUnderAGuardRunsInItsShareOfTheParentsIterations) {
+  // for a in 0..3: for b in 0..3: if (a*3 + b < 7) { for c in 0..8: Y[(a*3 + b)*8 + c] = 1 }
+  LoopNest nest;
+  nest.outputs = {Arg("Y", {72})};
+  Expr slot = V("Y.a") * I(3) + V("Y.b");
+  nest.body = Loop("Y.a", 3, Loop("Y.b", 3, IfThenElse::make(LT::make(slot, I(7)),
+                                                            Loop("Y.c", 8, St("Y", slot * I(8) + V("Y.c"), F(1))))));
+  const NestSummary s = summarize_nest(nest);
+  ASSERT_EQ(s.loops.size(), 3u);
+  EXPECT_EQ(s.loops[0].fraction, 1.0);
+  EXPECT_EQ(s.loops[1].fraction, 1.0);
+  EXPECT_NEAR(s.loops[2].fraction, 7.0 / 9.0, 1e-9);
+  ASSERT_EQ(s.stores.size(), 1u);
+  EXPECT_NEAR(s.stores[0].fraction, 7.0 / 9.0, 1e-9);
+}
+
 // ---- scratch ------------------------------------------------------------------------
 
 TEST(Scratch, NestedAddSiblingsDoNotAndParallelMultiplies) {
