@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "codegen/analysis/features.h"
@@ -77,8 +78,16 @@ struct ValueOps {
   double alu = 0;    // integer and boolean operations on data
 };
 
-void count_value(const Expr& e, ValueOps* o) {
+// Whether an integer or boolean part of a value stays the same across the iterations
+// of the code being costed (LICM computes it once outside: a padding test's clauses on
+// the rows, around a loop over the columns).
+using IsInvariant = std::function<bool(const Expr&)>;
+
+// Operations of one evaluation of `e`; with `invariant`, leaving out the integer and
+// boolean parts it accepts.
+void count_value(const Expr& e, ValueOps* o, const IsInvariant* invariant = nullptr) {
   if (!e.defined()) return;
+  if (invariant && !e.type().is_float() && (*invariant)(e)) return;
   switch (e.kind()) {
     case NodeKind::kAdd:
     case NodeKind::kSub: {
@@ -86,20 +95,20 @@ void count_value(const Expr& e, ValueOps* o) {
       const Expr& b = e.kind() == NodeKind::kAdd ? e.as<Add>()->b : e.as<Sub>()->b;
       if (!e.type().is_float()) {
         o->alu += 1;
-        count_value(a, o);
-        count_value(b, o);
+        count_value(a, o, invariant);
+        count_value(b, o, invariant);
         return;
       }
       // a * b + c contracts into one FMA.
       const Mul* m = a.as<Mul>() ? a.as<Mul>() : b.as<Mul>();
       o->fp += 1;
       if (m) {
-        count_value(m->a, o);
-        count_value(m->b, o);
-        count_value(a.as<Mul>() ? b : a, o);
+        count_value(m->a, o, invariant);
+        count_value(m->b, o, invariant);
+        count_value(a.as<Mul>() ? b : a, o, invariant);
       } else {
-        count_value(a, o);
-        count_value(b, o);
+        count_value(a, o, invariant);
+        count_value(b, o, invariant);
       }
       return;
     }
@@ -112,8 +121,8 @@ void count_value(const Expr& e, ValueOps* o) {
     } else {                                               \
       o->alu += int_cost;                                  \
     }                                                      \
-    count_value(op->a, o);                                 \
-    count_value(op->b, o);                                 \
+    count_value(op->a, o, invariant);                      \
+    count_value(op->b, o, invariant);                      \
     return;                                                \
   }
       TG_ARITH(Mul, fp, 1)
@@ -131,17 +140,17 @@ void count_value(const Expr& e, ValueOps* o) {
     // clang-format on
     case NodeKind::kAnd:
       o->alu += 1;
-      count_value(e.as<And>()->a, o);
-      count_value(e.as<And>()->b, o);
+      count_value(e.as<And>()->a, o, invariant);
+      count_value(e.as<And>()->b, o, invariant);
       return;
     case NodeKind::kOr:
       o->alu += 1;
-      count_value(e.as<Or>()->a, o);
-      count_value(e.as<Or>()->b, o);
+      count_value(e.as<Or>()->a, o, invariant);
+      count_value(e.as<Or>()->b, o, invariant);
       return;
     case NodeKind::kNot:
       o->alu += 1;
-      count_value(e.as<Not>()->a, o);
+      count_value(e.as<Not>()->a, o, invariant);
       return;
     case NodeKind::kSelect: {
       const Select* s = e.as<Select>();
@@ -150,15 +159,15 @@ void count_value(const Expr& e, ValueOps* o) {
       } else {
         o->alu += 1;
       }
-      count_value(s->condition, o);
-      count_value(s->true_value, o);
-      count_value(s->false_value, o);
+      count_value(s->condition, o, invariant);
+      count_value(s->true_value, o, invariant);
+      count_value(s->false_value, o, invariant);
       return;
     }
     case NodeKind::kCast: {
       const Cast* c = e.as<Cast>();
       if (c->type.is_float() != c->value.type().is_float()) o->fp += 1;
-      count_value(c->value, o);
+      count_value(c->value, o, invariant);
       return;
     }
     case NodeKind::kCall: {
@@ -168,10 +177,10 @@ void count_value(const Expr& e, ValueOps* o) {
         case CallOp::kSqrt: o->div += 1; break;
         default: o->calls += 1; break;
       }
-      for (const Expr& a : c->args) count_value(a, o);
+      for (const Expr& a : c->args) count_value(a, o, invariant);
       return;
     }
-    case NodeKind::kBroadcast: count_value(e.as<Broadcast>()->value, o); return;
+    case NodeKind::kBroadcast: count_value(e.as<Broadcast>()->value, o, invariant); return;
     default: return;  // loads (their indices are addressing), constants, variables
   }
 }
@@ -691,6 +700,18 @@ class Model {
     return outside > 0 ? std::min(1.0, st.fraction / outside) : 0.0;
   }
 
+  // Whether `buffer` (a register) is written, in the same innermost loop as `st`, by
+  // a store whose value loads under a select.
+  bool conditional_producer(int buffer, const NestStore& st) const {
+    if (st.loops.empty()) return false;
+    for (const NestStore& p : S.stores) {
+      if (p.buffer != buffer || &p == &st || p.loops.empty() || p.loops.back() != st.loops.back()) continue;
+      for (const NestAccess& a : p.accesses)
+        if (a.kind == AccessKind::kRead && a.fraction < 1) return true;
+    }
+    return false;
+  }
+
   // Whether a guard of `st` is still tested on every iteration of region `r`: one
   // that reads `r`, or both a loop outside it and an unrolled one inside (a test per
   // copy). One that reads only outer loops is hoisted out of the region, one that
@@ -1055,8 +1076,42 @@ class Model {
       // The share of the copies whose guard LLVM's vector loop keeps, as masks.
       const double ms = autovec ? masked_share(r, st) : 0.0;
       const double kk = k * (masked || ms > 0 ? 1.0 : fraction_within(st, r)) * slp;
+      // A load on one side of a select (a padding test inlined into the value), in a
+      // loop LLVM vectorizes: it cannot be speculated, so it is a masked load (a masked
+      // gather when not contiguous), and LLVM if-converts the operation around the
+      // select into both arms: the value's other loads run under the opposite mask,
+      // as masked gathers even of one address (the optimized IR of dep-1 with its
+      // padding inlined: 9 masked loads and 19 gathers for 9 taps; measured 1.3 ms,
+      // estimated 0.6 ms without this).
+      bool conditional_value = false;
+      if (autovec)
+        for (const NestAccess& a : st.accesses) {
+          conditional_value |= a.kind == AccessKind::kRead && a.fraction < 1;
+          // The same through a register written just before, copy by copy (a padding
+          // stage computed per tap, inside the taps' loops): SROA makes it one value.
+          // (A tile computed whole before the taps read it is not: its selects stay
+          // in its own copies; dep-1 seed 13: 19 gathers in the first, none in the second.)
+          if (a.kind == AccessKind::kRead && sroa_[size_t(a.buffer)])
+            conditional_value |= conditional_producer(a.buffer, st);
+        }
+      // Integer and boolean parts that read neither the region's loop nor the
+      // store's vector loop are computed outside the region (per unrolled copy, they
+      // read only constants and outer loops).
+      const IsInvariant invariant = [&](const Expr& x) {
+        bool moves = false;
+        visit_exprs(x, [&](const Expr& y) {
+          if (y.kind() == NodeKind::kLoad) moves = true;
+          if (const Variable* var = y.as<Variable>()) {
+            int l = -1;  // the enclosing loop of that name; none: a let's variable, assumed to move
+            for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
+              if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
+            moves |= l < 0 || l == r || l == vl;
+          }
+        });
+        return !moves;
+      };
       ValueOps ops;
-      count_value(st.node->value, &ops);
+      count_value(st.node->value, &ops, &invariant);
       d.fp += kk * v * ops.fp;
       d.divide += kk * v * ops.div * M.divide_cycles;
       d.calls += kk * lanes * ops.calls * M.math_call_cycles;
@@ -1076,16 +1131,6 @@ class Model {
         const NestAccess& a = st.accesses[ai];
         self_read |= a.buffer == st.buffer && same_index(a.index, target);
       }
-      // A load on one side of a select (a padding test inlined into the value), in a
-      // loop LLVM vectorizes: it cannot be speculated, so it is a masked load (a masked
-      // gather when not contiguous), and LLVM if-converts the operation around the
-      // select into both arms: the value's other loads run under the opposite mask,
-      // as masked gathers even of one address (the optimized IR of dep-1 with its
-      // padding inlined: 9 masked loads and 19 gathers for 9 taps; measured 1.3 ms,
-      // estimated 0.6 ms without this).
-      bool conditional_value = false;
-      if (autovec)
-        for (const NestAccess& a : st.accesses) conditional_value |= a.kind == AccessKind::kRead && a.fraction < 1;
       const bool scattered = per_lane(st.accesses[0]);
       // Loop-carried accumulation: the target does not move with the region's loop.
       const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
