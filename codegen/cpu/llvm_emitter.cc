@@ -128,6 +128,7 @@ class Emitter {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* alloca_block_ = nullptr;
   std::unordered_map<std::string, llvm::Value*> vars_;  // loop, let variables (i32 or vectors)
+  std::unordered_map<std::string, int64_t> var_max_;    // loop variables of constant bounds: the largest value
   std::unordered_map<std::string, BufferBinding> buffers_;
   llvm::Value* mask_ = nullptr;  // active lanes inside vector-conditional code
   bool index_mode_ = false;      // emitting an index: integer arithmetic cannot overflow
@@ -549,6 +550,20 @@ class Emitter {
   }
 
   void emit_for(const For* op) {
+    // The loop variable's largest value, while the body is emitted, when its bounds
+    // are constants (a parallel body inside hands it on as a known range).
+    const int64_t* cmin = as_const_int(op->min);
+    const int64_t* cext = as_const_int(op->extent);
+    std::optional<int64_t> saved_max;
+    if (auto it = var_max_.find(op->name); it != var_max_.end()) saved_max = it->second;
+    var_max_.erase(op->name);
+    if (cmin && cext && *cmin >= 0 && *cext >= 1 && *cmin + *cext - 1 <= INT32_MAX) var_max_[op->name] = *cmin + *cext - 1;
+    emit_for_body(op);
+    var_max_.erase(op->name);
+    if (saved_max) var_max_[op->name] = *saved_max;
+  }
+
+  void emit_for_body(const For* op) {
     if (op->kind == ForKind::kParallel) return emit_parallel_for(op);
     llvm::Value* min = emit_index(op->min);
     const int64_t* extent = as_const_int(op->extent);
@@ -665,6 +680,11 @@ class Emitter {
     for (const std::string& v : vars) {
       body_fn->getArg(a)->setName(v);
       vars_[v] = body_fn->getArg(a++);
+      // A captured loop variable is an opaque parameter here: clamped to its loop's
+      // range (a no-op), it tells LLVM what the serial nest knew, so that index
+      // arithmetic stays provably free of overflow and the loops inside vectorize.
+      if (auto it = var_max_.find(v); it != var_max_.end() && vars_[v]->getType()->isIntegerTy(32))
+        vars_[v] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, vars_[v], b_.getInt32(uint32_t(it->second)));
     }
     // The loop's minimum is an expression of captured variables: recomputed here.
     llvm::Value* loop_min = emit_index(op->min);
