@@ -185,10 +185,8 @@ class Summarizer {
     L.extent = rext.max == IntRange::kPosInf ? 1 : std::max<int64_t>(rext.max, 1);
     L.parent = chain_.empty() ? -1 : chain_.back();
     L.depth = int(chain_.size());
-    for (size_t g = guard_base_.empty() ? 0 : guard_base_.back(); g < guards_.size(); ++g) {
-      const double gf = fraction(guards_[g].condition);
-      L.fraction *= guards_[g].truth ? gf : 1 - gf;
-    }
+    for (size_t g = guard_base_.empty() ? 0 : guard_base_.back(); g < guards_.size(); ++g)
+      L.fraction *= share(guards_[g]);
     const int id = int(out_.loops.size());
     out_.loops.push_back(L);
     IntRange r{L.min, (rmin.max == IntRange::kPosInf ? L.min : rmin.max) + L.extent - 1};
@@ -337,6 +335,12 @@ class Summarizer {
   // ---- conditions ----
 
   // Fraction of the iteration space at which `c` holds.
+  // The estimated share of the points of its loops at which the guard lets code run.
+  double share(const Guard& g) {
+    const double f = fraction(g.condition);
+    return g.truth ? f : 1 - f;
+  }
+
   double fraction(const Expr& c) {
     if (const int64_t* v = as_const_int(c)) return *v ? 1.0 : 0.0;
     switch (c.kind()) {
@@ -449,9 +453,8 @@ class Summarizer {
     for (const Expr& i : st->indices) loads(i, 1, &s);
     loads(st->value, 1, &s);
     for (const Guard& g : guards_) {
-      const double f = fraction(g.condition);
       NestStore::Guard one;
-      one.fraction = g.truth ? f : 1 - f;
+      one.fraction = share(g);
       collect_deps(g.condition, &one.loops, 0);
       std::sort(one.loops.begin(), one.loops.end());
       one.loops.erase(std::unique(one.loops.begin(), one.loops.end()), one.loops.end());
