@@ -145,6 +145,23 @@ TEST(CpuBackend, LoopsInsideAParallelLoopAreVectorizedAsInASerialNest) {
   }
 }
 
+TEST(CpuBackend, LocalBuffersOnTheHeapDoNotAliasEachOther) {
+  // rfactor's buffer (18 MB) and the accumulator of cache_write (557 KB) both come
+  // from tg_alloc. Unless LLVM knows the two blocks are distinct, the loop that sums
+  // one into the other needs run-time overlap checks and a scalar fallback, and an
+  // accumulator in one is kept in memory while the other is read (c2d-2 seed 19 #7:
+  // 16 ms before, 4.6 ms with it).
+  ProgramPtr p = parse("input X: f32[32, 128, 136]\ninput W: f32[8, 32]\nY[f, y, x] += X[c, y, x] * W[f, c]\n");
+  auto kernel = compile_keeping_ir(p, "rfactor(Y.c, Y_rf); cache_write(Y, Y_w)");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  const std::string& ir = (*kernel)->llvm_ir();
+  // Known apart, the sum's pixel loop is vector code only: no scalar copy of it kept
+  // for the case that the two buffers overlap.
+  EXPECT_NE(ir.find("vector.body"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("Y_w.x.body"), std::string::npos) << ir;
+  expect_matches_interpreter(**kernel, *p, 6, {1});
+}
+
 TEST(CpuBackend, VectorizerRemarksSayWhichLoopsWereVectorizedAndWhyNot) {
   // An elementwise loop LLVM vectorizes; a float sum along the innermost loop it does
   // not (reassociating the additions would change the result).

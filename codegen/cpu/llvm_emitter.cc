@@ -533,7 +533,12 @@ class Emitter {
     } else {
       llvm::FunctionCallee alloc = mod_.getOrInsertFunction(
           "tg_alloc", llvm::FunctionType::get(b_.getPtrTy(), {b_.getInt64Ty()}, false));
-      ptr = b_.CreateCall(alloc, {b_.getInt64(uint64_t(bytes))}, op->name);
+      // Each block is new memory, as malloc's: without noalias LLVM assumes two local
+      // buffers may overlap, and keeps an accumulator in one in memory while the other
+      // is read (a channel reduction over an rfactor buffer ran 4 times slower).
+      llvm::CallInst* call = b_.CreateCall(alloc, {b_.getInt64(uint64_t(bytes))}, op->name);
+      call->addRetAttr(llvm::Attribute::NoAlias);
+      ptr = call;
     }
     auto it = buffers_.find(op->name);
     std::optional<BufferBinding> old;
