@@ -251,8 +251,12 @@ class Model {
     for (size_t si = 0; si < S.stores.size(); ++si) {
       const NestStore& st = S.stores[si];
       double mem_private = 0, dram_lines = 0;
+      if (dead_init_[si]) continue;
       for (const NestAccess& a : st.accesses) {
         if (sroa_[size_t(a.buffer)]) continue;
+        const bool target_read = a.kind == AccessKind::kRead && a.buffer == st.buffer &&
+                                 same_index(a.index, st.accesses[0].index);
+        if (forwarded_[si] && target_read) continue;  // the init's value, in a register
         double misses[3];
         access_misses(int(si), a, misses);
         const double frac = a.fraction * st.fraction;
@@ -263,6 +267,7 @@ class Model {
           bool rmw = false;
           for (const NestAccess& b : st.accesses)
             rmw |= b.kind == AccessKind::kRead && b.buffer == a.buffer && same_index(b.index, a.index);
+          rmw &= !forwarded_[si];
           write_factor = rmw ? 0.2 : 1.2;
         }
         out.stores[si].l1_misses += misses[0] * frac;
@@ -380,6 +385,7 @@ class Model {
   std::vector<std::vector<int>> stores_under_;   // per loop: stores in its subtree
   std::vector<std::vector<int>> region_stores_;  // per region (loop + 1, 0 = top level)
   std::vector<int> region_, vec_of_;             // per store
+  std::vector<char> dead_init_, forwarded_;      // per store: deleted init; update reading its init's value
   std::vector<double> ws_lines_;                 // per loop: lines one iteration touches
   std::vector<char> long_reuse_;                 // per loop: some access walks it through a non-affine index
   struct Entry {  // lines of one access pattern of a buffer
@@ -485,6 +491,23 @@ class Model {
       if (outer_parallel_[l] < 0 && L[l].kind == ForKind::kParallel) outer_parallel_[l] = int(l);
     }
 
+    // An initial value stored just before its only update, in the same loops (the
+    // reduction loops between them all have extent 1, as a 1x1 convolution's after
+    // rfactor of its channels): GVN forwards it into the update and DSE deletes it.
+    dead_init_.assign(S.stores.size(), 0);
+    forwarded_.assign(S.stores.size(), 0);
+    for (size_t si = 0; si + 1 < S.stores.size(); ++si) {
+      const NestStore& init = S.stores[si];
+      const NestStore& update = S.stores[si + 1];
+      if (init.accesses.size() != 1 || update.buffer != init.buffer || update.loops != init.loops ||
+          update.fraction != init.fraction || update.guard_loops != init.guard_loops ||
+          !same_index(update.accesses[0].index, init.accesses[0].index))
+        continue;
+      for (size_t k = 1; k < update.accesses.size(); ++k)
+        if (update.accesses[k].buffer == init.buffer && same_index(update.accesses[k].index, init.accesses[0].index))
+          dead_init_[si] = forwarded_[si + 1] = 1;
+    }
+
     region_.assign(S.stores.size(), -1);
     vec_of_.assign(S.stores.size(), -1);
     region_stores_.assign(n + 1, {});
@@ -493,7 +516,7 @@ class Model {
         if (real_[size_t(l)]) region_[si] = l;
         if (vec_ok_[size_t(l)]) vec_of_[si] = l;
       }
-      region_stores_[size_t(region_[si] + 1)].push_back(int(si));
+      if (!dead_init_[si]) region_stores_[size_t(region_[si] + 1)].push_back(int(si));
     }
 
     // LLVM's loop vectorizer on innermost iterating loops of plain code.
@@ -979,18 +1002,25 @@ class Model {
     return cycles;
   }
 
-  // Whether the hardware prefetchers follow `a`: its innermost varying loop walks
-  // memory in steps they track (within a page, at most 2 KiB apart).
+  // Whether the hardware prefetchers follow `a`: its innermost loop, or its innermost
+  // iterating loop, walks memory in steps they track (within a page, at most 2 KiB
+  // apart). Unrolled and vector loops inside the iterating loop do not iterate: each
+  // of their copies is its own load instruction, stepping with the iterating loop (a
+  // channel loop of stride 784 KiB unrolled inside a vectorized pixel loop is 64
+  // unit-stride streams).
   bool prefetched(int si, const NestAccess& a) const {
     const std::vector<int>& chain = mchains_[size_t(si)];
     const NestBuffer& b = S.buffers[size_t(a.buffer)];
+    auto near = [&](int l) { return std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes() <= 2048; };
+    bool innermost = true;
     for (size_t k = chain.size(); k-- > 0;) {
       const int l = chain[k];
       if (!a.index.depends_on(l)) continue;
-      const double s = std::fabs(double(a.index.stride_of(l))) * b.dtype.bytes();
-      return s <= 2048;
+      if ((innermost || real_[size_t(l)]) && near(l)) return true;
+      if (real_[size_t(l)]) return false;
+      innermost = false;
     }
-    return true;
+    return innermost;
   }
 
   // Whether the store's target lives in a register across iterations of `r` (LLVM
