@@ -451,18 +451,37 @@ class Model {
       // accumulator that does not move with a loop was promoted to a register before
       // LLVM considers unrolling it (LICM runs first): its load and store sit outside,
       // once per iteration of the first enclosing loop it moves with.
+      // Explicit vector code (a vectorized loop at or around the store): each operation
+      // is as many instructions as registers its lanes fill, and a gather or scatter
+      // one per lane (LLVM prices them scalarized); a per-lane accumulator is not
+      // promoted. (A 64-lane channel update by gather and scatter stays a loop.)
+      int vl = -1;
+      for (int l : st.loops)
+        if (vec_ok_[size_t(l)]) vl = l;
+      const double regs =
+          vl < 0 ? 1.0
+                 : std::ceil(ext(vl) * 8 * S.buffers[size_t(st.buffer)].dtype.bytes() / std::max(M.vector_bits, 1));
+      auto access_size = [&](const NestAccess& a) {
+        const int64_t stride = vl < 0 ? 0 : a.index.stride_of(vl);
+        const bool per_lane = vl >= 0 && (nonaffine_in(a, vl) || (stride != 0 && stride != 1 && stride != -1));
+        return per_lane ? ext(vl) : 2.5 * regs;
+      };
       const IndexForm& target = st.accesses[0].index;
-      double target_accesses = 0;
-      for (const NestAccess& a : st.accesses) target_accesses += a.buffer == st.buffer && same_index(a.index, target);
-      double size = 2.5 * (double(st.accesses.size()) - target_accesses) + ops.fp + 4 * ops.div + 10 * ops.calls;
-      bool outside = target_accesses > 1;  // a read-modify-write still promoted out of the loops so far
+      double target_accesses = 0, target_size = 0, size = (ops.fp + 4 * ops.div) * regs + 10 * ops.calls;
+      for (const NestAccess& a : st.accesses) {
+        const bool is_target = a.buffer == st.buffer && same_index(a.index, target);
+        target_accesses += is_target;
+        (is_target ? target_size : size) += access_size(a);
+      }
+      // A read-modify-write still promoted out of the loops so far.
+      bool outside = target_accesses > 1 && target_size == 2.5 * regs * target_accesses;
       for (size_t k = st.loops.size(); k-- > 0;) {
         const int l = st.loops[k];
         if (outside) {
           for (const NestAccess& a : st.accesses) outside &= a.buffer != st.buffer || !a.index.depends_on(l);
-          if (!outside) size += 2.5 * target_accesses;
+          if (!outside) size += target_size;
         } else if (k + 1 == st.loops.size()) {
-          size += 2.5 * target_accesses;
+          size += target_size;
         }
         body_size[size_t(l)] += size;
         size *= vec_ok_[size_t(l)] ? 1.0 : ext(l);
