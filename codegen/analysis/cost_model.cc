@@ -604,7 +604,15 @@ class Model {
           bool self_read = false;
           for (size_t ai = 1; ai < st.accesses.size(); ++ai)
             self_read |= st.accesses[ai].buffer == st.buffer && same_index(st.accesses[ai].index, st.accesses[0].index);
-          if (self_read && !st.accesses[0].index.depends_on(int(l)) && S.buffers[size_t(st.buffer)].dtype.is_float())
+          // (Not when the buffer is allocated inside `l`: each iteration has its own,
+          // as a one-element accumulator computed at the output's x.)
+          const NestBuffer& buf = S.buffers[size_t(st.buffer)];
+          bool per_iteration = false;
+          if (buf.alloc >= 0) {
+            const std::vector<int>& around = S.allocs[size_t(buf.alloc)].loops;
+            per_iteration = std::find(around.begin(), around.end(), int(l)) != around.end();
+          }
+          if (self_read && !st.accesses[0].index.depends_on(int(l)) && buf.dtype.is_float() && !per_iteration)
             ok = false;
           continue;
         }
