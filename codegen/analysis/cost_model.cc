@@ -250,13 +250,12 @@ class Model {
     std::vector<double> region_mem(S.loops.size() + 1, 0.0), region_dram(S.loops.size() + 1, 0.0);
     for (size_t si = 0; si < S.stores.size(); ++si) {
       const NestStore& st = S.stores[si];
-      double mem_private = 0, dram_lines = 0;
       if (dead_init_[si]) continue;
+      double mem_private = 0, dram_lines = 0;
       for (const NestAccess& a : st.accesses) {
         if (sroa_[size_t(a.buffer)]) continue;
-        const bool target_read = a.kind == AccessKind::kRead && a.buffer == st.buffer &&
-                                 same_index(a.index, st.accesses[0].index);
-        if (forwarded_[si] && target_read) continue;  // the init's value, in a register
+        // The init's value, forwarded in a register.
+        if (forwarded_[si] && a.kind == AccessKind::kRead && at_target(st, a)) continue;
         double misses[3];
         access_misses(int(si), a, misses);
         const double frac = a.fraction * st.fraction;
@@ -460,16 +459,11 @@ class Model {
         if (vec_ok_[size_t(l)]) vl = l;
       const double regs =
           vl < 0 ? 1.0
-                 : std::ceil(ext(vl) * 8 * S.buffers[size_t(st.buffer)].dtype.bytes() / std::max(M.vector_bits, 1));
-      auto access_size = [&](const NestAccess& a) {
-        const int64_t stride = vl < 0 ? 0 : a.index.stride_of(vl);
-        const bool per_lane = vl >= 0 && (nonaffine_in(a, vl) || (stride != 0 && stride != 1 && stride != -1));
-        return per_lane ? ext(vl) : 2.5 * regs;
-      };
-      const IndexForm& target = st.accesses[0].index;
+                 : std::ceil(ext(vl) / lanes_per_vector(S.buffers[size_t(st.buffer)].dtype, M.vector_bits));
+      auto access_size = [&](const NestAccess& a) { return per_lane(a, vl) ? ext(vl) : 2.5 * regs; };
       double target_accesses = 0, target_size = 0, size = (ops.fp + 4 * ops.div) * regs + 10 * ops.calls;
       for (const NestAccess& a : st.accesses) {
-        const bool is_target = a.buffer == st.buffer && same_index(a.index, target);
+        const bool is_target = at_target(st, a);
         target_accesses += is_target;
         (is_target ? target_size : size) += access_size(a);
       }
@@ -603,7 +597,7 @@ class Model {
           // reduction LLVM may not reorder.
           bool self_read = false;
           for (size_t ai = 1; ai < st.accesses.size(); ++ai)
-            self_read |= st.accesses[ai].buffer == st.buffer && same_index(st.accesses[ai].index, st.accesses[0].index);
+            self_read |= at_target(st, st.accesses[ai]);
           // (Not when the buffer is allocated inside `l`: each iteration has its own,
           // as a one-element accumulator computed at the output's x.)
           const NestBuffer& buf = S.buffers[size_t(st.buffer)];
@@ -1077,6 +1071,20 @@ class Model {
     return true;
   }
 
+  // Whether `a` touches the element `st` stores (the store itself, or a read of it).
+  static bool at_target(const NestStore& st, const NestAccess& a) {
+    return a.buffer == st.buffer && same_index(a.index, st.accesses[0].index);
+  }
+
+  // Whether `a` takes one address per lane of vector loop `vl` (a gather or scatter):
+  // it moves with the loop, but not by one element.
+  bool per_lane(const NestAccess& a, int vl) const {
+    if (vl < 0) return false;
+    if (nonaffine_in(a, vl)) return true;
+    const int64_t s = a.index.stride_of(vl);
+    return s != 0 && s != 1 && s != -1;
+  }
+
   // Instructions per unrolled copy of a store once the SLP vectorizer has packed the
   // copies of its innermost unrolled unit-stride loop (1 when nothing packs).
   double slp_factor(const NestStore& st, int r_depth) const {
@@ -1176,19 +1184,9 @@ class Model {
       if (masked) d.alu += kk * v * 2;
       if (guard_tested_in(st, r)) d.alu += k * slp;
 
-      // How each access runs in the vector loop: broadcast, contiguous, or per lane.
-      auto per_lane = [&](const NestAccess& a) {
-        if (vl < 0) return false;
-        if (nonaffine_in(a, vl)) return true;
-        const int64_t s = a.index.stride_of(vl);
-        return s != 0 && s != 1 && s != -1;
-      };
       bool self_read = false;
-      for (size_t ai = 1; ai < st.accesses.size(); ++ai) {
-        const NestAccess& a = st.accesses[ai];
-        self_read |= a.buffer == st.buffer && same_index(a.index, target);
-      }
-      const bool scattered = per_lane(st.accesses[0]);
+      for (size_t ai = 1; ai < st.accesses.size(); ++ai) self_read |= at_target(st, st.accesses[ai]);
+      const bool scattered = per_lane(st.accesses[0], vl);
       // Loop-carried accumulation: the target does not move with the region's loop.
       const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
       const bool prom = carried && !scattered && promoted(st, r, stores);
@@ -1196,7 +1194,7 @@ class Model {
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
-        const bool accumulator = a.buffer == st.buffer && same_index(a.index, target);
+        const bool accumulator = at_target(st, a);
         // Address arithmetic that does not fold: divisions and modulos of fused loops,
         // those that move within the region's iteration (LICM hoists the others: a
         // fused pixel loop's `f / 56` around a channel loop is computed once per pixel).
@@ -1233,7 +1231,7 @@ class Model {
         }
         const double frac = vl >= 0 ? 1.0 : a.fraction;
         double cost;
-        if (per_lane(a)) {
+        if (per_lane(a, vl)) {
           cost = lanes * M.gather_lane_cycles * (write ? 2 : 1);  // gather / scatter
           d.alu += kk * lanes;
         } else if (agather) {
@@ -1251,7 +1249,7 @@ class Model {
         // Straight-line updates of one location keep it in a register in between,
         // unless each lane is its own address: LLVM forwards nothing through a gather
         // or scatter, so every unrolled copy gathers and scatters it again.
-        if (accumulator && self_read && steps > 1 && !per_lane(a)) cost /= steps;
+        if (accumulator && self_read && steps > 1 && !per_lane(a, vl)) cost /= steps;
         // Unrolled copies that load the same address load it once (GVN).
         if (!write && !accumulator) cost /= same_address_copies(st, a, r_depth);
         cost = (1 - ms) * cost + ms * masked_cost;

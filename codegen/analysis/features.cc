@@ -334,13 +334,13 @@ class Summarizer {
 
   // ---- conditions ----
 
-  // Fraction of the iteration space at which `c` holds.
   // The estimated share of the points of its loops at which the guard lets code run.
   double share(const Guard& g) {
     const double f = fraction(g.condition);
     return g.truth ? f : 1 - f;
   }
 
+  // Fraction of the iteration space at which `c` holds.
   double fraction(const Expr& c) {
     if (const int64_t* v = as_const_int(c)) return *v ? 1.0 : 0.0;
     switch (c.kind()) {
