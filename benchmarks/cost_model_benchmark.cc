@@ -267,7 +267,8 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   }
   TG_PARAM(vector_bits) TG_PARAM(auto_vector_bits) TG_PARAM(vector_registers) TG_PARAM(fma_units)
   TG_PARAM(fp_latency) TG_PARAM(fp_add_latency) TG_PARAM(load_ports) TG_PARAM(store_ports) TG_PARAM(issue_width)
-  TG_PARAM(divide_cycles) TG_PARAM(math_call_cycles) TG_PARAM(gather_lane_cycles) TG_PARAM(masked_access_factor)
+  TG_PARAM(divide_cycles) TG_PARAM(math_call_cycles) TG_PARAM(gather_lane_cycles) TG_PARAM(scatter_lane_cycles)
+  TG_PARAM(masked_access_factor)
   TG_PARAM(vector_gather) TG_PARAM(vector_scatter) TG_PARAM(store_forward_stall_cycles)
   TG_PARAM(loop_entry_cycles) TG_PARAM(full_unroll_budget) TG_PARAM(full_unroll_analyzed_trips)
   TG_PARAM(full_unroll_boost) TG_PARAM(scheduler_window) TG_PARAM(register_buffer_elements) TG_PARAM(cores)

@@ -1,10 +1,11 @@
-// support/: deferred release.
+// support/: deferred release, the host's measured gather and scatter costs.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <thread>
 
 #include "support/deferred_release.h"
+#include "support/host_vector_costs.h"
 
 namespace tensorgym {
 namespace {
@@ -66,6 +67,26 @@ TEST(DeferredRelease, ScopesArePerThread) {
   std::thread([&] { release_later(counted(&destroyed)); }).join();
   EXPECT_EQ(destroyed, 1);
   EXPECT_EQ(scope.parked(), 0u);
+}
+
+TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
+  const HostVectorCosts& a = host_vector_costs();
+  const HostVectorCosts& b = host_vector_costs();
+  EXPECT_EQ(&a, &b);  // remembered, not measured again
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) {
+    // Every x86 core known gathers a lane in between a tenth of a cycle and tens of cycles.
+    EXPECT_GT(a.gather_lane_cycles, 0.1);
+    EXPECT_LT(a.gather_lane_cycles, 50);
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+    EXPECT_GT(a.scatter_lane_cycles, 0.1);
+    EXPECT_LT(a.scatter_lane_cycles, 50);
+  } else {
+    EXPECT_EQ(a.scatter_lane_cycles, 0);
+  }
+#endif
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "codegen/analysis/features.h"
 #include "codegen/ir/ir_visitor.h"
 #include "support/host_caches.h"
+#include "support/host_vector_costs.h"
 
 namespace tensorgym {
 
@@ -63,6 +64,10 @@ MachineModel MachineModel::from_host(int vector_bits, int cores) {
   m.vector_scatter = m.vector_bits >= 512;
   m.cores = std::max(cores, 1);
   read_host_caches(&m);
+  // Measured: the same gather costs 0.8 cycles a lane on one Xeon and 3.5 on another.
+  const HostVectorCosts& v = host_vector_costs();
+  if (v.gather_lane_cycles > 0) m.gather_lane_cycles = v.gather_lane_cycles;
+  if (v.scatter_lane_cycles > 0) m.scatter_lane_cycles = v.scatter_lane_cycles;
   return m;
 }
 
@@ -1208,7 +1213,7 @@ class Model {
         // other (strided, interleaved, even invariant) a masked gather or scatter.
         double masked_cost = 0;
         if (ms > 0) {
-          masked_cost = ak == VecAccess::kUnit ? M.masked_access_factor : avf * M.gather_lane_cycles * (write ? 2 : 1);
+          masked_cost = ak == VecAccess::kUnit ? M.masked_access_factor : avf * lane_cycles(write);
           if (ak != VecAccess::kUnit) d.alu += kk * ms * 2;
           if (accumulator && self_read && steps > 1) masked_cost /= steps;
           if (!write && !accumulator) masked_cost /= same_address_copies(st, a, r_depth);
@@ -1232,10 +1237,10 @@ class Model {
         const double frac = vl >= 0 ? 1.0 : a.fraction;
         double cost;
         if (per_lane(a, vl)) {
-          cost = lanes * M.gather_lane_cycles * (write ? 2 : 1);  // gather / scatter
+          cost = lanes * lane_cycles(write);  // gather / scatter
           d.alu += kk * lanes;
         } else if (agather) {
-          cost = avf * M.gather_lane_cycles * (write ? 2 : 1);  // LLVM's gather / scatter
+          cost = avf * lane_cycles(write);  // LLVM's gather / scatter
           d.alu += kk * 2;                                      // the lanes' addresses
         } else if (autovec && ak == VecAccess::kInterleaved) {
           cost = 1;
@@ -1272,7 +1277,7 @@ class Model {
         // Every iteration waits for the last: `steps` dependent updates per chain.
         // (The multiply of acc + a * b is off the chain: the chain is the add.)
         const double step = prom        ? M.fp_add_latency
-                            : scattered ? M.fp_add_latency + 10 + 3 * lanes * M.gather_lane_cycles
+                            : scattered ? M.fp_add_latency + 10 + lanes * (M.gather_lane_cycles + M.scatter_lane_cycles)
                                         : M.fp_add_latency + 5;
         d.chain_latency = std::max(d.chain_latency, steps * step);
         d.chains += kk * v / steps;
@@ -1283,6 +1288,9 @@ class Model {
     }
     return d;
   }
+
+  // One lane of a vector gather (a read) or scatter (a write).
+  double lane_cycles(bool write) const { return write ? M.scatter_lane_cycles : M.gather_lane_cycles; }
 
   double latency_bound(const Demand& d) const {
     double latency = d.chain_latency;

@@ -61,7 +61,8 @@ struct MachineModel {
   int issue_width = 4;              // instructions per cycle the front end sustains
   double divide_cycles = 5;         // throughput of one vector divide or square root
   double math_call_cycles = 20;     // one scalar exp / log / tanh call
-  double gather_lane_cycles = 0.8;  // per lane of a gather or scatter
+  double gather_lane_cycles = 0.8;   // per lane of a vector gather (throughput)
+  double scatter_lane_cycles = 1.6;  // per lane of a vector scatter
   double masked_access_factor = 2;  // a masked vector load or store (tail guards) against a plain one
   // Vector gathers (AVX2) and scatters (AVX-512): with them LLVM's loop vectorizer also
   // vectorizes loops with strided, indirect or guarded accesses.
@@ -126,11 +127,12 @@ struct MachineModel {
   // default value above; results computed with it are the same on every host.
   static MachineModel reference();
   // The reference machine with this host's vector width (AVX-512 / AVX2 / SSE from
-  // CPUID), core count and cache sizes and associativities (sysfs); whatever cannot
-  // be read keeps the reference value. Not reproducible across hosts.
+  // CPUID), core count, cache sizes and associativities (sysfs) and gather and
+  // scatter costs (measured once per process: support/host_vector_costs.h); whatever
+  // cannot be read keeps the reference value. Not reproducible across hosts.
   static MachineModel from_host();
   // The reference machine with the given vector width and cores (e.g. a CpuTarget's
-  // vector_bits and num_cores) and this host's caches.
+  // vector_bits and num_cores) and this host's caches and gather and scatter costs.
   static MachineModel from_host(int vector_bits, int cores);
 };
 
