@@ -603,7 +603,10 @@ int run_quality(const QualityOptions& o) {
   const bool measure = o.runtimes.empty();
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
-  std::printf("machine: %s, 1 core; %d random schedules per program, seed %llu; %s\n", machine.name.c_str(), o.count,
+  std::printf("machine: %s (gather %.1f, scatter %.1f cycles a lane; L2 %lld KiB), 1 core; %d random schedules per "
+              "program, seed %llu; %s\n",
+              machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
+              (long long)(machine.l2_bytes >> 10), o.count,
               (unsigned long long)o.seed,
               measure ? ("measured: " + std::to_string(o.passes) + " passes, fastest kept").c_str()
                       : "runtimes from earlier runs (fastest kept)");
