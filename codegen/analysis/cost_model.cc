@@ -1194,7 +1194,11 @@ class Model {
       const bool scattered = per_lane(st.accesses[0], vl);
       // Loop-carried accumulation: the target does not move with the region's loop.
       const bool carried = self_read && r >= 0 && !target.depends_on(r) && !autovec;
-      const bool prom = carried && !scattered && promoted(st, r, stores);
+      // A vector accumulator under a kept tail guard is a masked load and store: LICM
+      // does not promote masked accesses, and a load waits for the masked store before
+      // it to commit (no forwarding), every iteration of the region's loop.
+      const bool masked_chain = carried && masked && !scattered;
+      const bool prom = carried && !scattered && !masked_chain && promoted(st, r, stores);
 
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
@@ -1276,9 +1280,10 @@ class Model {
       if (carried) {
         // Every iteration waits for the last: `steps` dependent updates per chain.
         // (The multiply of acc + a * b is off the chain: the chain is the add.)
-        const double step = prom        ? M.fp_add_latency
-                            : scattered ? M.fp_add_latency + 10 + lanes * (M.gather_lane_cycles + M.scatter_lane_cycles)
-                                        : M.fp_add_latency + 5;
+        const double step = prom           ? M.fp_add_latency
+                            : scattered    ? M.fp_add_latency + 10 + lanes * (M.gather_lane_cycles + M.scatter_lane_cycles)
+                            : masked_chain ? M.fp_add_latency + M.store_forward_stall_cycles
+                                           : M.fp_add_latency + 5;
         d.chain_latency = std::max(d.chain_latency, steps * step);
         d.chains += kk * v / steps;
       } else if (self_read && steps > 1) {
