@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include "codegen/analysis/cost_model.h"
+#include "codegen/lower/lower.h"
 #include "envs/env.h"
 #include "envs/schedule/cursor_actions.h"
 #include "envs/schedule/primitive_actions.h"
@@ -242,6 +244,32 @@ TEST(ScheduleEnv, EstCyclesRewardIsDeterministicAndReplays) {
   // The expert-normalized variant exists for gmm-4 (it has an @expert schedule).
   StepResult n = e2->step({}, {}, {"est_cycles_norm_expert"});
   EXPECT_TRUE(n.error.ok()) << n.error.to_string();
+}
+
+TEST(ScheduleEnv, EstCyclesHostIsTheModelOnThisHostsMachine) {
+  auto e = env();
+  ASSERT_TRUE(e->reset("benchmark://ops-v0/c2d-2", {}, {}).ok());
+  // The output channels innermost: a gather and scatter loop, whose price depends on
+  // the machine.
+  const std::string actions = "reorder(Y, y, n, f); reorder(Y, s, c, f)";
+  StepResult r =
+      e->step({Event("reorder(Y, y, n, f)"), Event("reorder(Y, s, c, f)")}, {"est_cycles_host", "est_cycles"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  ASSERT_TRUE(r.observations[0].is<double>());
+  Expected<Program> program = parse_program(text_of(e->step({}, {"program"}, {}).observations[0]));
+  ASSERT_TRUE(program.ok()) << program.status().to_string();
+  Schedule schedule(std::make_shared<const Program>(std::move(*program)));
+  ASSERT_TRUE(schedule.apply_text(actions).ok());
+  Expected<LoopNest> nest = lower(schedule);
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+  EXPECT_EQ(r.observations[0].as<double>(), est_cycles(*nest, MachineModel::from_host()));
+  EXPECT_EQ(r.observations[1].as<double>(), est_cycles(*nest, MachineModel::reference()));
+  // Platform-dependent and, as the gather probe is measured, not deterministic.
+  for (const Space& space : e->observation_spaces()) {
+    if (space.name() != "est_cycles_host") continue;
+    EXPECT_TRUE(space.platform_dependent());
+    EXPECT_FALSE(space.deterministic());
+  }
 }
 
 TEST(ScheduleEnv, CursorActionSpace) {

@@ -96,6 +96,13 @@ std::vector<ObservationDef> make_observations() {
                    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
                    return Event(estimated_cycles(*nest));
                  }});
+  obs.push_back({real("est_cycles_host", "est_cycles with this host's caches, cores and measured gather costs")
+                     .set_deterministic(false)
+                     .set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+                   return Event(estimated_cycles_on_host(*nest));
+                 }});
   obs.push_back({Space::int64_range("peak_scratch_bytes", 0)
                      .set_default(Event(int64_t(-1)))
                      .set_description("largest total of local buffers live at once, counting parallel copies"),
