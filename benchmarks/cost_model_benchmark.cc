@@ -268,7 +268,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(vector_bits) TG_PARAM(auto_vector_bits) TG_PARAM(vector_registers) TG_PARAM(fma_units)
   TG_PARAM(fp_latency) TG_PARAM(fp_add_latency) TG_PARAM(load_ports) TG_PARAM(store_ports) TG_PARAM(issue_width)
   TG_PARAM(divide_cycles) TG_PARAM(math_call_cycles) TG_PARAM(gather_lane_cycles) TG_PARAM(scatter_lane_cycles)
-  TG_PARAM(masked_access_factor)
+  TG_PARAM(masked_access_factor) TG_PARAM(indexed_accesses_serialize)
   TG_PARAM(vector_gather) TG_PARAM(vector_scatter) TG_PARAM(store_forward_stall_cycles)
   TG_PARAM(loop_entry_cycles) TG_PARAM(full_unroll_budget) TG_PARAM(full_unroll_analyzed_trips)
   TG_PARAM(full_unroll_boost) TG_PARAM(scheduler_window) TG_PARAM(register_buffer_elements) TG_PARAM(cores)
@@ -603,9 +603,10 @@ int run_quality(const QualityOptions& o) {
   const bool measure = o.runtimes.empty();
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
-  std::printf("machine: %s (gather %.1f, scatter %.1f cycles a lane; L2 %lld KiB), 1 core; %d random schedules per "
+  std::printf("machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB), 1 core; %d random schedules per "
               "program, seed %llu; %s\n",
               machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
+              machine.indexed_accesses_serialize ? ", one after another" : "",
               (long long)(machine.l2_bytes >> 10), o.count,
               (unsigned long long)o.seed,
               measure ? ("measured: " + std::to_string(o.passes) + " passes, fastest kept").c_str()

@@ -43,8 +43,9 @@ void add_chain(int64_t iterations) {
   }
 }
 
-// Floats the probes read and write: 16 KiB, in L1. Lanes 80 floats (5 lines) apart.
+// Floats the probes read and write: 16 KiB each, in L1. Lanes 80 floats (5 lines) apart.
 alignas(64) float g_data[4096];
+alignas(64) float g_copy[4096];
 constexpr int kLaneStride = 80;
 constexpr int kVectorsPerRound = 64;
 
@@ -69,6 +70,17 @@ __attribute__((target("avx512f,avx512vl"))) void scatters(int64_t rounds) {
   const __m256 value = _mm256_set1_ps(1.0f);
   for (int64_t r = 0; r < rounds; ++r) {
     for (int i = 0; i < kVectorsPerRound; ++i) _mm256_i32scatter_ps(g_data + i, index, value, 4);
+    asm volatile("" ::: "memory");
+  }
+}
+
+// Each vector gathered from one array and scattered to another: the two instructions
+// independent of each other from one vector to the next.
+__attribute__((target("avx512f,avx512vl"))) void gathers_and_scatters(int64_t rounds) {
+  const __m256i index = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(kLaneStride));
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (int i = 0; i < kVectorsPerRound; ++i)
+      _mm256_i32scatter_ps(g_copy + i, index, _mm256_i32gather_ps(g_data + i, index, 4), 4);
     asm volatile("" ::: "memory");
   }
 }
@@ -99,8 +111,10 @@ HostVectorCosts measure() {
     volatile float sink = 0;
     c.gather_lane_cycles = cycles_per_lane([&] { sink = gathers(kRounds); }, lanes);
   }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
     c.scatter_lane_cycles = cycles_per_lane([] { scatters(kRounds); }, lanes);
+    c.gather_scatter_lane_cycles = cycles_per_lane([] { gathers_and_scatters(kRounds); }, lanes);
+  }
   return c;
 }
 

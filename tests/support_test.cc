@@ -83,8 +83,13 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
     EXPECT_GT(a.scatter_lane_cycles, 0.1);
     EXPECT_LT(a.scatter_lane_cycles, 50);
+    // A gather and a scatter in turn take at least as long as the slower of the two
+    // would alone (less a tenth for the rounding, a tenth for jitter).
+    EXPECT_GE(a.gather_scatter_lane_cycles, std::max(a.gather_lane_cycles, a.scatter_lane_cycles) - 0.2);
+    EXPECT_LT(a.gather_scatter_lane_cycles, 100);
   } else {
     EXPECT_EQ(a.scatter_lane_cycles, 0);
+    EXPECT_EQ(a.gather_scatter_lane_cycles, 0);
   }
 #endif
 }

@@ -68,6 +68,10 @@ MachineModel MachineModel::from_host(int vector_bits, int cores) {
   const HostVectorCosts& v = host_vector_costs();
   if (v.gather_lane_cycles > 0) m.gather_lane_cycles = v.gather_lane_cycles;
   if (v.scatter_lane_cycles > 0) m.scatter_lane_cycles = v.scatter_lane_cycles;
+  // Together nearer their sum than the larger of the two: one sequencer runs both.
+  const double g = v.gather_lane_cycles, sc = v.scatter_lane_cycles;
+  if (g > 0 && sc > 0 && v.gather_scatter_lane_cycles > 0)
+    m.indexed_accesses_serialize = v.gather_scatter_lane_cycles > (std::max(g, sc) + g + sc) / 2;
   return m;
 }
 
@@ -210,7 +214,8 @@ struct Demand {
   double chain_latency = 0;  // cycles per iteration the slowest loop-carried chain needs
   double inner_chain = 0;    // cycles of the longest dependence chain inside one iteration
   double hoisted = 0;        // loads hoisted out of the loop: once per loop execution
-  double uops() const { return fp + loads + stores + alu + divide; }
+  double indexed = 0;        // gathers and scatters, where they serialize (else in loads, stores)
+  double uops() const { return fp + loads + stores + indexed + alu + divide; }
 };
 
 struct CacheSpec {
@@ -1223,9 +1228,9 @@ class Model {
           if (!write && !accumulator) masked_cost /= same_address_copies(st, a, r_depth);
         }
         if (conditional_value && !write && !accumulator) {
-          const double gather = avf * M.gather_lane_cycles;
-          const double each = a.fraction < 1 ? (ak == VecAccess::kUnit ? M.masked_access_factor : gather) : gather;
-          d.loads += kk * each / same_address_copies(st, a, r_depth);
+          const bool masked_load = a.fraction < 1 && ak == VecAccess::kUnit;
+          const double each = masked_load ? M.masked_access_factor : avf * M.gather_lane_cycles;
+          add_access(&d, false, !masked_load, kk * each / same_address_copies(st, a, r_depth));
           d.alu += kk;  // the mask
           continue;
         }
@@ -1234,12 +1239,13 @@ class Model {
           for (int sj : stores) stored |= S.stores[size_t(sj)].buffer == a.buffer;
           if (!stored) {
             d.hoisted += kk * v * (1 - ms);
-            d.loads += kk * ms * masked_cost;
+            add_access(&d, false, ak != VecAccess::kUnit, kk * ms * masked_cost);
             continue;
           }
         }
         const double frac = vl >= 0 ? 1.0 : a.fraction;
         double cost;
+        const bool indexed = per_lane(a, vl) || agather;
         if (per_lane(a, vl)) {
           cost = lanes * lane_cycles(write);  // gather / scatter
           d.alu += kk * lanes;
@@ -1261,12 +1267,8 @@ class Model {
         if (accumulator && self_read && steps > 1 && !per_lane(a, vl)) cost /= steps;
         // Unrolled copies that load the same address load it once (GVN).
         if (!write && !accumulator) cost /= same_address_copies(st, a, r_depth);
-        cost = (1 - ms) * cost + ms * masked_cost;
-        if (write) {
-          d.stores += kk * frac * cost;
-        } else {
-          d.loads += kk * frac * cost;
-        }
+        add_access(&d, write, indexed, kk * frac * (1 - ms) * cost);
+        add_access(&d, write, ak != VecAccess::kUnit, kk * frac * ms * masked_cost);
       }
       if (vl >= 0 && r >= 0 && self_read && !scattered) {
         // The vector this iteration stores is read back, shifted by less than its
@@ -1297,6 +1299,18 @@ class Model {
   // One lane of a vector gather (a read) or scatter (a write).
   double lane_cycles(bool write) const { return write ? M.scatter_lane_cycles : M.gather_lane_cycles; }
 
+  // Cycles of loads or stores: a gather's or scatter's (`indexed`) on their own
+  // resource where the machine runs them one at a time, else on the ports.
+  void add_access(Demand* d, bool write, bool indexed, double cycles) const {
+    if (indexed && M.indexed_accesses_serialize) {
+      d->indexed += cycles;
+    } else if (write) {
+      d->stores += cycles;
+    } else {
+      d->loads += cycles;
+    }
+  }
+
   double latency_bound(const Demand& d) const {
     double latency = d.chain_latency;
     if (d.inner_chain > 0)
@@ -1320,7 +1334,7 @@ class Model {
     }
     const double uops = d.uops() + (loop_overhead ? 2 : 0) + (loads - d.loads) + (stores - d.stores);
     const double c = std::max(
-        {d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, uops / M.issue_width, d.divide, latency});
+        {d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, d.indexed, uops / M.issue_width, d.divide, latency});
     return c + d.calls;
   }
 

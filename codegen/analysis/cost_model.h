@@ -63,6 +63,10 @@ struct MachineModel {
   double math_call_cycles = 20;     // one scalar exp / log / tanh call
   double gather_lane_cycles = 0.8;   // per lane of a vector gather (throughput)
   double scatter_lane_cycles = 1.6;  // per lane of a vector scatter
+  // Gathers and scatters run one after another through the microcode sequencer (AMD
+  // Zen 4: a gather and a scatter cost the sum of the two), not spread over the load
+  // and store ports beside the other accesses (Intel: the larger of the two).
+  bool indexed_accesses_serialize = false;
   double masked_access_factor = 2;  // a masked vector load or store (tail guards) against a plain one
   // Vector gathers (AVX2) and scatters (AVX-512): with them LLVM's loop vectorizer also
   // vectorizes loops with strided, indirect or guarded accesses.
