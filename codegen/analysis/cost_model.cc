@@ -389,6 +389,7 @@ class Model {
   std::vector<char> sroa_;                       // per buffer: kept in registers
   std::vector<int> autovec_;                     // per loop: LLVM's vector factor, 0 when it stays scalar
   std::vector<char> autovec_gathers_;            // per loop: LLVM vectorizes it with gathers or scatters
+  std::vector<double> body_size_;                // per innermost iterating loop: instructions of its unrolled body
   std::vector<int> outer_parallel_;              // per loop: the outermost parallel loop around it (itself included)
   std::vector<double> iters_, execs_;            // body runs / entries over the whole run
   std::vector<std::vector<int>> stores_under_;   // per loop: stores in its subtree
@@ -583,6 +584,21 @@ class Model {
     for (size_t l = 0; l < n; ++l)
       if (real_[l] || vec_ok_[l])
         for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) has_inner[size_t(p)] = 1;
+    // The scalar body of an innermost iterating loop once the loops inside are fully
+    // unrolled: each copy's accesses, operations and guard compares.
+    body_size_.assign(n, 0);
+    for (size_t l = 0; l < n; ++l) {
+      if (!real_[l] || has_inner[l]) continue;
+      for (int si : stores_under_[l]) {
+        const NestStore& st = S.stores[size_t(si)];
+        ValueOps ops;
+        count_value(st.node->value, &ops);
+        double copies = 1;
+        for (int u : st.loops)
+          if (L[size_t(u)].depth > L[l].depth) copies *= ext(u);
+        body_size_[l] += copies * (double(st.accesses.size() + st.guards.size()) + ops.fp + ops.div + ops.alu);
+      }
+    }
     for (size_t l = 0; l < n; ++l) {
       if (!real_[l] || has_inner[l] || L[l].extent < 4 || stores_under_[l].empty()) continue;
       bool ok = true, in_vector = false;
@@ -736,7 +752,10 @@ class Model {
           outer = true;
         }
       }
-      if (copies <= 1 || !outer) continue;
+      // Once the copies are unrolled, their tests no longer move with `l`: the
+      // function's second simplification (after the body is inlined into the entry)
+      // unswitches them where the body is small enough to duplicate.
+      if (copies <= 1 || !outer || body_size_[size_t(l)] <= M.unswitch_budget) continue;
       const double failing = std::ceil((1 - g.fraction) * space - 1e-9);
       unmasked *= 1 - std::min(1.0, failing / copies);
     }

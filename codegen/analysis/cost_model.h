@@ -84,6 +84,9 @@ struct MachineModel {
   double full_unroll_budget = 300;
   double full_unroll_analyzed_trips = 10;
   double full_unroll_boost = 2.7;
+  // LLVM unswitches a branch that does not move with a loop (duplicating the loop)
+  // when the loop's body is at most this many instructions (-unswitch-threshold).
+  double unswitch_budget = 50;
   // Out-of-order overlap of dependence chains inside one loop iteration: chained FP
   // operations of later iterations that the scheduler holds while the current ones wait
   // (Golden Cove / Raptor Cove: a 97-entry unified math scheduler).
