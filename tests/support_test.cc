@@ -1,6 +1,7 @@
 // support/: deferred release, the host's measured gather and scatter costs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 
@@ -83,9 +84,10 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
     EXPECT_GT(a.scatter_lane_cycles, 0.1);
     EXPECT_LT(a.scatter_lane_cycles, 50);
-    // A gather and a scatter in turn take at least as long as the slower of the two
-    // would alone (less a tenth for the rounding, a tenth for jitter).
-    EXPECT_GE(a.gather_scatter_lane_cycles, std::max(a.gather_lane_cycles, a.scatter_lane_cycles) - 0.2);
+    // A gather and a scatter in turn take about as long as the slower of the two alone
+    // at least (each figure is timed against its own runs of the add chain: on a busy
+    // VM they differ by up to a fifth).
+    EXPECT_GE(a.gather_scatter_lane_cycles, 0.7 * std::max(a.gather_lane_cycles, a.scatter_lane_cycles));
     EXPECT_LT(a.gather_scatter_lane_cycles, 100);
   } else {
     EXPECT_EQ(a.scatter_lane_cycles, 0);
