@@ -18,7 +18,7 @@ struct HostVectorCosts {
   double gather_scatter_lane_cycles = 0;
 };
 
-// Measured on the first call (a few milliseconds) and remembered for the process.
+// Measured on the first call (tens of milliseconds) and remembered for the process.
 const HostVectorCosts& host_vector_costs();
 
 }  // namespace tensorgym
