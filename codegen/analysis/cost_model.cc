@@ -729,11 +729,12 @@ class Model {
   // fully unrolls the loops inside, so a guard on an unrolled loop (a split's tail
   // test, `outer * f + inner < n`) is still there when the vectorizer runs: the
   // copies it can fail in keep it, the others have it folded away. About as many
-  // copies can fail as the guard leaves points out; a guard on `l` itself is a tail
-  // LLVM peels off, one on outer loops only does not move with `l`.
+  // copies can fail as the guard leaves points out; a guard on `l` alone is a tail
+  // LLVM peels off, one on outer loops only does not move with `l`. A guard on `l` and
+  // on unrolled copies inside it is masked in the copies it can fail in (gmm-4
+  // `reorder(C, i, k, j); split(C.j, 3, o, jj)`: masked gathers and scatters in the IR).
   double masked_share(int l, const NestStore& st) const {
     if (st.guard_loops.empty() || st.fraction >= 1) return 0;
-    if (std::find(st.guard_loops.begin(), st.guard_loops.end(), l) != st.guard_loops.end()) return 0;
     const int depth = S.loops[size_t(l)].depth;
     // Guard by guard: one that reads only loops outside `l` does not move with it
     // (unswitched); one that reads only the unrolled loops inside it is a constant in
@@ -744,6 +745,7 @@ class Model {
       if (g.fraction >= 1) continue;
       double space = 1, copies = 1;
       bool outer = false;
+      const bool moves = std::find(g.loops.begin(), g.loops.end(), l) != g.loops.end();
       for (int gl : g.loops) {
         space *= ext(gl);
         if (S.loops[size_t(gl)].depth > depth) {
@@ -755,7 +757,9 @@ class Model {
       // Once the copies are unrolled, their tests no longer move with `l`: the
       // function's second simplification (after the body is inlined into the entry)
       // unswitches them where the body is small enough to duplicate.
-      if (copies <= 1 || !outer || body_size_[size_t(l)] <= M.unswitch_budget) continue;
+      // A test that moves with `l` itself is a tail: LLVM peels it off a loop without
+      // copies, and masks the copies it can fail in (not unswitched: it moves).
+      if (copies <= 1 || !outer || (!moves && body_size_[size_t(l)] <= M.unswitch_budget)) continue;
       const double failing = std::ceil((1 - g.fraction) * space - 1e-9);
       unmasked *= 1 - std::min(1.0, failing / copies);
     }
