@@ -410,6 +410,13 @@ class Model {
   CacheSpec caches_[3];
 
   double ext(int l) const { return double(S.loops[size_t(l)].extent); }
+  // Instances of `st` in one iteration of loop `l`: the extents of its loops inside `l`.
+  double copies_inside(int l, const NestStore& st) const {
+    double copies = 1;
+    for (int u : st.loops)
+      if (S.loops[size_t(u)].depth > S.loops[size_t(l)].depth) copies *= ext(u);
+    return copies;
+  }
 
   double store_instances(int si) const {
     const NestStore& st = S.stores[size_t(si)];
@@ -593,9 +600,7 @@ class Model {
         const NestStore& st = S.stores[size_t(si)];
         ValueOps ops;
         count_value(st.node->value, &ops);
-        double copies = 1;
-        for (int u : st.loops)
-          if (L[size_t(u)].depth > L[l].depth) copies *= ext(u);
+        const double copies = copies_inside(int(l), st);
         body_size_[l] += copies * (double(st.accesses.size() + st.guards.size()) + ops.fp + ops.div + ops.alu);
       }
     }
@@ -614,9 +619,7 @@ class Model {
         count_value(st.node->value, &ops);
         if (ops.calls > 0) ok = false;
         // Unrolled copies inside `l`: each costs its accesses and operations again.
-        double copies = 1;
-        for (int u : st.loops)
-          if (L[size_t(u)].depth > L[l].depth) copies *= ext(u);
+        const double copies = copies_inside(int(l), st);
         cheap += copies * (ops.fp + ops.div);
         if (sroa_[size_t(st.buffer)]) {
           // A register value, not a store; a float accumulation into it is still a
