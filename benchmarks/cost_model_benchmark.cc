@@ -55,7 +55,7 @@
 //                     matches; the first two files' are compared as passes 1 and 2)
 //                     instead of measuring; schedules without one are left out. For
 //                     iterating on the model against fixed measurements.
-//   --host            ranks with MachineModel::from_host() (one core) instead
+//   --host            ranks with host_machine_model() (one core) instead
 //   --param NAME=V    overrides one MachineModel field (repeatable): sensitivity
 //   --ir-stats FILE   compiles every schedule (no runs) and writes, per schedule, the
 //                     loops the model says LLVM vectorizes (with gathers, at all) and
@@ -73,6 +73,9 @@
 //                     or lowers are counted as failed
 //   --explain LIST    prints the loop nest and the cost breakdown of these schedule
 //                     indices (comma-separated) of each program, for model work
+//   --explain-trace T prints the same for the schedule trace T (primitives separated by
+//                     ';') on each program of --programs, with no runs: for model work
+//                     on a schedule the random generator did not draw
 //   --remarks         with --explain: also compiles each explained schedule and prints
 //                     LLVM's loop-vectorizer remarks (which loops it vectorized, and
 //                     why not the others: the rules of the model's code-generator guesses)
@@ -100,6 +103,7 @@
 #include "codegen/analysis/cost_model.h"
 #include "codegen/analysis/features.h"
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/host_machine.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/program.h"
@@ -252,6 +256,7 @@ struct QualityOptions {
   std::vector<std::pair<std::string, double>> params;  // --param NAME=VALUE
   std::vector<int> explain;                             // --explain: schedule indices
   std::vector<std::string> replay;                      // --replay FILES
+  std::vector<std::string> explain_traces;              // --explain-trace T (repeatable)
   std::string ir_stats;                                 // --ir-stats FILE
   bool ir_model_only = false;                           // --ir-model-only: no compiles
   bool remarks = false;                                 // --remarks: with --explain, LLVM's vectorizer remarks
@@ -588,8 +593,41 @@ int run_replay(const QualityOptions& o, const MachineModel& machine) {
   return 0;
 }
 
+// The nest and the cost breakdown of a schedule, and with --remarks what LLVM's loop
+// vectorizer made of it.
+void explain(const LoopNest& nest, const MachineModel& machine, bool remarks) {
+  std::printf("%s%s", to_string(nest.body).c_str(), estimate_cost(nest, machine).to_string().c_str());
+  if (!remarks) return;
+  CpuCompileOptions co;
+  co.keep_vectorizer_remarks = true;
+  Expected<std::shared_ptr<const CpuKernel>> k = compile_cpu_kernel(nest, co);
+  if (!k.ok()) std::printf("remarks: %s\n", k.status().to_string().c_str());
+  if (k.ok())
+    for (const std::string& r : (*k)->vectorizer_remarks()) std::printf("remark: %s\n", r.c_str());
+}
+
+int run_explain_traces(const QualityOptions& o, const MachineModel& machine) {
+  int status = 0;
+  for (const Workload& wl : kWorkloads) {
+    if (std::find(o.programs.begin(), o.programs.end(), wl.name) == o.programs.end()) continue;
+    ProgramPtr program = parse_or_die(wl.text);
+    for (const std::string& t : o.explain_traces) {
+      std::printf("---- %s: %s\n", wl.name, t.c_str());
+      Expected<Schedule> s = Schedule::from_text(program, t);
+      Expected<LoopNest> nest = s.ok() ? lower(*s) : Expected<LoopNest>(s.status());
+      if (!nest.ok()) {
+        std::printf("error: %s\n", nest.status().to_string().c_str());
+        status = 1;
+        continue;
+      }
+      explain(*nest, machine, o.remarks);
+    }
+  }
+  return status;
+}
+
 int run_quality(const QualityOptions& o) {
-  MachineModel machine = o.host ? MachineModel::from_host() : MachineModel::reference();
+  MachineModel machine = o.host ? host_machine_model() : MachineModel::reference();
   machine.cores = 1;
   for (const auto& [name, v] : o.params) {
     if (!set_param(&machine, name, v)) {
@@ -598,6 +636,7 @@ int run_quality(const QualityOptions& o) {
     }
   }
   if (!o.replay.empty()) return run_replay(o, machine);
+  if (!o.explain_traces.empty()) return run_explain_traces(o, machine);
   std::map<std::pair<std::string, int>, Stored> stored;
   for (const std::string& f : o.runtimes) load_runtimes(f, &stored);
   const bool measure = o.runtimes.empty();
@@ -634,17 +673,8 @@ int run_quality(const QualityOptions& o) {
       }
       m.est = est_cycles(*nest, machine);
       if (std::find(o.explain.begin(), o.explain.end(), i) != o.explain.end()) {
-        std::printf("---- %s %d: %s\n%s%s", wl.name, i, m.trace.c_str(), to_string(nest->body).c_str(),
-                    estimate_cost(*nest, machine).to_string().c_str());
-        if (o.remarks) {
-          // What LLVM's loop vectorizer did with each loop, against the model's guesses.
-          CpuCompileOptions co;
-          co.keep_vectorizer_remarks = true;
-          Expected<std::shared_ptr<const CpuKernel>> k = compile_cpu_kernel(*nest, co);
-          if (!k.ok()) std::printf("remarks: %s\n", k.status().to_string().c_str());
-          if (k.ok())
-            for (const std::string& r : (*k)->vectorizer_remarks()) std::printf("remark: %s\n", r.c_str());
-        }
+        std::printf("---- %s %d: %s\n", wl.name, i, m.trace.c_str());
+        explain(*nest, machine, o.remarks);
       }
       m.nest = std::move(*nest);
       if (!measure) {
@@ -820,6 +850,8 @@ int main(int argc, char** argv) {
       o.replay = split_list(next());
     } else if (a == "--explain") {
       for (const std::string& x : split_list(next())) o.explain.push_back(std::atoi(x.c_str()));
+    } else if (a == "--explain-trace") {
+      o.explain_traces.push_back(next());
     } else if (a == "--host") {
       o.host = true;
     } else if (quality) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/cpu/host_machine.h"
 #include "codegen/cpu/workspace_pool.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/host_buffer.h"
@@ -73,6 +74,27 @@ TEST(CpuBackend, TargetIsTheHost) {
   EXPECT_FALSE(t.cpu_name.empty());
   EXPECT_EQ(t.llvm_version.substr(0, 3), "19.");
   EXPECT_EQ(t.fingerprint().size(), 16u);
+}
+
+TEST(CpuBackend, TheLoopVectorizersWidthIsTheTargets) {
+  // An elementwise loop LLVM's loop vectorizer takes on its own: its widest vector is
+  // the width the target reports for it (and the host machine of the cost model's
+  // est_cycles_host uses), 256 bits on Intel's AVX-512 parts, 512 on AMD Zen 4.
+  const CpuTarget& t = CpuTarget::host();
+  EXPECT_GE(t.auto_vector_bits, 128);
+  EXPECT_LE(t.auto_vector_bits, t.vector_bits);
+  EXPECT_EQ(host_machine_model().auto_vector_bits, t.auto_vector_bits);
+  ProgramPtr p = parse("input X: f32[4096]\nY[i] = X[i] * 2.0 + 1.0\n");
+  auto kernel = compile_keeping_ir(Schedule(p));
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  const std::string& ir = (*kernel)->llvm_ir();
+  int widest = 1;
+  for (size_t at = ir.find("<"); at != std::string::npos; at = ir.find("<", at + 1)) {
+    const size_t x = ir.find(" x float>", at);
+    if (x == std::string::npos || x > at + 4) continue;
+    widest = std::max(widest, std::atoi(ir.c_str() + at + 1));
+  }
+  EXPECT_EQ(widest * 32, t.auto_vector_bits) << ir;
 }
 
 TEST(CpuBackend, UnscheduledGemmMatchesInterpreter) {

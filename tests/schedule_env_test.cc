@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "codegen/analysis/cost_model.h"
+#include "codegen/cpu/host_machine.h"
 #include "codegen/lower/lower.h"
 #include "envs/env.h"
 #include "envs/schedule/cursor_actions.h"
@@ -262,7 +263,7 @@ TEST(ScheduleEnv, EstCyclesHostIsTheModelOnThisHostsMachine) {
   ASSERT_TRUE(schedule.apply_text(actions).ok());
   Expected<LoopNest> nest = lower(schedule);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  EXPECT_EQ(r.observations[0].as<double>(), est_cycles(*nest, MachineModel::from_host()));
+  EXPECT_EQ(r.observations[0].as<double>(), est_cycles(*nest, host_machine_model()));
   EXPECT_EQ(r.observations[1].as<double>(), est_cycles(*nest, MachineModel::reference()));
   // Platform-dependent and, as the gather probe is measured, not deterministic.
   for (const Space& space : e->observation_spaces()) {

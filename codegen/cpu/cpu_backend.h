@@ -19,6 +19,7 @@ struct CpuTarget {
   std::string features;      // "+avx2,+fma,..." (the enabled ones)
   std::string llvm_version;  // "19.1.7"
   int vector_bits = 128;     // widest usable vector register
+  int auto_vector_bits = 128;  // widest vector LLVM's loop vectorizer picks (Intel AVX-512: 256)
   int num_cores = 1;
 
   static const CpuTarget& host();

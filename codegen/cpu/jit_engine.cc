@@ -1,11 +1,13 @@
 #include "codegen/cpu/jit_engine.h"
 
+#include <llvm/Analysis/TargetTransformInfo.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -27,6 +29,19 @@ int widest_vector_bits(const std::string& features) {
   if (has("avx512f")) return 512;
   if (has("avx")) return 256;
   return 128;
+}
+
+// The widest vector LLVM's loop vectorizer uses on this target: its cost model's
+// register width (256 bits on Intel's AVX-512 parts, which prefer 256-bit vectors;
+// 512 on AMD Zen 4), asked of an empty function as the vectorizer asks of a kernel's.
+int loop_vectorizer_bits(llvm::TargetMachine& tm) {
+  llvm::LLVMContext context;
+  llvm::Module module("tg_probe", context);
+  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(context), false),
+                                             llvm::Function::ExternalLinkage, "tg_probe", module);
+  const llvm::TypeSize bits =
+      tm.getTargetTransformInfo(*f).getRegisterBitWidth(llvm::TargetTransformInfo::RGK_FixedWidthVector);
+  return std::max(128, int(bits.getFixedValue()));
 }
 
 }  // namespace
@@ -62,6 +77,11 @@ Status JitEngine::init() {
   target_.features = enabled;
   target_.llvm_version = LLVM_VERSION_STRING;
   target_.vector_bits = widest_vector_bits(enabled);
+  {
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) return internal_error("cannot create a target machine: " + error_text(tm.takeError()));
+    target_.auto_vector_bits = std::min(target_.vector_bits, loop_vectorizer_bits(**tm));
+  }
   target_.num_cores = int(std::max(1u, std::thread::hardware_concurrency()));
 
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();

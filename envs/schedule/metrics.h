@@ -8,8 +8,8 @@ namespace tensorgym {
 // est_cycles: the analytical cost model on the reference machine (deterministic).
 double estimated_cycles(const LoopNest& nest);
 
-// est_cycles_host: the same model on this host's machine (MachineModel::from_host():
-// its caches, vector width, cores, and its gather and scatter costs as measured once
+// est_cycles_host: the same model on this host's machine (host_machine_model():
+// its caches, vector widths, cores, and its gather and scatter costs as measured once
 // per process). Closer to this host's runtimes; neither reproducible elsewhere nor
 // bit-exact across processes.
 double estimated_cycles_on_host(const LoopNest& nest);
