@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "codegen/analysis/features.h"
@@ -780,16 +781,109 @@ class Model {
     return outside > 0 ? std::min(1.0, st.fraction / outside) : 0.0;
   }
 
+  // Whether `x` (a part of `st`'s value) changes within an iteration of region `r`:
+  // it loads, or reads `r` or the vector loop `vl` (or a let's variable, assumed to).
+  // Otherwise it reads only constants and outer loops, per unrolled copy.
+  bool moves_in_region(const Expr& x, const NestStore& st, int r, int vl) const {
+    bool moves = false;
+    visit_exprs(x, [&](const Expr& y) {
+      if (y.kind() == NodeKind::kLoad) moves = true;
+      if (const Variable* var = y.as<Variable>()) {
+        int l = -1;  // the enclosing loop of that name; none: a let's variable
+        for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
+          if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
+        moves |= l < 0 || l == r || l == vl;
+      }
+    });
+    return moves;
+  }
+
+  // Whether the padding tests of the selects in `st`'s value lose, before LLVM
+  // vectorizes region `r`, every part that does not move within it (as `masked_share`
+  // has it for a store's guards: a part on outer loops only is unswitched; one on
+  // outer loops and unrolled copies inside `r` too, where the body is small). Then
+  // the loads beside a select stay plain (the invariant ones hoisted) and only the
+  // guarded load is masked. Otherwise jump threading copies the loads after the select
+  // into both of its arms, and the vectorizer turns them into masked gathers: dep-1
+  // `compute_inline(P)` (the row taps unrolled inside the pixel loop) has 18 gathers
+  // and runs 3.3 ms; `reorder(Y, c, r, x); compute_inline(P)` (the rows outside) has
+  // none and runs 0.15 ms.
+  bool select_test_unswitched(const NestStore& st, int r, int vl) const {
+    if (r < 0) return false;
+    const int depth = S.loops[size_t(r)].depth;
+    bool invariant_part = false, kept = false;
+    std::function<void(const Expr&)> conjuncts = [&](const Expr& c) {
+      if (const And* a = c.as<And>()) {
+        conjuncts(a->a);
+        conjuncts(a->b);
+        return;
+      }
+      if (moves_in_region(c, st, r, vl)) return;
+      invariant_part = true;
+      bool copies = false;  // reads an unrolled loop inside `r`
+      visit_exprs(c, [&](const Expr& y) {
+        if (const Variable* var = y.as<Variable>())
+          for (int l : st.loops) copies |= S.loops[size_t(l)].name == var->name && S.loops[size_t(l)].depth > depth;
+      });
+      kept |= copies && body_size_[size_t(r)] > M.unswitch_budget;
+    };
+    visit_exprs(st.node->value, [&](const Expr& e) {
+      if (const Select* s = e.as<Select>()) conjuncts(s->condition);
+    });
+    return invariant_part && !kept;
+  }
+
   // Whether `buffer` (a register) is written, in the same innermost loop as `st`, by
   // a store whose value loads under a select.
-  bool conditional_producer(int buffer, const NestStore& st) const {
+  bool conditional_producer(int buffer, const NestStore& st, int r) const {
     if (st.loops.empty()) return false;
     for (const NestStore& p : S.stores) {
       if (p.buffer != buffer || &p == &st || p.loops.empty() || p.loops.back() != st.loops.back()) continue;
       for (const NestAccess& a : p.accesses)
-        if (a.kind == AccessKind::kRead && a.fraction < 1) return true;
+        if (a.kind == AccessKind::kRead && a.fraction < 1 && arms_split_inside(p, r)) return true;
     }
     return false;
+  }
+
+  // Whether LLVM splits a select in `st`'s value into two versions of a loop it
+  // unrolls inside region `r`: the select's leading clause (a padding test's row
+  // clause) does not move in that loop, which is small, so LLVM unswitches the clause
+  // out of it before unrolling it. Both versions keep the loads after the select
+  // (W's, even where the row is padding), and when LLVM vectorizes `r` it runs them
+  // under the clause's mask, as masked gathers. Where no such loop is left inside `r`
+  // (the column taps unrolled by the schedule, the rows in a loop of their own that
+  // the clause moves in), the clause is one more bit of the guarded load's mask. dep-1
+  // with the padding inlined: 18 gathers, 3.3 ms; with `unroll(Y.s)`, none, 0.16 ms;
+  // `reorder(Y, s, r); unroll(Y.s)`, none; `reorder(Y, s, r); unroll(Y.r)`, 26.
+  bool arms_split_inside(const NestStore& st, int r) const {
+    if (r < 0) return false;
+    const int depth = S.loops[size_t(r)].depth;
+    bool split = false;
+    visit_exprs(st.node->value, [&](const Expr& e) {
+      const Select* sel = e.as<Select>();
+      if (!sel || split) return;
+      Expr lead = sel->condition;
+      while (const And* a = lead.as<And>()) lead = a->a;
+      int deepest = -1;  // the depth of the deepest loop the clause reads (extents of 1 are constants)
+      visit_exprs(lead, [&](const Expr& y) {
+        if (y.kind() == NodeKind::kLoad) deepest = std::numeric_limits<int>::max();
+        if (const Variable* var = y.as<Variable>()) {
+          int l = -1;
+          for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
+            if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
+          if (l < 0) {
+            deepest = std::numeric_limits<int>::max();  // a let's variable
+          } else if (S.loops[size_t(l)].extent > 1) {
+            deepest = std::max(deepest, S.loops[size_t(l)].depth);
+          }
+        }
+      });
+      for (int l : st.loops) {
+        const NestLoop& L = S.loops[size_t(l)];
+        split |= L.depth > depth && L.kind == ForKind::kSerial && L.extent > 1 && deepest < L.depth;
+      }
+    });
+    return split;
   }
 
   // Whether a guard of `st` is still tested on every iteration of region `r`: one
@@ -1179,38 +1273,29 @@ class Model {
       const double kk = k * (masked || ms > 0 ? 1.0 : fraction_within(st, r)) * slp;
       // A load on one side of a select (a padding test inlined into the value), in a
       // loop LLVM vectorizes: it cannot be speculated, so it is a masked load (a masked
-      // gather when not contiguous), and LLVM if-converts the operation around the
-      // select into both arms: the value's other loads run under the opposite mask,
-      // as masked gathers even of one address (the optimized IR of dep-1 with its
-      // padding inlined: 9 masked loads and 19 gathers for 9 taps; measured 1.3 ms,
-      // estimated 0.6 ms without this).
-      bool conditional_value = false;
-      if (autovec)
+      // gather when not contiguous). Where LLVM split the select into two versions of
+      // an inner loop first (`arms_split_inside`), the value's other loads run in both,
+      // under the clause's masks, as masked gathers even of one address (the optimized
+      // IR of dep-1 with its padding inlined: 9 masked loads and 18 gathers for 9 taps;
+      // measured 1.3 ms, estimated 0.6 ms without this).
+      bool conditional_value = false, arms_split = false;
+      if (autovec && !select_test_unswitched(st, r, vl))
         for (const NestAccess& a : st.accesses) {
-          conditional_value |= a.kind == AccessKind::kRead && a.fraction < 1;
+          if (a.kind == AccessKind::kRead && a.fraction < 1) {
+            conditional_value = true;
+            arms_split |= arms_split_inside(st, r);
+          }
           // The same through a register written just before, copy by copy (a padding
           // stage computed per tap, inside the taps' loops): SROA makes it one value.
           // (A tile computed whole before the taps read it is not: its selects stay
           // in its own copies; dep-1 seed 13: 19 gathers in the first, none in the second.)
-          if (a.kind == AccessKind::kRead && sroa_[size_t(a.buffer)])
-            conditional_value |= conditional_producer(a.buffer, st);
+          if (a.kind == AccessKind::kRead && sroa_[size_t(a.buffer)] && conditional_producer(a.buffer, st, r))
+            conditional_value = arms_split = true;
         }
       // Integer and boolean parts that read neither the region's loop nor the
       // store's vector loop are computed outside the region (per unrolled copy, they
       // read only constants and outer loops).
-      const IsInvariant invariant = [&](const Expr& x) {
-        bool moves = false;
-        visit_exprs(x, [&](const Expr& y) {
-          if (y.kind() == NodeKind::kLoad) moves = true;
-          if (const Variable* var = y.as<Variable>()) {
-            int l = -1;  // the enclosing loop of that name; none: a let's variable, assumed to move
-            for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
-              if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
-            moves |= l < 0 || l == r || l == vl;
-          }
-        });
-        return !moves;
-      };
+      const IsInvariant invariant = [&](const Expr& x) { return !moves_in_region(x, st, r, vl); };
       ValueOps ops;
       count_value(st.node->value, &ops, &invariant);
       d.fp += kk * v * ops.fp;
@@ -1253,7 +1338,7 @@ class Model {
           if (accumulator && self_read && steps > 1) masked_cost /= steps;
           if (!write && !accumulator) masked_cost /= same_address_copies(st, a, r_depth);
         }
-        if (conditional_value && !write && !accumulator) {
+        if (conditional_value && !write && !accumulator && (a.fraction < 1 || arms_split)) {
           const bool masked_load = a.fraction < 1 && ak == VecAccess::kUnit;
           const double each = masked_load ? M.masked_access_factor : avf * M.gather_lane_cycles;
           add_access(&d, false, !masked_load, kk * each / same_address_copies(st, a, r_depth));
