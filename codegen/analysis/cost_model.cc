@@ -854,7 +854,8 @@ class Model {
   // (the column taps unrolled by the schedule, the rows in a loop of their own that
   // the clause moves in), the clause is one more bit of the guarded load's mask. dep-1
   // with the padding inlined: 18 gathers, 3.3 ms; with `unroll(Y.s)`, none, 0.16 ms;
-  // `reorder(Y, s, r); unroll(Y.s)`, none; `reorder(Y, s, r); unroll(Y.r)`, 26.
+  // `reorder(Y, s, r); unroll(Y.s)`, none; `reorder(Y, s, r); unroll(Y.r)` (the row
+  // clause a constant in each copy of r, inside the loop over s), 26.
   bool arms_split_inside(const NestStore& st, int r) const {
     if (r < 0) return false;
     const int depth = S.loops[size_t(r)].depth;
@@ -864,7 +865,9 @@ class Model {
       if (!sel || split) return;
       Expr lead = sel->condition;
       while (const And* a = lead.as<And>()) lead = a->a;
-      int deepest = -1;  // the depth of the deepest loop the clause reads (extents of 1 are constants)
+      // The depth of the deepest loop the clause reads: loops of extent 1 and the
+      // schedule's unrolled copies are constants in each copy.
+      int deepest = -1;
       visit_exprs(lead, [&](const Expr& y) {
         if (y.kind() == NodeKind::kLoad) deepest = std::numeric_limits<int>::max();
         if (const Variable* var = y.as<Variable>()) {
@@ -873,7 +876,7 @@ class Model {
             if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
           if (l < 0) {
             deepest = std::numeric_limits<int>::max();  // a let's variable
-          } else if (S.loops[size_t(l)].extent > 1) {
+          } else if (S.loops[size_t(l)].extent > 1 && S.loops[size_t(l)].kind != ForKind::kUnrolled) {
             deepest = std::max(deepest, S.loops[size_t(l)].depth);
           }
         }
