@@ -803,11 +803,10 @@ class Model {
   // has it for a store's guards: a part on outer loops only is unswitched; one on
   // outer loops and unrolled copies inside `r` too, where the body is small). Then
   // the loads beside a select stay plain (the invariant ones hoisted) and only the
-  // guarded load is masked. Otherwise jump threading copies the loads after the select
-  // into both of its arms, and the vectorizer turns them into masked gathers: dep-1
-  // `compute_inline(P)` (the row taps unrolled inside the pixel loop) has 18 gathers
-  // and runs 3.3 ms; `reorder(Y, c, r, x); compute_inline(P)` (the rows outside) has
-  // none and runs 0.15 ms.
+  // guarded load is masked (a constant mask once LLVM fully unrolls a short vector
+  // loop): dep-1 `reorder(Y, c, r, x); compute_inline(P)` (the rows outside the pixel
+  // loop) has no gather and runs 0.15 ms; `compute_inline(P)` (the row taps unrolled
+  // inside it, see `arms_split_inside`) has 18 and runs 3.3 ms.
   bool select_test_unswitched(const NestStore& st, int r, int vl) const {
     if (r < 0) return false;
     const int depth = S.loops[size_t(r)].depth;
