@@ -410,6 +410,26 @@ TEST(CostModel, APaddingTestOnRowsOutsideTheVectorLoopIsUnswitched) {
   EXPECT_LT(rows_outside, 0.8 * taps_inside);
 }
 
+TEST(CostModel, APaddingRangeTestOverAWholeLoopIsASwitchTheVectorizerLeaves) {
+  // dep-1's padding stage: its column test `w >= 1 && w <= 112` over w in 0..114 leaves
+  // out exactly the first and the last column. LLVM rewrites it as `w != 0 && w != 113`
+  // and then as a switch, and its loop vectorizer leaves a loop with a switch alone
+  // ("loop contains a switch statement"): the columns stay scalar. Computed at the
+  // output's rows, the stage runs three times over (0.54 ms against the naive nest's
+  // 0.24); the model had it cheaper than the naive nest. Split by 2, the test is on
+  // `o * 2 + i` and the loop is vectorized.
+  ProgramPtr p = depthwise("h >= 1 && h <= 112 && w >= 1 && w <= 112");
+  const CostBreakdown naive = estimate_cost(lower_text(p, ""), cores(1));
+  const LoopCost* w = find_loop(naive, "P.w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_FALSE(w->vectorized);
+  EXPECT_GT(est(p, "compute_at(P, D.y)"), est(p, ""));
+  const CostBreakdown halves = estimate_cost(lower_text(p, "split(P.w, 2, wo, wi)"), cores(1));
+  const LoopCost* split = find_loop(halves, "P.wo");
+  ASSERT_NE(split, nullptr);
+  EXPECT_TRUE(split->vectorized);
+}
+
 TEST(CostModel, AnAccumulatorAllocatedInsideTheLoopIsNoReductionOverIt) {
   // dep-1's output accumulated in a one-element buffer computed at x: the buffer is
   // allocated inside x, so each pixel sums its 9 taps in its own register and LLVM

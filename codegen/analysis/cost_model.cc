@@ -195,6 +195,17 @@ void count_value(const Expr& e, ValueOps* o, const IsInvariant* invariant = null
   }
 }
 
+// Calls `f` on each clause of a conjunction (`a && b && ...`, in order).
+template <class F>
+void for_each_clause(const Expr& c, F&& f) {
+  if (const And* a = c.as<And>()) {
+    for_each_clause(a->a, f);
+    for_each_clause(a->b, f);
+  } else {
+    f(c);
+  }
+}
+
 double ceil_div(double a, double b) { return std::ceil(a / b); }
 
 int64_t gcd64(int64_t a, int64_t b) {
@@ -618,7 +629,7 @@ class Model {
         const NestStore& st = S.stores[size_t(si)];
         ValueOps ops;
         count_value(st.node->value, &ops);
-        if (ops.calls > 0) ok = false;
+        if (ops.calls > 0 || range_test_is_switch(st, int(l))) ok = false;
         // Unrolled copies inside `l`: each costs its accesses and operations again.
         const double copies = copies_inside(int(l), st);
         cheap += copies * (ops.fp + ops.div);
@@ -781,6 +792,53 @@ class Model {
     return outside > 0 ? std::min(1.0, st.fraction / outside) : 0.0;
   }
 
+  // Whether a select in `st`'s value tests loop `l` against both ends of its range,
+  // excluding exactly its first and last values (`w >= 1 && w <= 112` over 0..114: a
+  // padding stage's columns, padding 1). LLVM turns the two tests into `w != 0` and
+  // `w != 113`, and SimplifyCFG that chain of compares into a switch, which its loop
+  // vectorizer does not take ("loop contains a switch statement"): dep-1's padding
+  // stage at the output's rows, `compute_at(P, Y.y)`, 0.54 ms against the naive 0.24.
+  bool range_test_is_switch(const NestStore& st, int l) const {
+    const NestLoop& L = S.loops[size_t(l)];
+    if (L.extent < 3) return false;
+    const int64_t first = L.min, last = L.min + L.extent - 1;
+    bool low = false, high = false;
+    // `v op c` (or `c op v`) on the loop variable alone: the values it leaves out.
+    auto clause = [&](const Expr& c) {
+      Expr x, y;
+      NodeKind k = c.kind();
+      if (const LT* e = c.as<LT>()) x = e->a, y = e->b;
+      if (const LE* e = c.as<LE>()) x = e->a, y = e->b;
+      if (const GT* e = c.as<GT>()) x = e->a, y = e->b;
+      if (const GE* e = c.as<GE>()) x = e->a, y = e->b;
+      if (!x.defined()) return;
+      const Variable* v = x.as<Variable>();
+      const IntImm* n = y.as<IntImm>();
+      if (!v || !n) {  // the constant on the left: mirror the comparison
+        v = y.as<Variable>();
+        n = x.as<IntImm>();
+        if (!v || !n) return;
+        k = k == NodeKind::kLT ? NodeKind::kGT : k == NodeKind::kLE ? NodeKind::kGE
+          : k == NodeKind::kGT ? NodeKind::kLT : NodeKind::kLE;
+      }
+      if (v->name != L.name) return;
+      const int64_t c0 = n->value;
+      if (k == NodeKind::kGE) low |= c0 == first + 1;
+      if (k == NodeKind::kGT) low |= c0 == first;
+      if (k == NodeKind::kLE) high |= c0 == last - 1;
+      if (k == NodeKind::kLT) high |= c0 == last;
+    };
+    bool sw = false;
+    visit_exprs(st.node->value, [&](const Expr& e) {
+      if (const Select* s = e.as<Select>()) {
+        low = high = false;
+        for_each_clause(s->condition, clause);
+        sw |= low && high;
+      }
+    });
+    return sw;
+  }
+
   // Whether `x` (a part of `st`'s value) changes within an iteration of region `r`:
   // it loads, or reads `r` or the vector loop `vl` (or a let's variable, assumed to).
   // Otherwise it reads only constants and outer loops, per unrolled copy.
@@ -811,12 +869,7 @@ class Model {
     if (r < 0) return false;
     const int depth = S.loops[size_t(r)].depth;
     bool invariant_part = false, kept = false;
-    std::function<void(const Expr&)> conjuncts = [&](const Expr& c) {
-      if (const And* a = c.as<And>()) {
-        conjuncts(a->a);
-        conjuncts(a->b);
-        return;
-      }
+    auto clause = [&](const Expr& c) {
       if (moves_in_region(c, st, r, vl)) return;
       invariant_part = true;
       bool copies = false;  // reads an unrolled loop inside `r`
@@ -827,7 +880,7 @@ class Model {
       kept |= copies && body_size_[size_t(r)] > M.unswitch_budget;
     };
     visit_exprs(st.node->value, [&](const Expr& e) {
-      if (const Select* s = e.as<Select>()) conjuncts(s->condition);
+      if (const Select* s = e.as<Select>()) for_each_clause(s->condition, clause);
     });
     return invariant_part && !kept;
   }
@@ -1300,6 +1353,17 @@ class Model {
       const IsInvariant invariant = [&](const Expr& x) { return !moves_in_region(x, st, r, vl); };
       ValueOps ops;
       count_value(st.node->value, &ops, &invariant);
+      if (!autovec && vl < 0 && r >= 0 && range_test_is_switch(st, r)) {
+        // The range test is a switch: a compare and a branch in place of its clauses.
+        visit_exprs(st.node->value, [&](const Expr& e) {
+          const Select* sel = e.as<Select>();
+          if (!sel) return;
+          ValueOps test;
+          count_value(sel->condition, &test, &invariant);
+          ops.fp -= test.fp;
+          ops.alu += 2 - test.alu;
+        });
+      }
       d.fp += kk * v * ops.fp;
       d.divide += kk * v * ops.div * M.divide_cycles;
       d.calls += kk * lanes * ops.calls * M.math_call_cycles;
