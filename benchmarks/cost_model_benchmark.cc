@@ -282,7 +282,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(dram_bandwidth) TG_PARAM(dram_bandwidth_total) TG_PARAM(l2_latency) TG_PARAM(l3_latency)
   TG_PARAM(dram_latency) TG_PARAM(memory_parallelism) TG_PARAM(page_bytes) TG_PARAM(dtlb_entries)
   TG_PARAM(stlb_entries) TG_PARAM(dtlb_miss_cycles) TG_PARAM(stlb_miss_cycles) TG_PARAM(fork_join_cycles)
-  TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes)
+  TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes) TG_PARAM(workspace_pool_bytes) TG_PARAM(page_fault_cycles)
 #undef TG_PARAM
   return false;
   // clang-format on

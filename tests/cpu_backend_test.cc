@@ -97,6 +97,13 @@ TEST(CpuBackend, TheLoopVectorizersWidthIsTheTargets) {
   EXPECT_EQ(widest * 32, t.auto_vector_bits) << ir;
 }
 
+TEST(CpuBackend, TheCostModelKnowsTheWorkspacePoolsCap) {
+  // Scratch above the pool's cap faults its pages in on every run; the cost model
+  // charges that from its own copy of the cap.
+  EXPECT_EQ(MachineModel::reference().workspace_pool_bytes, int64_t(kWorkspacePoolBytes));
+  EXPECT_EQ(host_machine_model().workspace_pool_bytes, int64_t(kWorkspacePoolBytes));
+}
+
 TEST(CpuBackend, UnscheduledGemmMatchesInterpreter) {
   ProgramPtr p = parse(kGemm);
   auto kernel = compile_keeping_ir(Schedule(p));

@@ -127,6 +127,12 @@ struct MachineModel {
   double call_cycles = 30;         // an outlined parallel body run on one thread
   double heap_alloc_cycles = 500;  // an Allocate above the stack limit (per execution)
   int64_t stack_limit_bytes = int64_t(512) << 10;
+  // The runtime's workspace pool keeps freed blocks up to this many bytes a thread
+  // (kWorkspacePoolBytes); a larger buffer goes back to the C library after each
+  // execution and faults its pages in again on the next (`page_fault_cycles` a page:
+  // the trap and the zeroing of a 4 KiB page, 2.0-2.8 us on the Zen 4 VM).
+  int64_t workspace_pool_bytes = int64_t(256) << 20;
+  double page_fault_cycles = 6000;
 
   // A fixed machine (see docs/cost_model.md): 8 x86-64 cores with the development
   // VM's caches and AVX-512 gathers and scatters, code generated with 256-bit
