@@ -844,6 +844,14 @@ class Model {
     return sw;
   }
 
+  // The loop of `st` a variable of its value names (the innermost of that name); -1 for
+  // a let's variable.
+  int loop_named(const NestStore& st, const std::string& name) const {
+    for (size_t k = st.loops.size(); k-- > 0;)
+      if (S.loops[size_t(st.loops[k])].name == name) return st.loops[k];
+    return -1;
+  }
+
   // Whether `x` (a part of `st`'s value) changes within an iteration of region `r`:
   // it loads, or reads `r` or the vector loop `vl` (or a let's variable, assumed to).
   // Otherwise it reads only constants and outer loops, per unrolled copy.
@@ -852,9 +860,7 @@ class Model {
     visit_exprs(x, [&](const Expr& y) {
       if (y.kind() == NodeKind::kLoad) moves = true;
       if (const Variable* var = y.as<Variable>()) {
-        int l = -1;  // the enclosing loop of that name; none: a let's variable
-        for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
-          if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
+        const int l = loop_named(st, var->name);
         moves |= l < 0 || l == r || l == vl;
       }
     });
@@ -879,8 +885,10 @@ class Model {
       invariant_part = true;
       bool copies = false;  // reads an unrolled loop inside `r`
       visit_exprs(c, [&](const Expr& y) {
-        if (const Variable* var = y.as<Variable>())
-          for (int l : st.loops) copies |= S.loops[size_t(l)].name == var->name && S.loops[size_t(l)].depth > depth;
+        if (const Variable* var = y.as<Variable>()) {
+          const int l = loop_named(st, var->name);
+          copies |= l >= 0 && S.loops[size_t(l)].depth > depth;
+        }
       });
       kept |= copies && body_size_[size_t(r)] > M.unswitch_budget;
     };
@@ -928,9 +936,7 @@ class Model {
       visit_exprs(lead, [&](const Expr& y) {
         if (y.kind() == NodeKind::kLoad) deepest = std::numeric_limits<int>::max();
         if (const Variable* var = y.as<Variable>()) {
-          int l = -1;
-          for (size_t k = st.loops.size(); k-- > 0 && l < 0;)
-            if (S.loops[size_t(st.loops[k])].name == var->name) l = st.loops[k];
+          const int l = loop_named(st, var->name);
           if (l < 0) {
             deepest = std::numeric_limits<int>::max();  // a let's variable
           } else if (S.loops[size_t(l)].extent > 1 && S.loops[size_t(l)].kind != ForKind::kUnrolled) {
@@ -949,11 +955,11 @@ class Model {
         const Div* dv = y.as<Div>();
         if (!dv) return;
         visit_exprs(dv->a, [&](const Expr& z) {
-          if (const Variable* var = z.as<Variable>())
-            for (int l : st.loops) {
-              const NestLoop& L = S.loops[size_t(l)];
-              split |= L.name == var->name && L.depth > depth && L.kind == ForKind::kSerial && L.extent > 1;
-            }
+          const Variable* var = z.as<Variable>();
+          const int l = var ? loop_named(st, var->name) : -1;
+          if (l < 0) return;
+          const NestLoop& L = S.loops[size_t(l)];
+          split |= L.depth > depth && L.kind == ForKind::kSerial && L.extent > 1;
         });
       });
     });
