@@ -536,6 +536,37 @@ TEST(CostModel, FusedLoopsReuseOnlyWhatFitsBetweenTwoVisitsOfALine) {
   EXPECT_LT(row_misses, 1024.0 * 1024 * 1024 / 4);
 }
 
+// S[x] += A[c, x] over `rows` rows c inside 64 columns x: each iteration of x touches
+// one line of every row, and the next 15 iterations come back to the same lines.
+double column_walk_l1_misses(int64_t rows, const MachineModel& m) {
+  LoopNest n;
+  n.inputs = {Arg("A", {rows, 1040})};
+  n.outputs = {Arg("S", {64})};
+  n.body = Loop("S.x", 64, Loop("S.c", rows, St("S", V("S.x"), Ld("S", V("S.x")) + Ld("A", V("S.c") * I(1040) + V("S.x")))));
+  return estimate_cost(n, m).stores[0].l1_misses;
+}
+
+TEST(CostModel, AWorkingSetJustPastTheCacheLosesOnlyPartOfItsLines) {
+  // The reference L1 holds 48 KiB; a working set fits in 3/4 of it (576 lines). Past
+  // that, the share of lines fetched again each iteration grows with the overflow
+  // and reaches all of them half a capacity further (864 lines): a real L1 is not an
+  // LRU cache and its prefetchers refill part of what falls out (c2d-2 with 64 rows
+  // of 8 lines, 33.5 KiB, on the 32 KiB Zen 4 L1: 3.3 ms run, 10 ms estimated with a
+  // cliff).
+  const MachineModel m = cores(1);
+  auto per_touch = [&](int64_t rows) { return column_walk_l1_misses(rows, m) / double(64 * rows); };
+  const double fits = per_touch(500), just_past = per_touch(640), past = per_touch(760), far_past = per_touch(900);
+  EXPECT_NEAR(fits, 1.0 / 16, 0.01);  // each line once: 16 floats a line
+  EXPECT_GT(just_past, fits * 1.5);
+  EXPECT_LT(just_past, 0.5);
+  EXPECT_GT(past, just_past * 1.5);
+  EXPECT_NEAR(far_past, 1.0, 0.02);  // every line again every iteration
+  // With the cliff (span 0) a working set one line past the capacity misses everything.
+  MachineModel cliff = m;
+  cliff.cache_overflow_span = 0;
+  EXPECT_NEAR(column_walk_l1_misses(640, cliff) / (64 * 640.0), 1.0, 0.02);
+}
+
 TEST(CostModel, UnrolledCopiesTouchTheirLinesOnceWhateverTheirOrder) {
   // Inside the innermost loop, 4 x 16 unrolled copies read 16 rows of A 4 KiB apart
   // (16 lines in one L1 set, more than its 12 ways). Straight-line code is scheduled

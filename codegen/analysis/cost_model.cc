@@ -1128,7 +1128,8 @@ class Model {
     const double positions = double(sets / std::max<int64_t>(g, 1));
     const double run_lines = std::max(1.0, std::ceil(fp.run * elem_bytes / M.line_bytes));
     const double used_sets = std::min(c.sets, run_lines * std::min(fp.runs, positions));
-    return fp.lines <= used_sets * c.ways * M.cache_utilization;
+    // Spread over every set, it is a question of capacity alone (access_misses).
+    return used_sets >= c.sets || fp.lines <= used_sets * c.ways * M.cache_utilization;
   }
 
   // Lines of `a` missing each cache level over one run. The walk goes from the
@@ -1178,16 +1179,24 @@ class Model {
           sets_ok = fits_sets(cycle, eb, caches_[c]);
         }
         conflict |= !sets_ok;
-        const bool fits = ws <= caches_[c].capacity_lines && sets_ok;
-        if (!fits && autovec_[size_t(l)] > 0) {
+        // Past the capacity the share of lines fetched again grows with the overflow
+        // (caches are not LRU, and prefetchers refill part of what falls out); lines
+        // that pile into a few sets miss outright.
+        const double cap = caches_[c].capacity_lines;
+        const double span = cap * M.cache_overflow_span;
+        const double overflow = !sets_ok    ? 1.0
+                                : span <= 0 ? double(ws > cap)
+                                            : std::clamp((ws - cap) / span, 0.0, 1.0);
+        const double kept = std::min(fps[k].lines, ext(l) * m);
+        double refetched = ext(l) * m;
+        if (autovec_[size_t(l)] > 0) {
           // LLVM's vector loop runs `vf` iterations at once: what does not stay in
           // the cache comes again once per vector iteration, its lanes' lines together.
           const double vf = autovec_[size_t(l)];
           const double lanes = m * (1 + (vf - 1) * std::min(1.0, step * eb / M.line_bytes));
-          m = std::ceil(ext(l) / vf) * std::min(fps[k].lines, lanes);
-        } else {
-          m = fits ? std::min(fps[k].lines, ext(l) * m) : ext(l) * m;
+          refetched = std::ceil(ext(l) / vf) * std::min(fps[k].lines, lanes);
         }
+        m = overflow * refetched + (1 - overflow) * kept;
       }
       if (total_lines_ <= caches_[c].capacity_lines) m = std::max(0.0, m - fps[0].lines);
       (void)conflict;

@@ -104,6 +104,9 @@ struct MachineModel {
   int64_t l3_bytes = int64_t(32) << 20;
   int l3_ways = 16;
   double cache_utilization = 0.75;  // fraction of a cache a working set may use and still fit
+  // How far past that (a fraction of it) a working set must grow before every line is
+  // fetched again each iteration; in between the share grows linearly. 0: a cliff.
+  double cache_overflow_span = 0.5;
   // Bandwidth (bytes per cycle into the level above, per core) and latency (cycles)
   // of each level as a source of lines.
   double l2_bandwidth = 32;
