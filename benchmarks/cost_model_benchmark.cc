@@ -746,9 +746,9 @@ int run_quality(const QualityOptions& o) {
       }
     }
     // Extra passes for the schedules whose fastest sample no other sample confirms
-    // (within --confirm): a slow phase of the development VM lasts from a tenth of a
-    // second to seconds and slows a run by 20-50%, and a schedule can meet it in most
-    // of its passes. The fastest sample is kept, so more samples only ever help.
+    // (within --confirm): on the development VM a child runs at full speed or 1.3-1.5
+    // times slower all through, and a schedule can draw the slow state in most of its
+    // passes. The fastest sample is kept, so more samples only ever help.
     int remeasured = 0, extra_runs = 0;
     for (int pass = o.passes; measure && pass < o.max_passes; ++pass) {
       int unconfirmed = 0;

@@ -1616,6 +1616,7 @@ MachineModel sanitized(const MachineModel& m) {
   at_least(s.memory_parallelism, 1e-9);
   at_least(s.scheduler_window, 1e-9);
   at_least(s.cache_utilization, 1e-9);
+  at_least(s.cache_overflow_span, 0.0);  // NaN or negative: the cliff
   return s;
 }
 
