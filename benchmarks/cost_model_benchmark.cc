@@ -656,16 +656,16 @@ int run_quality(const QualityOptions& o) {
   const bool measure = o.runtimes.empty();
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
-  std::printf("machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB), 1 core; %d random schedules per "
-              "program, seed %llu; %s\n",
-              machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
-              machine.indexed_accesses_serialize ? ", one after another" : "",
-              (long long)(machine.l2_bytes >> 10), o.count,
-              (unsigned long long)o.seed,
-              measure ? ("measured: " + std::to_string(o.passes) + " passes (up to " + std::to_string(o.max_passes) +
-                         " until a second sample confirms the fastest), fastest kept")
-                            .c_str()
-                      : "runtimes from earlier runs (fastest kept)");
+  std::printf(
+      "machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB), 1 core; %d random schedules per "
+      "program, seed %llu; %s\n",
+      machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
+      machine.indexed_accesses_serialize ? ", one after another" : "", (long long)(machine.l2_bytes >> 10), o.count,
+      (unsigned long long)o.seed,
+      measure ? ("measured: " + std::to_string(o.passes) + " passes (up to " + std::to_string(o.max_passes) +
+                 " until a second sample confirms the fastest), fastest kept")
+                    .c_str()
+              : "runtimes from earlier runs (fastest kept)");
   int w = 0;
   for (const Workload& wl : kWorkloads) {
     ++w;
@@ -802,7 +802,8 @@ int run_quality(const QualityOptions& o) {
                 spearman(est, runtime), est.size(), capped, o.cap_s, skipped, failed);
     if (first.size() == est.size() && !first.empty()) {
       std::printf("; passes 1 vs 2: %.3f", spearman(first, second));
-      if (first_half.size() == est.size()) std::printf(", fastest of each half: %.3f", spearman(first_half, second_half));
+      if (first_half.size() == est.size())
+        std::printf(", fastest of each half: %.3f", spearman(first_half, second_half));
     }
     if (measure && o.max_passes > o.passes)
       std::printf("; %d unconfirmed after %d passes, measured again (%d runs)", remeasured, o.passes, extra_runs);

@@ -543,7 +543,8 @@ double column_walk_l1_misses(int64_t rows, const MachineModel& m) {
   LoopNest n;
   n.inputs = {Arg("A", {rows, 1040})};
   n.outputs = {Arg("S", {64})};
-  n.body = Loop("S.x", 64, Loop("S.c", rows, St("S", V("S.x"), Ld("S", V("S.x")) + Ld("A", V("S.c") * I(1040) + V("S.x")))));
+  n.body =
+      Loop("S.x", 64, Loop("S.c", rows, St("S", V("S.x"), Ld("S", V("S.x")) + Ld("A", V("S.c") * I(1040) + V("S.x")))));
   return estimate_cost(n, m).stores[0].l1_misses;
 }
 
@@ -551,9 +552,9 @@ TEST(CostModel, AWorkingSetJustPastTheCacheLosesOnlyPartOfItsLines) {
   // The reference L1 holds 48 KiB; a working set fits in 3/4 of it (576 lines). Past
   // that, the share of lines fetched again each iteration grows with the overflow
   // and reaches all of them half a capacity further (864 lines): a real L1 is not an
-  // LRU cache and its prefetchers refill part of what falls out (c2d-2 with 64 rows
-  // of 8 lines, 33.5 KiB, on the 32 KiB Zen 4 L1: 3.3 ms run, 10 ms estimated with a
-  // cliff).
+  // LRU cache and its prefetchers refill part of what falls out (c2d-2 reading 512
+  // lines, 64 channels x 8 image rows, in each pixel: 33.5 KiB on the 32 KiB Zen 4 L1,
+  // 3.3 ms run, 10 ms estimated with a cliff).
   const MachineModel m = cores(1);
   auto per_touch = [&](int64_t rows) { return column_walk_l1_misses(rows, m) / double(64 * rows); };
   const double fits = per_touch(500), just_past = per_touch(640), past = per_touch(760), far_past = per_touch(900);
