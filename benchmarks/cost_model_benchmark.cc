@@ -286,7 +286,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(full_unroll_boost) TG_PARAM(unswitch_budget) TG_PARAM(scheduler_window) TG_PARAM(register_buffer_elements) TG_PARAM(cores)
   TG_PARAM(line_bytes) TG_PARAM(l1_bytes) TG_PARAM(l1_ways) TG_PARAM(l2_bytes) TG_PARAM(l2_ways) TG_PARAM(l3_bytes)
   TG_PARAM(l3_ways) TG_PARAM(cache_utilization) TG_PARAM(cache_overflow_span) TG_PARAM(l2_bandwidth) TG_PARAM(l3_bandwidth)
-  TG_PARAM(dram_bandwidth) TG_PARAM(dram_bandwidth_total) TG_PARAM(l2_latency) TG_PARAM(l3_latency)
+  TG_PARAM(dram_bandwidth) TG_PARAM(dram_bandwidth_total) TG_PARAM(dram_writeback_cost) TG_PARAM(l2_latency) TG_PARAM(l3_latency)
   TG_PARAM(dram_latency) TG_PARAM(memory_parallelism) TG_PARAM(page_bytes) TG_PARAM(dtlb_entries)
   TG_PARAM(stlb_entries) TG_PARAM(dtlb_miss_cycles) TG_PARAM(stlb_miss_cycles) TG_PARAM(fork_join_cycles)
   TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes) TG_PARAM(workspace_pool_bytes) TG_PARAM(page_fault_cycles)
@@ -657,11 +657,11 @@ int run_quality(const QualityOptions& o) {
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
   std::printf(
-      "machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB), 1 core; %d random schedules per "
-      "program, seed %llu; %s\n",
+      "machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB; L3 %.0f bytes a cycle), 1 core; %d "
+      "random schedules per program, seed %llu; %s\n",
       machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
-      machine.indexed_accesses_serialize ? ", one after another" : "", (long long)(machine.l2_bytes >> 10), o.count,
-      (unsigned long long)o.seed,
+      machine.indexed_accesses_serialize ? ", one after another" : "", (long long)(machine.l2_bytes >> 10),
+      machine.l3_bandwidth, o.count, (unsigned long long)o.seed,
       measure ? ("measured: " + std::to_string(o.passes) + " passes (up to " + std::to_string(o.max_passes) +
                  " until a second sample confirms the fastest), fastest kept")
                     .c_str()

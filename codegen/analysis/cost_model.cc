@@ -282,14 +282,15 @@ class Model {
         access_misses(int(si), a, misses);
         const double frac = a.fraction * st.fraction;
         // A write fills its line (unless the store read it first) and writes it back;
-        // write-backs mostly overlap with fills.
-        double write_factor = 1;
+        // write-backs mostly overlap with fills (to DRAM: dram_writeback_cost).
+        double write_factor = 1, dram_write_factor = 1;
         if (a.kind == AccessKind::kWrite) {
           bool rmw = false;
           for (const NestAccess& b : st.accesses)
             rmw |= b.kind == AccessKind::kRead && b.buffer == a.buffer && same_index(b.index, a.index);
           rmw &= !forwarded_[si];
           write_factor = rmw ? 0.2 : 1.2;
+          dram_write_factor = (rmw ? 0 : 1) + M.dram_writeback_cost;
         }
         out.stores[si].l1_misses += misses[0] * frac;
         out.stores[si].l2_misses += misses[1] * frac;
@@ -302,7 +303,7 @@ class Model {
         };
         const double t2 = misses[0] * frac * write_factor * per_line(M.l2_bandwidth, M.l2_latency);
         const double t3 = misses[1] * frac * write_factor * per_line(M.l3_bandwidth, M.l3_latency);
-        const double td = misses[2] * frac * write_factor * per_line(M.dram_bandwidth, M.dram_latency);
+        const double td = misses[2] * frac * dram_write_factor * per_line(M.dram_bandwidth, M.dram_latency);
         const double private_cycles = std::max(t2, t3) + 0.5 * std::min(t2, t3);
         mem_private += private_cycles;
         // DRAM lines, weighted by how much slower than streaming they arrive.
@@ -1613,6 +1614,7 @@ MachineModel sanitized(const MachineModel& m) {
   at_least(s.l3_bandwidth, 1e-9);
   at_least(s.dram_bandwidth, 1e-9);
   at_least(s.dram_bandwidth_total, 1e-9);
+  at_least(s.dram_writeback_cost, 0.0);
   at_least(s.memory_parallelism, 1e-9);
   at_least(s.scheduler_window, 1e-9);
   at_least(s.cache_utilization, 1e-9);
