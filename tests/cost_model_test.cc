@@ -394,6 +394,31 @@ TEST(CostModel, APaddingValueComputedPerTapIsIfConvertedWithTheUpdate) {
   EXPECT_NEAR(per_tap / inlined, 1.0, 0.3);
 }
 
+TEST(CostModel, PaddedTapsUnrolledByTheScheduleInTwoLoopsAreJumpThreadedAndStayScalar) {
+  // dep-1 with the padding inlined and both tap loops unrolled by the schedule (as an
+  // auto_unroll_max_step pragma does): LLVM's jump threading duplicates blocks between
+  // the 9 copies' shared padding tests and the pixel loop stays scalar (1.6 ms
+  // measured). The column taps alone unrolled by the schedule vectorize (0.2 ms).
+  ProgramPtr p = depthwise("h >= 1 && h <= 112 && w >= 1 && w <= 112");
+  const MachineModel m = cores(1);
+  const CostBreakdown both = estimate_cost(lower_text(p, "compute_inline(P); unroll(D.r); unroll(D.s)"), m);
+  const CostBreakdown columns = estimate_cost(lower_text(p, "compute_inline(P); unroll(D.s)"), m);
+  auto pixel_loop = [](const CostBreakdown& b) {
+    for (const LoopCost& l : b.loops)
+      if (l.loop == "D.x") return l;
+    ADD_FAILURE() << "no loop D.x";
+    return LoopCost();
+  };
+  EXPECT_FALSE(pixel_loop(both).vectorized);
+  EXPECT_TRUE(pixel_loop(columns).vectorized);
+  EXPECT_GT(both.total_cycles, 3 * columns.total_cycles);
+  // Without a load under the select (nothing to branch around) both vectorize.
+  ProgramPtr plain = parse(
+      "input X: f32[1, 32, 114, 114]\ninput W: f32[32, 3, 3]\n"
+      "D[n, c, y, x] += X[n, c, y + r, x + s] * W[c, r, s] where y in 0..112, x in 0..112\n");
+  EXPECT_TRUE(pixel_loop(estimate_cost(lower_text(plain, "unroll(D.r); unroll(D.s)"), m)).vectorized);
+}
+
 TEST(CostModel, APaddingSelectSplitAroundAnInnerLoopGathersTheOtherLoads) {
   // dep-1 with the padding inlined, the column taps a loop LLVM unrolls inside the
   // pixel loop: LLVM first unswitches the row clause out of that small loop, and both

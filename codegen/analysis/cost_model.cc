@@ -635,7 +635,7 @@ class Model {
         const NestStore& st = S.stores[size_t(si)];
         ValueOps ops;
         count_value(st.node->value, &ops);
-        if (ops.calls > 0 || range_test_is_switch(st, int(l))) ok = false;
+        if (ops.calls > 0 || range_test_is_switch(st, int(l)) || copies_jump_threaded(st, int(l))) ok = false;
         // Unrolled copies inside `l`: each costs its accesses and operations again.
         const double copies = copies_inside(int(l), st);
         cheap += copies * (ops.fp + ops.div);
@@ -796,6 +796,31 @@ class Model {
     for (int l : st.loops)
       if (S.loops[size_t(l)].depth <= depth) outside *= S.loops[size_t(l)].fraction;
     return outside > 0 ? std::min(1.0, st.fraction / outside) : 0.0;
+  }
+
+  // Whether LLVM's jump threading leaves loop `l` scalar: `st`'s value loads under a
+  // select (a branch around the load, emitted so that padding is never read) and the
+  // schedule unrolls two or more loops of `st` inside `l`, whose copies' tests share
+  // clauses (`y != 0` in each row's copies). Jump threading duplicates the blocks
+  // between them, the loop's increment becomes a phi of copies, and the vectorizer
+  // cannot count its iterations. dep-1 `compute_inline(P); unroll(D.r); unroll(D.s)`:
+  // scalar, 1.6 ms; with `unroll(D.s)` alone vectorized, 0.2 ms (docs/cost_model.md).
+  bool copies_jump_threaded(const NestStore& st, int l) const {
+    const int depth = S.loops[size_t(l)].depth;
+    int unrolled = 0;
+    for (int u : st.loops) {
+      const NestLoop& U = S.loops[size_t(u)];
+      unrolled += U.depth > depth && U.kind == ForKind::kUnrolled && U.extent > 1;
+    }
+    if (unrolled < 2) return false;
+    bool guarded_load = false;
+    visit_exprs(st.node->value, [&](const Expr& e) {
+      const Select* sel = e.as<Select>();
+      if (!sel) return;
+      visit_exprs(sel->true_value, [&](const Expr& y) { guarded_load |= y.kind() == NodeKind::kLoad; });
+      visit_exprs(sel->false_value, [&](const Expr& y) { guarded_load |= y.kind() == NodeKind::kLoad; });
+    });
+    return guarded_load;
   }
 
   // Whether a select in `st`'s value tests loop `l` against both ends of its range,
