@@ -287,7 +287,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
   TG_PARAM(line_bytes) TG_PARAM(l1_bytes) TG_PARAM(l1_ways) TG_PARAM(l2_bytes) TG_PARAM(l2_ways) TG_PARAM(l3_bytes)
   TG_PARAM(l3_ways) TG_PARAM(cache_utilization) TG_PARAM(cache_overflow_span) TG_PARAM(l2_bandwidth) TG_PARAM(l3_bandwidth)
   TG_PARAM(dram_bandwidth) TG_PARAM(dram_bandwidth_total) TG_PARAM(dram_writeback_cost) TG_PARAM(l2_latency) TG_PARAM(l3_latency)
-  TG_PARAM(dram_latency) TG_PARAM(memory_parallelism) TG_PARAM(page_bytes) TG_PARAM(dtlb_entries)
+  TG_PARAM(dram_latency) TG_PARAM(memory_parallelism) TG_PARAM(prefetch_run_bytes) TG_PARAM(page_bytes) TG_PARAM(dtlb_entries)
   TG_PARAM(stlb_entries) TG_PARAM(dtlb_miss_cycles) TG_PARAM(stlb_miss_cycles) TG_PARAM(fork_join_cycles)
   TG_PARAM(call_cycles) TG_PARAM(heap_alloc_cycles) TG_PARAM(stack_limit_bytes) TG_PARAM(workspace_pool_bytes) TG_PARAM(page_fault_cycles)
 #undef TG_PARAM
