@@ -12,6 +12,7 @@
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/random_schedule.h"
+#include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
 #include "tests/test_support.h"
 
@@ -90,6 +91,9 @@ TEST(MachineModel, ReferenceIsFixedAndHostOverrides) {
     EXPECT_FALSE(d.indexed_accesses_serialize);
   }
   EXPECT_FALSE(MachineModel::reference().indexed_accesses_serialize);
+  // The L3 feeds a core as fast as it was measured to.
+  const HostMemoryBandwidth& bw = host_memory_bandwidth();
+  EXPECT_EQ(d.l3_bandwidth, bw.l3_bytes_per_cycle > 0 ? bw.l3_bytes_per_cycle : MachineModel::reference().l3_bandwidth);
 }
 
 TEST(MachineModel, DegenerateMachinesStayFinite) {

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <thread>
 
 #include "support/deferred_release.h"
+#include "support/host_caches.h"
+#include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
 
 namespace tensorgym {
@@ -68,6 +71,29 @@ TEST(DeferredRelease, ScopesArePerThread) {
   std::thread([&] { release_later(counted(&destroyed)); }).join();
   EXPECT_EQ(destroyed, 1);
   EXPECT_EQ(scope.parked(), 0u);
+}
+
+TEST(HostMemoryBandwidth, MeasuredOnceInBytesACycle) {
+  const HostMemoryBandwidth& a = host_memory_bandwidth();
+  const HostMemoryBandwidth& b = host_memory_bandwidth();
+  EXPECT_EQ(&a, &b);  // remembered, not measured again
+  int64_t l2 = 0, l3 = 0;
+  for (const HostCache& c : host_data_caches()) {
+    if (c.level == 2) l2 = c.bytes;
+    if (c.level == 3) l3 = c.bytes;
+  }
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx") && l2 > 0 && l3 >= 4 * l2) {
+    // Known x86 cores stream between a few and 64 bytes a cycle from their L3 (one
+    // 64-byte line a cycle is the widest L2 fill path there is), in whole bytes.
+    EXPECT_GE(a.l3_bytes_per_cycle, 2);
+    EXPECT_LE(a.l3_bytes_per_cycle, 64);
+    EXPECT_EQ(a.l3_bytes_per_cycle, std::round(a.l3_bytes_per_cycle));
+    return;
+  }
+#endif
+  if (l2 <= 0 || l3 <= 0) EXPECT_EQ(a.l3_bytes_per_cycle, 0);  // nothing to size the probe by
 }
 
 TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {

@@ -12,6 +12,7 @@
 #include "codegen/analysis/features.h"
 #include "codegen/ir/ir_visitor.h"
 #include "support/host_caches.h"
+#include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
 
 namespace tensorgym {
@@ -73,6 +74,9 @@ MachineModel MachineModel::from_host(int vector_bits, int cores) {
   const double g = v.gather_lane_cycles, sc = v.scatter_lane_cycles;
   if (g > 0 && sc > 0 && v.gather_scatter_lane_cycles > 0)
     m.indexed_accesses_serialize = v.gather_scatter_lane_cycles > (std::max(g, sc) + g + sc) / 2;
+  // Measured: a Zen 4 core streams 27 bytes a cycle from its L3, the reference 10.
+  const HostMemoryBandwidth& bw = host_memory_bandwidth();
+  if (bw.l3_bytes_per_cycle > 0) m.l3_bandwidth = bw.l3_bytes_per_cycle;
   return m;
 }
 

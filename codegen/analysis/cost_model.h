@@ -153,8 +153,9 @@ struct MachineModel {
   static MachineModel reference();
   // The reference machine with this host's vector width (AVX-512 / AVX2 / SSE from
   // CPUID), core count, cache sizes and associativities (sysfs) and gather and
-  // scatter costs (measured once per process: support/host_vector_costs.h); whatever
-  // cannot be read keeps the reference value. Not reproducible across hosts.
+  // scatter costs and L3 bandwidth (measured once per process:
+  // support/host_vector_costs.h, support/host_memory_bandwidth.h); whatever cannot be
+  // read keeps the reference value. Not reproducible across hosts.
   static MachineModel from_host();
   // The reference machine with the given vector width and cores (e.g. a CpuTarget's
   // vector_bits and num_cores) and this host's caches and gather and scatter costs.
