@@ -103,7 +103,7 @@ TEST(MachineModel, DegenerateMachinesStayFinite) {
   m.l2_bandwidth = m.l3_bandwidth = m.dram_bandwidth = m.dram_bandwidth_total = 0;
   m.memory_parallelism = m.scheduler_window = m.cache_utilization = 0;
   m.line_bytes = m.page_bytes = m.dtlb_entries = m.stlb_entries = m.l1_ways = 0;
-  m.cache_overflow_span = std::nan("");
+  m.cache_overflow_span = m.dram_writeback_cost = m.prefetch_run_bytes = std::nan("");
   const double e = est_cycles(lower_text(gemm(64), "parallel(C.i); split(C.j, 8, jo, ji); vectorize(C.ji)"), m);
   EXPECT_TRUE(std::isfinite(e));
   EXPECT_GT(e, 0);

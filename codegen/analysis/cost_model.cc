@@ -817,14 +817,9 @@ class Model {
       unrolled += U.depth > depth && U.kind == ForKind::kUnrolled && U.extent > 1;
     }
     if (unrolled < 2) return false;
-    bool guarded_load = false;
-    visit_exprs(st.node->value, [&](const Expr& e) {
-      const Select* sel = e.as<Select>();
-      if (!sel) return;
-      visit_exprs(sel->true_value, [&](const Expr& y) { guarded_load |= y.kind() == NodeKind::kLoad; });
-      visit_exprs(sel->false_value, [&](const Expr& y) { guarded_load |= y.kind() == NodeKind::kLoad; });
-    });
-    return guarded_load;
+    for (const NestAccess& a : st.accesses)
+      if (a.kind == AccessKind::kRead && a.fraction < 1) return true;  // a load under a select
+    return false;
   }
 
   // Whether a select in `st`'s value tests loop `l` against both ends of its range,
@@ -1669,6 +1664,7 @@ MachineModel sanitized(const MachineModel& m) {
   at_least(s.dram_bandwidth, 1e-9);
   at_least(s.dram_bandwidth_total, 1e-9);
   at_least(s.dram_writeback_cost, 0.0);
+  at_least(s.prefetch_run_bytes, 0.0);  // NaN or negative: every tracked walk streamed
   at_least(s.memory_parallelism, 1e-9);
   at_least(s.scheduler_window, 1e-9);
   at_least(s.cache_utilization, 1e-9);
