@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "codegen/analysis/speculative_loads.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_visitor.h"
@@ -62,6 +63,7 @@ class Summarizer {
   explicit Summarizer(NestSummary* out) : out_(*out) {}
 
   void run(const LoopNest& nest) {
+    inputs_ = &nest.inputs;
     for (const BufferArg& a : nest.inputs) add_arg(a);
     for (const BufferArg& a : nest.outputs) add_arg(a);
     if (nest.body.defined()) stmt(nest.body);
@@ -81,6 +83,7 @@ class Summarizer {
   std::vector<Guard> guards_;
   std::vector<size_t> guard_base_;  // per enclosing loop: guards_.size() when its body began
   RangeScope ranges_;
+  const std::vector<BufferArg>* inputs_ = nullptr;
 
   void add_arg(const BufferArg& a) {
     NestBuffer b;
@@ -407,6 +410,13 @@ class Summarizer {
       case NodeKind::kSelect: {
         const Select* sel = e.as<Select>();
         loads(sel->condition, frac, s);
+        if (arms_evaluable_unconditionally(*sel, *inputs_, ranges_)) {
+          // The code generator evaluates both arms whatever the condition: their
+          // loads run every time (codegen/analysis/speculative_loads.h).
+          loads(sel->true_value, frac, s);
+          loads(sel->false_value, frac, s);
+          return;
+        }
         const double f = fraction(sel->condition);
         loads(sel->true_value, frac * f, s);
         loads(sel->false_value, frac * (1 - f), s);

@@ -39,7 +39,9 @@ class CpuKernel {
  public:
   virtual ~CpuKernel() = default;
   // `args` holds one pointer per buffer, the nest's inputs then its outputs, each
-  // dense row-major and 64-byte aligned. `num_threads` <= 0 means every core.
+  // dense row-major and 64-byte aligned; each input readable kInputReadSlackBytes
+  // past both ends (support/read_slack.h; HostBuffer's storage is). `num_threads`
+  // <= 0 means every core.
   virtual void run(void* const* args, int num_threads) const = 0;
 
   const LoopNest& nest() const { return nest_; }

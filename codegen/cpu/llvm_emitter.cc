@@ -14,6 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/analysis/speculative_loads.h"
+#include "codegen/ir/interval.h"
 #include "codegen/ir/ir_visitor.h"
 
 namespace tensorgym {
@@ -88,6 +90,7 @@ class Emitter {
 
   Status emit(const LoopNest& nest, const Stmt& body) {
     std::vector<BufferArg> args = nest.args();
+    inputs_ = nest.inputs;
     llvm::Type* ptr = b_.getPtrTy();
 
     // The body takes each buffer as a noalias, 64-byte aligned pointer.
@@ -129,6 +132,10 @@ class Emitter {
   llvm::BasicBlock* alloca_block_ = nullptr;
   std::unordered_map<std::string, llvm::Value*> vars_;  // loop, let variables (i32 or vectors)
   std::unordered_map<std::string, int64_t> var_max_;    // loop variables of constant bounds: the largest value
+  // The ranges of loop and let variables, as the cost model's summary has them
+  // (codegen/analysis/features.cc), for arms_evaluable_unconditionally.
+  RangeScope ranges_;
+  std::vector<BufferArg> inputs_;
   std::unordered_map<std::string, BufferBinding> buffers_;
   llvm::Value* mask_ = nullptr;  // active lanes inside vector-conditional code
   bool index_mode_ = false;      // emitting an index: integer arithmetic cannot overflow
@@ -342,10 +349,12 @@ class Emitter {
       mask_ = saved;
       return b_.CreateSelect(c, t, f);
     }
-    if (!contains_load(op->true_value) && !contains_load(op->false_value)) {
+    if ((!contains_load(op->true_value) && !contains_load(op->false_value)) ||
+        arms_evaluable_unconditionally(*op, inputs_, ranges_)) {
       return b_.CreateSelect(c, emit_expr(op->true_value), emit_expr(op->false_value));
     }
-    // Only the chosen side runs: the other may read out of bounds (padding).
+    // Only the chosen side runs: the other may read out of bounds (padding) of a
+    // buffer with no slack, or divide by zero.
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "select.true", fn_);
     llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "select.false", fn_);
     llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "select.join", fn_);
@@ -363,6 +372,24 @@ class Emitter {
     phi->addIncoming(t, then_end);
     phi->addIncoming(f, else_end);
     return phi;
+  }
+
+  // Runs body() with `name` in ranges_ bound to `r` (unbounded: not in ranges_).
+  template <class F>
+  void with_range(const std::string& name, const IntRange& r, F&& body) {
+    std::optional<IntRange> saved;
+    if (auto it = ranges_.find(name); it != ranges_.end()) saved = it->second;
+    if (r.bounded()) {
+      ranges_[name] = r;
+    } else {
+      ranges_.erase(name);
+    }
+    body();
+    if (saved) {
+      ranges_[name] = *saved;
+    } else {
+      ranges_.erase(name);
+    }
   }
 
   llvm::Value* and_mask(llvm::Value* mask, llvm::Value* c) { return mask ? b_.CreateAnd(mask, c) : c; }
@@ -427,7 +454,9 @@ class Emitter {
       case NodeKind::kLetStmt: {
         const LetStmt* op = s.as<LetStmt>();
         llvm::Value* v = emit_index(op->value);
-        with_var(op->name, v, [&] { emit_stmt(op->body); });
+        with_range(op->name, constant_bounds(op->value, ranges_), [&] {
+          with_var(op->name, v, [&] { emit_stmt(op->body); });
+        });
         return;
       }
       case NodeKind::kFor: return emit_for(s.as<For>());
@@ -563,7 +592,10 @@ class Emitter {
     if (auto it = var_max_.find(op->name); it != var_max_.end()) saved_max = it->second;
     var_max_.erase(op->name);
     if (cmin && cext && *cmin >= 0 && *cext >= 1 && *cmin + *cext - 1 <= INT32_MAX) var_max_[op->name] = *cmin + *cext - 1;
-    emit_for_body(op);
+    const IntRange rmin = constant_bounds(op->min, ranges_), rext = constant_bounds(op->extent, ranges_);
+    IntRange r;  // unbounded unless both bounds are
+    if (rmin.bounded() && rext.bounded() && rext.max >= 1) r = {rmin.min, rmin.max + rext.max - 1};
+    with_range(op->name, r, [&] { emit_for_body(op); });
     var_max_.erase(op->name);
     if (saved_max) var_max_[op->name] = *saved_max;
   }

@@ -9,6 +9,7 @@
 #include "codegen/interp/interpreter.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/loop_nest.h"
+#include "support/read_slack.h"
 
 namespace tensorgym {
 
@@ -22,7 +23,7 @@ bool is_supported_element_type(DataType t) {
   return false;
 }
 
-void HostBuffer::FreeAligned::operator()(std::byte* p) const { std::free(p); }
+void HostBuffer::FreeAligned::operator()(std::byte* p) const { std::free(p - kInputReadSlackBytes); }
 
 HostBuffer::HostBuffer() = default;
 
@@ -49,14 +50,17 @@ HostBuffer& HostBuffer::operator=(const HostBuffer& other) {
 
 void HostBuffer::allocate() {
   // Round up to the alignment (aligned_alloc requires it); never zero bytes, so
-  // data() of an empty buffer is still a valid aligned pointer.
+  // data() of an empty buffer is still a valid aligned pointer. Zero-filled slack on
+  // both sides: compiled kernels may read it (support/read_slack.h).
+  static_assert(kInputReadSlackBytes % kAlignment == 0);
   size_t n = size_t(bytes());
   size_t rounded = (n + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  const size_t total = rounded + 2 * size_t(kInputReadSlackBytes);
+  void* p = std::aligned_alloc(kAlignment, total);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
-  storage_.reset(static_cast<std::byte*>(p));
+  std::memset(p, 0, total);
+  storage_.reset(static_cast<std::byte*>(p) + kInputReadSlackBytes);
 }
 
 double HostBuffer::get_float(int64_t i) const {

@@ -1,5 +1,7 @@
 // Host-side tensors for the interpreter, the evaluator and the tests: dense,
-// row-major, 64-byte aligned, owning their storage. Also the deterministic random
+// row-major, 64-byte aligned, owning their storage, with zeros readable for
+// kInputReadSlackBytes on both sides (the compiled kernels' convention on inputs,
+// support/read_slack.h). Also the deterministic random
 // inputs every correctness check uses.
 #pragma once
 

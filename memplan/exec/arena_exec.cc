@@ -4,23 +4,32 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "memplan/op_programs.h"
 #include "support/random.h"
+#include "support/read_slack.h"
 
 namespace tensorgym {
 namespace {
 
+// 64-byte aligned, with zeroed slack on both sides that kernels reading a tensor in
+// it may touch (support/read_slack.h): every tensor and scratch area lies in one.
 struct AlignedBuffer {
   float* data = nullptr;
   explicit AlignedBuffer(int64_t bytes) {
     const size_t size = size_t((std::max<int64_t>(bytes, 64) + 63) / 64 * 64);
-    data = static_cast<float*>(std::aligned_alloc(64, size));
+    const size_t slack = size_t(kInputReadSlackBytes);
+    char* base = static_cast<char*>(std::aligned_alloc(64, size + 2 * slack));
+    if (!base) throw std::bad_alloc();
+    std::memset(base, 0, slack);
+    std::memset(base + slack + size, 0, slack);
+    data = reinterpret_cast<float*>(base + slack);
   }
-  ~AlignedBuffer() { std::free(data); }
+  ~AlignedBuffer() { std::free(reinterpret_cast<char*>(data) - kInputReadSlackBytes); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 };
