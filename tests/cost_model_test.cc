@@ -429,6 +429,28 @@ TEST(CostModel, LoadsUnderASelectWithinAnInputsSlackRunEveryTime) {
   EXPECT_TRUE(both->vectorized);
 }
 
+TEST(CostModel, ASelectWhoseTapsLLVMUnrollsAfterItsVectorizerLeavesThePixelsScalar) {
+  // dep-1 with its padding read from the input beside a select: with both tap loops
+  // left to LLVM, its loop vectorizer meets the 3-iteration tap loop first, declines,
+  // and the taps are unrolled after it: the pixel loop stays scalar (1.4-2.4 ms). With
+  // one tap loop unrolled by the schedule the pixels vectorize (0.40 ms), and so they
+  // do when the padding is a tile computed in loops of its own before the taps read
+  // it (`compute_at(P, D.r)`, 0.48 ms).
+  const MachineModel m = cores(1);
+  ProgramPtr p = depthwise("h >= 1 && h <= 112 && w >= 1 && w <= 112");
+  auto pixels_vectorized = [&](const std::string& schedule) {
+    const LoopCost* x = find_loop(estimate_cost(lower_text(p, schedule), m), "D.x");
+    EXPECT_NE(x, nullptr) << schedule;
+    return x && x->vectorized;
+  };
+  EXPECT_FALSE(pixels_vectorized("compute_inline(P)"));
+  EXPECT_FALSE(pixels_vectorized("compute_at(P, D.s)"));  // a register per tap
+  EXPECT_TRUE(pixels_vectorized("compute_inline(P); unroll(D.r)"));
+  EXPECT_TRUE(pixels_vectorized("compute_inline(P); unroll(D.s)"));
+  EXPECT_TRUE(pixels_vectorized("compute_at(P, D.r)"));
+  EXPECT_GT(est(p, "compute_inline(P)"), 2 * est(p, "compute_inline(P); unroll(D.r)"));
+}
+
 TEST(CostModel, APaddingValueComputedPerTapIsIfConvertedWithTheUpdate) {
   // dep-1 with the padding stage inlined, or computed at the innermost tap (a one-element
   // buffer, a register): either way the select sits in the middle of each tap's update

@@ -639,7 +639,9 @@ class Model {
         const NestStore& st = S.stores[size_t(si)];
         ValueOps ops;
         count_value(st.node->value, &ops);
-        if (ops.calls > 0 || range_test_is_switch(st, int(l)) || copies_jump_threaded(st, int(l))) ok = false;
+        if (ops.calls > 0 || range_test_is_switch(st, int(l)) || copies_jump_threaded(st, int(l)) ||
+            select_taps_unrolled_late(st, int(l)))
+          ok = false;
         // Unrolled copies inside `l`: each costs its accesses and operations again.
         const double copies = copies_inside(int(l), st);
         cheap += copies * (ops.fp + ops.div);
@@ -820,6 +822,48 @@ class Model {
     for (const NestAccess& a : st.accesses)
       if (a.kind == AccessKind::kRead && a.fraction < 1) return true;  // a load under a select
     return false;
+  }
+
+  // Whether LLVM unrolls the taps around a select after its loop vectorizer ran, which
+  // leaves loop `l` scalar: `st`'s value selects between arms that load, evaluated
+  // whatever the condition (a padding test on an input, speculative_loads.h), and two
+  // nested loops inside `l` are left for LLVM to unroll. The vectorizer meets the
+  // innermost tap loop (3 iterations, not worth it) and the taps are unrolled later.
+  // dep-1 `compute_inline(P)`: scalar, 1.4-2.4 ms; with `unroll(D.r)` or `unroll(D.s)`
+  // (one loop left to LLVM) the pixels vectorize, 0.40 ms.
+  bool select_taps_unrolled_late(const NestStore& st, int l) const {
+    for (const NestAccess& a : st.accesses)
+      if (a.kind == AccessKind::kRead && a.fraction < 1) return false;  // a branch: the rules above
+    bool loading_select = false;
+    visit_exprs(st.node->value, [&](const Expr& e) {
+      if (const Select* sel = e.as<Select>())
+        for (const Expr* arm : {&sel->true_value, &sel->false_value})
+          visit_exprs(*arm, [&](const Expr& x) { loading_select |= x.kind() == NodeKind::kLoad; });
+    });
+    if (!loading_select || st.loops.empty()) return false;
+    // The select feeds an accumulation in the same innermost loop: it is the update's
+    // value, or a register the update reads there (the padding computed per tap). A
+    // padding tile computed in loops of its own before the taps read it vectorizes
+    // (dep-1 `compute_at(P, D.r)`, `compute_at(P, D.x)`: 0.48 and 0.57 ms).
+    auto accumulates = [](const NestStore& u) {
+      for (size_t k = 1; k < u.accesses.size(); ++k)
+        if (at_target(u, u.accesses[k])) return true;
+      return false;
+    };
+    bool feeds_update = accumulates(st);
+    for (const NestStore& u : S.stores) {
+      if (feeds_update) break;
+      if (&u == &st || u.loops.empty() || u.loops.back() != st.loops.back() || !accumulates(u)) continue;
+      for (const NestAccess& a : u.accesses) feeds_update |= a.kind == AccessKind::kRead && a.buffer == st.buffer;
+    }
+    if (!feeds_update) return false;
+    const int depth = S.loops[size_t(l)].depth;
+    int late = 0;
+    for (int u : st.loops) {
+      const NestLoop& U = S.loops[size_t(u)];
+      late += U.depth > depth && llvm_unrolled_[size_t(u)] && U.extent > 1;
+    }
+    return late >= 2;
   }
 
   // Whether a select in `st`'s value tests loop `l` against both ends of its range,
