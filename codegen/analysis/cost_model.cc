@@ -825,9 +825,9 @@ class Model {
   }
 
   // Whether LLVM unrolls the taps around a select after its loop vectorizer ran, which
-  // leaves loop `l` scalar: `st`'s value selects between arms that load, evaluated
-  // whatever the condition (a padding test on an input, speculative_loads.h), and two
-  // nested loops inside `l` are left for LLVM to unroll. The vectorizer meets the
+  // leaves loop `l` scalar: `st` accumulates a value that selects between arms that
+  // load, evaluated whatever the condition (a padding test on an input, inlined;
+  // speculative_loads.h), and two nested loops inside `l` are left for LLVM to unroll. The vectorizer meets the
   // innermost tap loop (3 iterations, not worth it) and the taps are unrolled later.
   // dep-1 `compute_inline(P)`: scalar, 1.4-2.4 ms; with `unroll(D.r)` or `unroll(D.s)`
   // (one loop left to LLVM) the pixels vectorize, 0.40 ms.
@@ -840,23 +840,12 @@ class Model {
         for (const Expr* arm : {&sel->true_value, &sel->false_value})
           visit_exprs(*arm, [&](const Expr& x) { loading_select |= x.kind() == NodeKind::kLoad; });
     });
-    if (!loading_select || st.loops.empty()) return false;
-    // The select feeds an accumulation in the same innermost loop: it is the update's
-    // value, or a register the update reads there (the padding computed per tap). A
-    // padding tile computed in loops of its own before the taps read it vectorizes
-    // (dep-1 `compute_at(P, D.r)`, `compute_at(P, D.x)`: 0.48 and 0.57 ms).
-    auto accumulates = [](const NestStore& u) {
-      for (size_t k = 1; k < u.accesses.size(); ++k)
-        if (at_target(u, u.accesses[k])) return true;
-      return false;
-    };
-    bool feeds_update = accumulates(st);
-    for (const NestStore& u : S.stores) {
-      if (feeds_update) break;
-      if (&u == &st || u.loops.empty() || u.loops.back() != st.loops.back() || !accumulates(u)) continue;
-      for (const NestAccess& a : u.accesses) feeds_update |= a.kind == AccessKind::kRead && a.buffer == st.buffer;
-    }
-    if (!feeds_update) return false;
+    // The select is in an accumulation's value (the taps' update). A padding tile
+    // computed in loops of its own before the taps read it vectorizes (dep-1
+    // `compute_at(P, D.r)`, `compute_at(P, D.x)`: 0.48 and 0.57 ms).
+    bool accumulates = false;
+    for (size_t k = 1; k < st.accesses.size(); ++k) accumulates |= at_target(st, st.accesses[k]);
+    if (!loading_select || !accumulates) return false;
     const int depth = S.loops[size_t(l)].depth;
     int late = 0;
     for (int u : st.loops) {

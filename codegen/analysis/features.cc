@@ -84,6 +84,7 @@ class Summarizer {
   std::vector<size_t> guard_base_;  // per enclosing loop: guards_.size() when its body began
   RangeScope ranges_;
   const std::vector<BufferArg>* inputs_ = nullptr;
+  const Select* store_value_ = nullptr;  // the value of the store being summarized, when a select
 
   void add_arg(const BufferArg& a) {
     NestBuffer b;
@@ -410,7 +411,7 @@ class Summarizer {
       case NodeKind::kSelect: {
         const Select* sel = e.as<Select>();
         loads(sel->condition, frac, s);
-        if (arms_evaluable_unconditionally(*sel, *inputs_, ranges_)) {
+        if (select_evaluates_both_arms(*sel, sel == store_value_, *inputs_, ranges_)) {
           // The code generator evaluates both arms whatever the condition: their
           // loads run every time (codegen/analysis/speculative_loads.h).
           loads(sel->true_value, frac, s);
@@ -461,7 +462,9 @@ class Summarizer {
     w.index = flat_form(b, st->indices);
     s.accesses.push_back(std::move(w));
     for (const Expr& i : st->indices) loads(i, 1, &s);
+    store_value_ = st->value.as<Select>();
     loads(st->value, 1, &s);
+    store_value_ = nullptr;
     for (const Guard& g : guards_) {
       NestStore::Guard one;
       one.fraction = share(g);

@@ -50,4 +50,9 @@ bool arms_evaluable_unconditionally(const Select& sel, const std::vector<BufferA
   return ok;
 }
 
+bool select_evaluates_both_arms(const Select& sel, bool whole_store_value, const std::vector<BufferArg>& inputs,
+                                const RangeScope& ranges) {
+  return !whole_store_value && arms_evaluable_unconditionally(sel, inputs, ranges);
+}
+
 }  // namespace tensorgym

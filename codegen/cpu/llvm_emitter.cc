@@ -136,6 +136,7 @@ class Emitter {
   // (codegen/analysis/features.cc), for arms_evaluable_unconditionally.
   RangeScope ranges_;
   std::vector<BufferArg> inputs_;
+  const Select* store_value_ = nullptr;  // the value of the store being emitted, when a select
   std::unordered_map<std::string, BufferBinding> buffers_;
   llvm::Value* mask_ = nullptr;  // active lanes inside vector-conditional code
   bool index_mode_ = false;      // emitting an index: integer arithmetic cannot overflow
@@ -350,7 +351,7 @@ class Emitter {
       return b_.CreateSelect(c, t, f);
     }
     if ((!contains_load(op->true_value) && !contains_load(op->false_value)) ||
-        arms_evaluable_unconditionally(*op, inputs_, ranges_)) {
+        select_evaluates_both_arms(*op, op == store_value_, inputs_, ranges_)) {
       return b_.CreateSelect(c, emit_expr(op->true_value), emit_expr(op->false_value));
     }
     // Only the chosen side runs: the other may read out of bounds (padding) of a
@@ -483,7 +484,9 @@ class Emitter {
   void emit_store(const Store* op) {
     BufferBinding buf = buffer(op->name);
     const Expr& index = op->indices[0];
+    store_value_ = op->value.as<Select>();
     llvm::Value* value = emit_expr(op->value);
+    store_value_ = nullptr;
     llvm::Align align = element_align(buf);
     if (!index.type().is_vector()) {
       llvm::Value* ptr = element_ptr(buf, emit_index(index));
