@@ -97,6 +97,27 @@ TEST(LinearForm, RecognizesItsOwnForm) {
   EXPECT_TRUE(simplify(canonical).same_as(canonical));
 }
 
+// What a fused loop leaves: y * 56 + x with y = f / 56, x = f % 56. Folded back to
+// f (scaled, and beside other terms), so that the index is affine in f; a quotient
+// and remainder that do not pair up (another divisor, another dividend, another
+// scale) stay.
+TEST(Simplify, FoldsAQuotientAndItsRemainderBackIntoTheDividend) {
+  Expr f = make_var("f"), c = make_var("c"), o = make_var("o"), i = make_var("i");
+  auto div = [](Expr a, int64_t b) { return Div::make(a, make_int(b)); };
+  auto mod = [](Expr a, int64_t b) { return Mod::make(a, make_int(b)); };
+  auto mul = [](Expr a, int64_t b) { return Mul::make(a, make_int(b)); };
+  EXPECT_EQ(to_string(simplify(Add::make(mul(div(f, 56), 56), mod(f, 56)))), "f");
+  EXPECT_EQ(to_string(simplify(Add::make(Add::make(mul(c, 3136), mul(div(f, 56), 224)), mul(mod(f, 56), 4)))),
+            "c * 3136 + f * 4");
+  // The dividend itself a sum: (o * 8 + i) / 56 * 56 + (o * 8 + i) % 56.
+  Expr e = Add::make(mul(o, 8), i);
+  EXPECT_EQ(to_string(simplify(Add::make(mul(div(e, 56), 56), mod(e, 56)))), "o * 8 + i");
+  // Pairs that are not the identity.
+  EXPECT_EQ(to_string(simplify(Add::make(mul(div(f, 56), 114), mod(f, 56)))), "f / 56 * 114 + f % 56");
+  EXPECT_EQ(to_string(simplify(Add::make(mul(div(f, 56), 56), mod(f, 28)))), "f / 56 * 56 + f % 28");
+  EXPECT_EQ(to_string(simplify(Add::make(mul(div(f, 56), 56), mod(c, 56)))), "f / 56 * 56 + c % 56");
+}
+
 // Nodes may be freed on another thread than the one that made them, and threads
 // that end give their cached blocks back.
 TEST(NodePool, NodesCrossThreads) {

@@ -248,32 +248,11 @@ class Summarizer {
     f->terms.push_back(std::move(t));
   }
 
-  // Finds c * (x / c) + (x % c) among the terms and replaces the pair by x, the
-  // form fused loops leave in indices (LLVM folds it back the same way).
-  static void fold_div_mod(LinearForm* lf, std::vector<std::pair<Expr, int64_t>>* recovered) {
-    for (size_t i = 0; i < lf->terms.size(); ++i) {
-      const Mod* m = lf->terms[i].atom.as<Mod>();
-      const int64_t* c = m ? as_const_int(m->b) : nullptr;
-      if (!c || *c <= 0) continue;
-      const int64_t k = lf->terms[i].coeff;
-      for (size_t j = 0; j < lf->terms.size(); ++j) {
-        const Div* d = lf->terms[j].atom.as<Div>();
-        const int64_t* dc = d ? as_const_int(d->b) : nullptr;
-        if (!dc || *dc != *c || lf->terms[j].coeff != k * *c || !structural_equal(d->a, m->a)) continue;
-        recovered->push_back({m->a, k});
-        lf->terms.erase(lf->terms.begin() + std::max(i, j));
-        lf->terms.erase(lf->terms.begin() + std::min(i, j));
-        i = size_t(-1);  // restart: indices moved
-        break;
-      }
-    }
-  }
-
   void add_linear(const Expr& e, int64_t scale, IndexForm* f, int depth) {
     LinearForm lf = linearize(e);
-    std::vector<std::pair<Expr, int64_t>> recovered;
-    fold_div_mod(&lf, &recovered);
-    for (const auto& [x, k] : recovered)
+    // c * (x / c) + x % c is x (the simplifier folds it too; a nest lowered without
+    // it still has the pairs).
+    for (const auto& [x, k] : take_quotient_remainder_pairs(&lf))
       if (depth < kMaxLetDepth) add_linear(x, scale * k, f, depth + 1);
     f->constant += scale * lf.constant;
     for (const LinearTerm& t : lf.terms) {

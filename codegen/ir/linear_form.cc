@@ -1,5 +1,7 @@
 #include "codegen/ir/linear_form.h"
 
+#include <algorithm>
+
 #include "codegen/ir/ir_equality.h"
 
 namespace tensorgym {
@@ -35,6 +37,27 @@ int64_t LinearForm::coeff_of(const Expr& atom) const {
   for (const LinearTerm& t : terms)
     if (structural_equal(t.atom, atom)) return t.coeff;
   return 0;
+}
+
+SmallVector<std::pair<Expr, int64_t>, 2> take_quotient_remainder_pairs(LinearForm* f) {
+  SmallVector<std::pair<Expr, int64_t>, 2> pairs;
+  for (size_t i = 0; i < f->terms.size(); ++i) {
+    const Mod* m = f->terms[i].atom.as<Mod>();
+    const int64_t* c = m ? as_const_int(m->b) : nullptr;
+    if (!c || *c <= 0) continue;
+    const int64_t k = f->terms[i].coeff;
+    for (size_t j = 0; j < f->terms.size(); ++j) {
+      const Div* d = f->terms[j].atom.as<Div>();
+      const int64_t* dc = d ? as_const_int(d->b) : nullptr;
+      if (!dc || *dc != *c || f->terms[j].coeff != k * *c || !structural_equal(d->a, m->a)) continue;
+      pairs.push_back({m->a, k});  // holds x: erasing the terms drops the atoms
+      f->terms.erase(f->terms.begin() + std::max(i, j));
+      f->terms.erase(f->terms.begin() + std::min(i, j));
+      i = size_t(-1);  // the terms moved: look again from the start
+      break;
+    }
+  }
+  return pairs;
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "codegen/ir/expr.h"
@@ -28,6 +29,12 @@ struct LinearForm {
   // The coefficient of `atom` (0 when absent).
   int64_t coeff_of(const Expr& atom) const;
 };
+
+// Removes each pair k * c * (x / c) + k * (x % c) (c a positive constant; x the same
+// expression in both) from `f` and returns (x, k) for it: the pair equals k * x under
+// floor division, the form a fused loop leaves where its two parts address one
+// dimension of a buffer again.
+SmallVector<std::pair<Expr, int64_t>, 2> take_quotient_remainder_pairs(LinearForm* f);
 
 // Decomposes an integer expression. Multiplication by a constant distributes;
 // everything else that is not + - * becomes an atom.

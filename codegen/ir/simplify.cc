@@ -203,6 +203,10 @@ class Simplifier : public IRMutator {
     used_ranges_ = false;
     LinearForm f;
     collect(Expr(op), 1, &f);
+    // k * c * (x / c) + k * (x % c) == k * x: folded, the index a fused loop leaves
+    // is affine in it again, which LLVM's vectorizer needs to see consecutive
+    // accesses (it gives up on a division it cannot prove uniform across lanes).
+    for (const auto& [x, k] : take_quotient_remainder_pairs(&f)) f.add(linearize(x), k);
     // Already in canonical form: keep the node.
     Expr result = is_from_linear(Expr(op), f, t) ? Expr(op) : from_linear(f, t);
     if (!used_ranges_) remember(op, result);
