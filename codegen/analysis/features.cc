@@ -248,6 +248,23 @@ class Summarizer {
     f->terms.push_back(std::move(t));
   }
 
+  // Sets t's divisor, offset and remainder when `atom` is (v + offset) / c or
+  // (v + offset) % c, v the variable of `loop` itself (not a let-bound name).
+  void describe_fused_part(const Expr& atom, int loop, IndexTerm* t) const {
+    const Div* d = atom.as<Div>();
+    const Mod* m = atom.as<Mod>();
+    if (!d && !m) return;
+    const int64_t* c = as_const_int(d ? d->b : m->b);
+    if (!c || *c <= 0) return;
+    const LinearForm x = linearize(d ? d->a : m->a);
+    if (x.terms.size() != 1 || x.terms[0].coeff != 1) return;
+    const Variable* v = x.terms[0].atom.as<Variable>();
+    if (!v || find_let(v->name) || find_loop(v->name) != loop) return;
+    t->divisor = *c;
+    t->offset = x.constant;
+    t->remainder = m != nullptr;
+  }
+
   void add_linear(const Expr& e, int64_t scale, IndexForm* f, int depth) {
     LinearForm lf = linearize(e);
     // c * (x / c) + x % c is x (the simplifier folds it too; a nest lowered without
@@ -288,6 +305,7 @@ class Summarizer {
       }
       const int64_t base = evaluate_at_start(t.atom, -1);
       for (int d : nt.deps) nt.dep_steps.push_back(evaluate_at_start(t.atom, d) - base);
+      if (nt.deps.size() == 1) describe_fused_part(t.atom, nt.deps[0], &nt);
       f->terms.push_back(std::move(nt));
     }
   }

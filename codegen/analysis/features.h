@@ -49,6 +49,14 @@ struct IndexTerm {
   // non-affine: how much x changes when one dep's variable goes from its first value
   // to the next, the others at their first values (parallel to deps)
   std::vector<int64_t> dep_steps;
+  // non-affine, x = (v + offset) / divisor or (v + offset) % divisor (`remainder`) with
+  // v the variable of its one dep and divisor a constant, the parts of a fused loop;
+  // divisor 0 for any other form. Over a run of that loop's iterations that starts
+  // on a multiple of n dividing the divisor, a quotient stays put and a remainder
+  // steps by one: LLVM's vectorizer proves it for vectors of n lanes.
+  int64_t divisor = 0;
+  int64_t offset = 0;
+  bool remainder = false;
 };
 
 // A flat index as constant + sum(terms), one term per loop at most.
