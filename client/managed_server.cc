@@ -155,6 +155,8 @@ Expected<std::unique_ptr<ManagedServer>> ManagedServer::start(const std::string&
     int port = 0;
     if (in >> port && port > 0) {
       server->port_ = port;
+      // Read once: the directory goes now, so that a client killed later leaves none.
+      server->remove_port_dir();
       return server;
     }
     int status = 0;
@@ -199,10 +201,14 @@ ManagedServer::~ManagedServer() {
     kill_now();
   }
   spawner_.reset();
-  if (!dir_.empty()) {
-    ::unlink((dir_ + "/port").c_str());
-    ::rmdir(dir_.c_str());
-  }
+  remove_port_dir();
+}
+
+void ManagedServer::remove_port_dir() {
+  if (dir_.empty()) return;
+  ::unlink((dir_ + "/port").c_str());
+  ::rmdir(dir_.c_str());
+  dir_.clear();
 }
 
 }  // namespace tensorgym::client

@@ -45,7 +45,8 @@ class ManagedServer {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int port_ = 0;
-  std::string dir_;  // holds the port file
+  void remove_port_dir();
+  std::string dir_;  // holds the port file until the port is read
 };
 
 }  // namespace tensorgym::client
