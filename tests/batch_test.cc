@@ -50,9 +50,22 @@ const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym"
 // Services of the tests: one compile thread, few slots (the machine may have two cores).
 const std::vector<std::string> kServeArgs = {"--workers", "1", "--concurrency", "2", "--threads", "1"};
 
+// Files of this test process, removed when it exits (each test case runs as a
+// process of its own under ctest).
+struct TempFiles {
+  std::mutex mu;
+  std::set<std::string> paths;
+  ~TempFiles() {
+    for (const std::string& p : paths) std::remove(p.c_str());
+  }
+};
+TempFiles g_temp_files;
+
 std::string temp_path(const std::string& name) {
   const std::string p = ::testing::TempDir() + "batch_test_" + std::to_string(::getpid()) + "_" + name;
   std::remove(p.c_str());
+  std::lock_guard<std::mutex> lock(g_temp_files.mu);
+  g_temp_files.paths.insert(p);
   return p;
 }
 
