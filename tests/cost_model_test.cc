@@ -468,10 +468,11 @@ TEST(CostModel, AFusedLoopsQuotientAndRemainderLoadWholeVectors) {
   EXPECT_FALSE(f->gathers) << fused.to_string();
   EXPECT_LT(est(p, "fuse(D.y, D.x, f)"), 1.5 * est(p, "")) << fused.to_string();
 
-  ProgramPtr narrow = parse("input X: f32[1, 32, 7, 7]\ninput W: f32[32, 3, 3]\n"
-                            "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0) "
-                            "where h in 0..9, w in 0..9\n"
-                            "D[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..7, x in 0..7\n");
+  ProgramPtr narrow = parse(
+      "input X: f32[1, 32, 7, 7]\ninput W: f32[32, 3, 3]\n"
+      "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0) "
+      "where h in 0..9, w in 0..9\n"
+      "D[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..7, x in 0..7\n");
   const LoopCost* g = find_loop(estimate_cost(lower_text(narrow, "fuse(D.y, D.x, f)"), m), "D.f");
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(!g->vectorized || g->gathers);

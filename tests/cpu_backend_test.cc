@@ -135,8 +135,7 @@ TEST(CpuBackend, AFusedLoopSplitAgainIndexesAffinelyAndVectorizes) {
   // index y * 56 + x = f / 56 * 56 + f % 56 with f = o * 8 + i. Left so, LLVM cannot
   // bound them for its run-time alias checks and the o loop stays scalar (7.8 ms
   // against 0.95 ms on c2d-2); the simplifier folds the index back to o * 8 + i.
-  ProgramPtr p = parse(
-      "input X: f32[8, 56, 56]\ninput W: f32[8, 8]\nY[f, y, x] += X[c, y, x] * W[f, c]\n");
+  ProgramPtr p = parse("input X: f32[8, 56, 56]\ninput W: f32[8, 8]\nY[f, y, x] += X[c, y, x] * W[f, c]\n");
   auto kernel = compile_keeping_ir(p, "fuse(Y.y, Y.x, yx); reorder(Y, c, yx); split(Y.yx, 8, o, i)");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   const std::string& ir = (*kernel)->llvm_ir();

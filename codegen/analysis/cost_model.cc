@@ -688,7 +688,8 @@ class Model {
       // A fused loop's parts line up over at most fused_lanes lanes.
       for (int si : stores_under_[l])
         for (const NestAccess& a : S.stores[size_t(si)].accesses)
-          if (nonaffine_in(a, int(l)) && fused_lanes(a, int(l)) >= 4) vf = int(std::min<int64_t>(vf, fused_lanes(a, int(l))));
+          if (nonaffine_in(a, int(l)) && fused_lanes(a, int(l)) >= 4)
+            vf = int(std::min<int64_t>(vf, fused_lanes(a, int(l))));
       if (L[l].extent < 16)
         while (vf >= 4 && L[l].extent % vf != 0) vf /= 2;
       if (vf < 4) continue;
@@ -1060,7 +1061,7 @@ class Model {
   // The most lanes (a power of two) over which every non-affine part of `a` that moves
   // with `l` is a fused loop's quotient that stays put or remainder that steps by one
   // (IndexTerm::divisor): LLVM's vectorizer proves that of (v + o) / c and (v + o) % c
-  // for VF lanes when VF divides c and the first v + o; it then picks such a VF and
+  // for VF lanes when VF divides c and v's first value plus o; it then picks such a VF and
   // loads the lanes as one vector (dep-1 `fuse(Y.y, Y.x)`: P[f / 112 * 114 + f % 112]
   // in vectors of 8, 0.25 ms, where gathers had it at 2.1). 0 when a part is of
   // another kind.
