@@ -710,7 +710,10 @@ class Model {
         folded = M.vector_gather && M.vector_scatter && !scalar_gathers && !std::has_single_bit(uint64_t(L[l].extent));
         if (folded) {
           vf = int(std::min<uint64_t>(uint64_t(vf), std::bit_ceil(uint64_t(L[l].extent))));
-          gathers += interleaved;  // masked groups are gathers
+          // Masked groups are gathers. (They stay in `cheap` as well: priced as
+          // plain gathers against a scalar loop, LLVM leaves #110 scalar, and it
+          // vectorizes it.)
+          gathers += interleaved;
         } else {
           while (vf >= 4 && L[l].extent % vf != 0) vf /= 2;
         }
@@ -722,7 +725,7 @@ class Model {
       const double used = folded ? ext(int(l)) / std::ceil(ext(int(l)) / vf) : double(vf);
       if (gathers > 0 && gathers * (vf + 2 - used) >= (used - 1) * cheap) continue;
       autovec_[l] = vf;
-      autovec_gathers_[l] = gathers > 0 || folded;
+      autovec_gathers_[l] = gathers > 0;
       autovec_folded_[l] = folded;
     }
 
