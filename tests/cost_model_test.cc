@@ -875,6 +875,31 @@ TEST(CostModel, AShortLoopThatNoVectorDividesRunsOneMaskedVectorWithGathers) {
   EXPECT_GT(eight, 3 * sixteen);
 }
 
+TEST(CostModel, ARemainderByAPowerOfTwoThatWrapsInsideTheLoopLeavesItScalar) {
+  // A fused loop's remainder by 1024 wraps 64 times in the loop: LLVM's vector loop
+  // is guarded by a check that always fails (gmm-4 seed 43 #114: 0.37 s run, estimated
+  // as vectors at a sixth of that). The quotient alone, or a remainder by 1000, vectorize.
+  const MachineModel m = cores(1);
+  auto fused = [&](const std::string& program, const std::string& more) {
+    const CostBreakdown b = estimate_cost(lower_text(parse(program), "fuse(Y.i, Y.j, f)" + more), m);
+    for (const LoopCost& l : b.loops)
+      if (l.loop == "Y.f") return l;
+    ADD_FAILURE() << "no loop Y.f";
+    return LoopCost{};
+  };
+  const std::string remainder = "input X: f32[64, 1024]\ninput T: f32[1024]\nY[i, j] = X[i, j] * T[j]\n";
+  const std::string quotient = "input X: f32[64, 1024]\ninput S: f32[64]\nY[i, j] = X[i, j] * S[i]\n";
+  const std::string odd = "input X: f32[64, 1000]\ninput T: f32[1000]\nY[i, j] = X[i, j] * T[j]\n";
+  EXPECT_FALSE(fused(remainder, "").vectorized);
+  const LoopCost q = fused(quotient, "");
+  EXPECT_TRUE(q.vectorized && !q.gathers);
+  EXPECT_TRUE(fused(odd, "").vectorized);
+  // Run in parallel, the loop starts where the runtime's chunk does: LLVM cannot line
+  // the quotient up across the lanes and gathers it.
+  const LoopCost pq = fused(quotient, "; parallel(Y.f)");
+  EXPECT_TRUE(pq.vectorized && pq.gathers);
+}
+
 TEST(CostModel, AVectorNarrowerThanTheRegisterNextToTheLastDoesNotStall) {
   // Split by 4 and vectorized: each iteration stores 16 bytes and the next reads the
   // 16 after them, so nothing overlaps although the machine's vectors are wider

@@ -145,6 +145,23 @@ TEST(CpuBackend, AFusedLoopSplitAgainIndexesAffinelyAndVectorizes) {
   expect_matches_interpreter(**kernel, *p, 1, {1});
 }
 
+TEST(CpuBackend, ARemainderByAPowerOfTwoThatWrapsLeavesTheFusedLoopScalar) {
+  // What the cost model's rule rests on (LLVM 19): T[f % 1024] becomes a mask, SCEV a
+  // 10-bit induction, and the vectorizer's guard that it does not wrap always fails,
+  // so the vector loop is dropped. S[f / 1024] alone vectorizes. If this fails, LLVM
+  // changed: revisit remainder_wraps in codegen/analysis/cost_model.cc.
+  const std::string remainder = "input X: f32[4, 1024]\ninput T: f32[1024]\nY[i, j] = X[i, j] * T[j]\n";
+  const std::string quotient = "input X: f32[4, 1024]\ninput S: f32[4]\nY[i, j] = X[i, j] * S[i]\n";
+  for (const std::string* text : {&remainder, &quotient}) {
+    ProgramPtr p = parse(text->c_str());
+    auto kernel = compile_keeping_ir(p, "fuse(Y.i, Y.j, f)");
+    ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+    const std::string& ir = (*kernel)->llvm_ir();
+    EXPECT_EQ(ir.find(" x float>") != std::string::npos, text == &quotient) << ir;
+    expect_matches_interpreter(**kernel, *p, 1, {1});
+  }
+}
+
 TEST(CpuBackend, TheCostModelKnowsTheWorkspacePoolsCap) {
   // Scratch above the pool's cap faults its pages in on every run; the cost model
   // charges that from its own copy of the cap.
