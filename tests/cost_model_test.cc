@@ -900,6 +900,19 @@ TEST(CostModel, ARemainderByAPowerOfTwoThatWrapsInsideTheLoopLeavesItScalar) {
   EXPECT_TRUE(pq.vectorized && pq.gathers);
 }
 
+TEST(CostModel, AFusedLoopsQuotientAndRemainderAreComputedOnceForAllAccesses) {
+  // A transpose over a fused loop, scalar (the remainder by 32 wraps): X[f % 32 * 32
+  // + f / 32]. A second buffer at the same index adds its load and its add, not the
+  // quotient and remainder again (CSE; by 32 they are a shift and a mask).
+  const MachineModel m = cores(1);
+  auto compute = [&](const char* program) {
+    return estimate_cost(lower_text(parse(program), "fuse(Y.i, Y.j, f)"), m).compute_cycles / 1024;
+  };
+  const double one = compute("input X: f32[32, 32]\nY[i, j] = X[j, i]\n");
+  const double two = compute("input X: f32[32, 32]\ninput W: f32[32, 32]\nY[i, j] = X[j, i] + W[j, i]\n");
+  EXPECT_LT(two - one, 1.0);
+}
+
 TEST(CostModel, AVectorNarrowerThanTheRegisterNextToTheLastDoesNotStall) {
   // Split by 4 and vectorized: each iteration stores 16 bytes and the next reads the
   // 16 after them, so nothing overlaps although the machine's vectors are wider

@@ -1462,6 +1462,13 @@ class Model {
     return false;
   }
 
+  // Whether two non-affine parts of indices compute the same value (up to the
+  // coefficient they are scaled by).
+  static bool same_part(const IndexTerm& x, const IndexTerm& y) {
+    return x.deps == y.deps && x.divisor == y.divisor && x.offset == y.offset && x.remainder == y.remainder &&
+           x.min_value == y.min_value && x.max_value == y.max_value && x.dep_steps == y.dep_steps;
+  }
+
   static bool same_index(const IndexForm& x, const IndexForm& y) {
     if (x.constant != y.constant || x.terms.size() != y.terms.size()) return false;
     for (size_t k = 0; k < x.terms.size(); ++k)
@@ -1595,15 +1602,27 @@ class Model {
       const bool masked_chain = carried && masked && !scattered;
       const bool prom = carried && !scattered && !masked_chain && promoted(st, r, stores);
 
+      // Address arithmetic that does not fold: divisions and modulos of fused loops,
+      // those that move within the region's iteration (LICM hoists the others: a
+      // fused pixel loop's `f / 56` around a channel loop is computed once per pixel).
+      // Each distinct part once (the update's read and write share their address, and
+      // CSE one quotient between two buffers); by a power of two it is a shift or a
+      // mask, by another constant a multiply, a shift and a correction (gmm-4 seed 43
+      // #140: C[f / 1024 * 8192 + f % 1024] read and written, f / 1024 in A and f %
+      // 1024 in B: about five operations an iteration in the optimized IR, not 18).
+      std::vector<const IndexTerm*> parts;
+      for (const NestAccess& a : st.accesses)
+        for (const IndexTerm& term : a.index.terms) {
+          if (term.loop >= 0 || !moves_within(term, r_depth)) continue;
+          if (std::any_of(parts.begin(), parts.end(), [&](const IndexTerm* p) { return same_part(*p, term); }))
+            continue;
+          parts.push_back(&term);
+          d.alu += kk * v * (term.divisor > 0 && std::has_single_bit(uint64_t(term.divisor)) ? 1 : 3);
+        }
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
         const bool write = a.kind == AccessKind::kWrite;
         const bool accumulator = at_target(st, a);
-        // Address arithmetic that does not fold: divisions and modulos of fused loops,
-        // those that move within the region's iteration (LICM hoists the others: a
-        // fused pixel loop's `f / 56` around a channel loop is computed once per pixel).
-        for (const IndexTerm& term : a.index.terms)
-          if (term.loop < 0 && moves_within(term, r_depth)) d.alu += kk * v * 3;
         if (prom && accumulator) continue;      // kept in a register across the loop
         if (sroa_[size_t(a.buffer)]) continue;  // a register
         const VecAccess ak = autovec ? vec_access(r, st, a) : VecAccess::kUnit;
