@@ -889,7 +889,8 @@ TEST(CostModel, AShortLoopThatNoVectorDividesRunsOneMaskedVectorWithGathers) {
 TEST(CostModel, ARemainderByAPowerOfTwoThatWrapsInsideTheLoopLeavesItScalar) {
   // A fused loop's remainder by 1024 wraps 64 times in the loop: LLVM's vector loop
   // is guarded by a check that always fails (gmm-4 seed 43 #114: 0.37 s run, estimated
-  // as vectors at a sixth of that). The quotient alone, or a remainder by 1000, vectorize.
+  // as vectors close to the i-k-j order's 0.05 s). The quotient alone, or a remainder
+  // by 1000, vectorize.
   const MachineModel m = cores(1);
   auto fused = [&](const std::string& program, const std::string& more) {
     const CostBreakdown b = estimate_cost(lower_text(parse(program), "fuse(Y.i, Y.j, f)" + more), m);
