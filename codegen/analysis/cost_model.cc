@@ -339,7 +339,7 @@ class Model {
       double scale = 1, threads = 1;
       if (p >= 0) {
         const double ext = double(S.loops[size_t(p)].extent);
-        threads = std::min(double(std::max(M.cores, 1)), ext);
+        threads = threads_of(p);
         scale = std::ceil(ext / threads) / ext;
       }
       const double dram_bw = std::min(threads * M.dram_bandwidth, M.dram_bandwidth_total);
@@ -364,14 +364,13 @@ class Model {
       if (!real_[size_t(l)]) continue;
       double o = execs_[size_t(l)] * M.loop_entry_cycles;
       if (S.loops[size_t(l)].kind == ForKind::kParallel && outer_parallel_[size_t(l)] == l) {
-        const double threads = std::min(double(std::max(M.cores, 1)), double(S.loops[size_t(l)].extent));
+        const double threads = threads_of(l);
         o += execs_[size_t(l)] * (threads > 1 ? M.fork_join_cycles : M.call_cycles);
       }
       const int p = S.loops[size_t(l)].parent >= 0 ? outer_parallel_[size_t(S.loops[size_t(l)].parent)] : -1;
       if (p >= 0) {
         const double ext = double(S.loops[size_t(p)].extent);
-        const double threads = std::min(double(std::max(M.cores, 1)), ext);
-        o *= std::ceil(ext / threads) / ext;
+        o *= std::ceil(ext / threads_of(p)) / ext;
       }
       loop_overhead[size_t(l)] = o;
       overhead += o;
@@ -435,6 +434,9 @@ class Model {
   CacheSpec caches_[3];
 
   double ext(int l) const { return double(S.loops[size_t(l)].extent); }
+  // Threads that run parallel loop `l`: one per core, at most one per iteration.
+  double threads_of(int l) const { return std::min(double(std::max(M.cores, 1)), ext(l)); }
+  static bool power_of_two(int64_t c) { return c > 0 && std::has_single_bit(uint64_t(c)); }
   // Instances of `st` in one iteration of loop `l`: the extents of its loops inside `l`.
   double copies_inside(int l, const NestStore& st) const {
     double copies = 1;
@@ -708,7 +710,7 @@ class Model {
       // blocks) the IR shows no such loop: the old halving rule holds there.
       bool folded = false;
       if (L[l].extent < 16 && L[l].extent % vf != 0) {
-        folded = M.vector_gather && M.vector_scatter && !scalar_gathers && !std::has_single_bit(uint64_t(L[l].extent));
+        folded = M.vector_gather && M.vector_scatter && !scalar_gathers && !power_of_two(L[l].extent);
         if (folded) {
           vf = int(std::min<uint64_t>(uint64_t(vf), std::bit_ceil(uint64_t(L[l].extent))));
           // Masked groups are gathers. (They stay in `cheap` as well: priced as
@@ -1111,7 +1113,7 @@ class Model {
     for (const IndexTerm& term : a.index.terms) {
       if (term.loop >= 0 || std::find(term.deps.begin(), term.deps.end(), l) == term.deps.end()) continue;
       if (term.divisor <= 0 || term.deps.size() != 1) return 0;
-      if (M.vector_gather && !std::has_single_bit(uint64_t(term.divisor))) return 0;
+      if (M.vector_gather && !power_of_two(term.divisor)) return 0;
       g = std::gcd(g, term.divisor);
       const int64_t start = term.offset + S.loops[size_t(l)].min;
       if (start != 0) g = std::gcd(g, start < 0 ? -start : start);
@@ -1129,11 +1131,11 @@ class Model {
   bool remainder_wraps(const NestAccess& a, int l) const {
     const NestLoop& L = S.loops[size_t(l)];
     double run = ext(l);
-    if (L.kind == ForKind::kParallel) run = std::ceil(run / std::min(double(std::max(M.cores, 1)), run));
+    if (L.kind == ForKind::kParallel) run = std::ceil(run / threads_of(l));
     for (const IndexTerm& term : a.index.terms) {
       if (term.loop >= 0 || !term.remainder || term.deps.size() != 1 || term.deps[0] != l) continue;
       const int64_t c = term.divisor;
-      if (c <= 0 || !std::has_single_bit(uint64_t(c))) continue;
+      if (!power_of_two(c)) continue;
       const int64_t first = ((term.offset + L.min) % c + c) % c;
       if (double(first) + run > double(c)) return true;
     }
@@ -1622,7 +1624,7 @@ class Model {
           if (std::any_of(parts.begin(), parts.end(), [&](const IndexTerm* p) { return same_part(*p, term); }))
             continue;
           parts.push_back(&term);
-          d.alu += kk * v * (term.divisor > 0 && std::has_single_bit(uint64_t(term.divisor)) ? 1 : 3);
+          d.alu += kk * v * (power_of_two(term.divisor) ? 1 : 3);
         }
       for (size_t ai = 0; ai < st.accesses.size(); ++ai) {
         const NestAccess& a = st.accesses[ai];
