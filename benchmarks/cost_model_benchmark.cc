@@ -67,7 +67,9 @@
 //                     what LLVM made of it: counts of masked gathers, scatters, masked
 //                     loads and stores, vector loop bodies, vector loads and stores
 //                     in the optimized module (each count includes the intrinsic's
-//                     declaration), for checking the model's code-generator rules;
+//                     declaration), and the loops the model says LLVM fully unrolls
+//                     against LLVM's own remarks ("19x3": three loops of 19
+//                     iterations), for checking the model's code-generator rules;
 //                     with --runtimes, only the schedules that have one
 //   --ir-model-only   with --ir-stats: the model's columns only, no compiles
 //   --replay FILES    re-ranks the measurements of CSVs from any earlier run (another
@@ -528,15 +530,38 @@ struct Measured {
 // Counts of what LLVM made of a nest (the optimized module's text), written by a
 // forked child as one CSV line: gathers, scatters, masked loads, masked stores,
 // vector loop bodies, vector loads, vector stores.
+// Full unrolls as "TRIPSxCOPIES" words, most trips first ("19x3 3x1": three loops of
+// 19 iterations and one of 3).
+std::string unroll_signature(const std::map<int64_t, int, std::greater<int64_t>>& copies_by_trips) {
+  std::string s;
+  for (const auto& [trips, copies] : copies_by_trips)
+    s += (s.empty() ? "" : " ") + std::to_string(trips) + "x" + std::to_string(copies);
+  return s;
+}
+
 void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNest& nest, const QualityOptions& o,
                     const MachineModel& machine) {
   int predicted = 0, vectorized = 0;  // loops the model says LLVM vectorizes with gathers / at all
-  for (const LoopCost& l : estimate_cost(nest, machine).loops) {
-    predicted += l.gathers;
-    vectorized += l.vectorized;
+  // The loops the model says LLVM fully unrolls, each as many times as the schedule's
+  // own unrolled loops around it copy it (LLVM unrolls inner loops first, so loops it
+  // unrolls itself do not multiply the remarks).
+  std::map<int64_t, int, std::greater<int64_t>> model_unrolls;
+  const std::vector<LoopCost> loops = estimate_cost(nest, machine).loops;
+  for (size_t l = 0; l < loops.size(); ++l) {
+    predicted += loops[l].gathers;
+    vectorized += loops[l].vectorized;
+    if (!loops[l].fully_unrolled || loops[l].extent < 2) continue;
+    int64_t copies = 1;
+    for (size_t a = l, depth = size_t(loops[l].depth); a-- > 0 && depth > 0;) {
+      if (size_t(loops[a].depth) >= depth) continue;
+      depth = size_t(loops[a].depth);  // the next ancestor (pre-order)
+      if (loops[a].kind == ForKind::kUnrolled) copies *= loops[a].extent;
+    }
+    model_unrolls[loops[l].extent] += int(copies);
   }
   if (o.ir_model_only) {
-    std::fprintf(out, "%s,%d,%d,%d,,,,,,,\n", program, index, predicted, vectorized);
+    std::fprintf(out, "%s,%d,%d,%d,,,,,,,,%s,\n", program, index, predicted, vectorized,
+                 unroll_signature(model_unrolls).c_str());
     return;
   }
   std::fflush(out);
@@ -547,17 +572,25 @@ void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNe
     arm_cpu_limit(o.compile_cap_s);
     CpuCompileOptions co;
     co.keep_llvm_ir = true;
+    co.keep_vectorizer_remarks = true;
     Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(nest, co);
     if (!kernel.ok()) _exit(0);
     const std::string& ir = (*kernel)->llvm_ir();
+    std::map<int64_t, int, std::greater<int64_t>> llvm_unrolls;
+    for (const std::string& r : (*kernel)->vectorizer_remarks()) {
+      long long trips = 0;
+      if (std::sscanf(r.c_str(), "unrolled: completely unrolled loop with %lld", &trips) == 1 && trips > 1)
+        ++llvm_unrolls[trips];
+    }
     auto count = [&](const char* needle) {
       int n = 0;
       for (size_t at = ir.find(needle); at != std::string::npos; at = ir.find(needle, at + 1)) ++n;
       return n;
     };
-    std::fprintf(out, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", program, index, predicted, vectorized,
+    std::fprintf(out, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s\n", program, index, predicted, vectorized,
                  count("@llvm.masked.gather"), count("@llvm.masked.scatter"), count("@llvm.masked.load"),
-                 count("@llvm.masked.store"), count("\nvector.body"), count("= load <"), count("store <"));
+                 count("@llvm.masked.store"), count("\nvector.body"), count("= load <"), count("store <"),
+                 unroll_signature(model_unrolls).c_str(), unroll_signature(llvm_unrolls).c_str());
     std::fflush(out);
     _exit(0);
   }
@@ -712,7 +745,7 @@ int run_quality(const QualityOptions& o) {
         irf = std::fopen(o.ir_stats.c_str(), "w");
         std::fprintf(irf,
                      "program,index,model_gather_loops,model_vector_loops,gathers,scatters,masked_loads,masked_stores,"
-                     "vector_bodies,vector_loads,vector_stores\n");
+                     "vector_bodies,vector_loads,vector_stores,model_full_unrolls,llvm_full_unrolls\n");
       }
       for (const Measured& m : all)
         if (m.status == "ok" || m.status == "timeout" || (measure && m.status == "skipped"))

@@ -256,25 +256,42 @@ TEST(CpuBackend, LocalBuffersOnTheHeapDoNotAliasEachOther) {
   expect_matches_interpreter(**kernel, *p, 6, {1});
 }
 
+// The remarks of compiling `p`'s default schedule, one a line (and a check that the
+// kernel computes what the interpreter does).
+std::string remarks_of(const ProgramPtr& p) {
+  Expected<LoopNest> nest = lower(Schedule(p));
+  if (!nest.ok()) return "lowering failed: " + nest.status().to_string();
+  CpuCompileOptions o;
+  o.keep_vectorizer_remarks = true;
+  auto kernel = compile_cpu_kernel(*nest, o);
+  if (!kernel.ok()) return "compile failed: " + kernel.status().to_string();
+  expect_matches_interpreter(**kernel, *p, 5, {1});
+  std::string all;
+  for (const std::string& r : (*kernel)->vectorizer_remarks()) all += r + "\n";
+  return all;
+}
+
 TEST(CpuBackend, VectorizerRemarksSayWhichLoopsWereVectorizedAndWhyNot) {
   // An elementwise loop LLVM vectorizes; a float sum along the innermost loop it does
   // not (reassociating the additions would change the result).
   ProgramPtr p = parse("input A: f32[64, 256]\nB[i, j] = A[i, j] * 2.0\nS[i] += A[i, j]\n");
-  Expected<LoopNest> nest = lower(Schedule(p));
-  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  CpuCompileOptions o;
-  o.keep_vectorizer_remarks = true;
-  auto kernel = compile_cpu_kernel(*nest, o);
-  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
-  std::string all;
-  for (const std::string& r : (*kernel)->vectorizer_remarks()) all += r + "\n";
+  const std::string all = remarks_of(p);
   EXPECT_CONTAINS(all, "vectorized: vectorized loop");
   EXPECT_CONTAINS(all, "reorder floating-point");
-  expect_matches_interpreter(**kernel, *p, 5, {1});
 
+  Expected<LoopNest> nest = lower(Schedule(p));
+  ASSERT_TRUE(nest.ok());
   auto plain = compile_cpu_kernel(*nest);  // not kept unless asked
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE((*plain)->vectorizer_remarks().empty());
+}
+
+TEST(CpuBackend, RemarksSayWhichLoopsLlvmFullyUnrolled) {
+  // A 4-iteration loop over a short body LLVM unrolls whole; the 256-iteration one it
+  // vectorizes is not (the cost model's full-unroll rule is checked against these).
+  const std::string all = remarks_of(parse("input A: f32[256, 4]\nS[i] += A[i, j]\n"));
+  EXPECT_CONTAINS(all, "unrolled: completely unrolled loop with 4 iterations");
+  EXPECT_EQ(all.find("with 256 iterations"), std::string::npos) << all;
 }
 
 TEST(WorkspacePool, FreedBlocksServeLaterRequestsOfUpToTheirSize) {

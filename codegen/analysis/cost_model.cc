@@ -272,6 +272,7 @@ class Model {
                                                             : 4;
       lc.vectorized = vec_ok_[l] || autovec_[l] > 0;
       lc.gathers = autovec_gathers_[l] != 0;
+      lc.fully_unrolled = llvm_unrolled_[l];
     }
 
     // Memory traffic per access, grouped by region.

@@ -173,6 +173,7 @@ struct LoopCost {
   int fits = 0;                  // smallest cache level the per-iteration working set fits: 1, 2, 3; 4 = none
   bool vectorized = false;       // vectorized by the backend (explicit) or by LLVM (auto)
   bool gathers = false;          // vectorized by LLVM with gathers or scatters
+  bool fully_unrolled = false;   // fully unrolled by LLVM (its loop unroller, not the schedule)
   double cycles = 0;             // estimated cycles of all its executions, inner loops included
 };
 

@@ -39,19 +39,26 @@ class LlvmKernel : public CpuKernel {
   JitEngine::Added added_;
 };
 
-// Collects the loop vectorizer's remarks of one compilation (LLVM emits remarks only
-// for the passes a context's handler asks for).
+// Collects the loop vectorizer's remarks of one compilation, and the loop unroller's
+// full unrolls (LLVM emits remarks only for the passes a context's handler asks for).
 class VectorizerRemarks final : public llvm::DiagnosticHandler {
  public:
   explicit VectorizerRemarks(std::vector<std::string>* out) : out_(out) {}
   bool isAnyRemarkEnabled() const override { return true; }
-  bool isAnalysisRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
-  bool isMissedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
-  bool isPassedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kPass; }
+  bool isAnalysisRemarkEnabled(llvm::StringRef pass) const override { return pass == kVectorize; }
+  bool isMissedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kVectorize; }
+  bool isPassedOptRemarkEnabled(llvm::StringRef pass) const override { return pass == kVectorize || pass == kUnroll; }
   bool handleDiagnostics(const llvm::DiagnosticInfo& d) override {
     const auto* r = llvm::dyn_cast<llvm::DiagnosticInfoOptimizationBase>(&d);
     if (!r) return false;  // not a remark: LLVM's default handling
-    if (r->getPassName() != kPass) return true;
+    if (r->getPassName() == kUnroll) {
+      // Only full unrolls: partial and runtime unrolls and peels say other things.
+      const std::string msg = r->getMsg();
+      if (d.getKind() == llvm::DK_OptimizationRemark && msg.rfind("completely unrolled", 0) == 0)
+        out_->push_back("unrolled: " + msg);
+      return true;
+    }
+    if (r->getPassName() != kVectorize) return true;
     const char* kind = d.getKind() == llvm::DK_OptimizationRemark         ? "vectorized: "
                        : d.getKind() == llvm::DK_OptimizationRemarkMissed ? "missed: "
                                                                           : "analysis: ";
@@ -60,7 +67,8 @@ class VectorizerRemarks final : public llvm::DiagnosticHandler {
   }
 
  private:
-  static constexpr const char* kPass = "loop-vectorize";
+  static constexpr const char* kVectorize = "loop-vectorize";
+  static constexpr const char* kUnroll = "loop-unroll";
   std::vector<std::string>* out_;
 };
 

@@ -30,7 +30,8 @@ struct CpuTarget {
 struct CpuCompileOptions {
   bool keep_llvm_ir = false;  // keep the optimized module's text
   // Keep LLVM's loop-vectorizer remarks: which loops it vectorized (and how wide), and
-  // why it left the others (what the cost model's code-generator rules predict).
+  // why it left the others, and the loops it fully unrolled (what the cost model's
+  // code-generator rules predict).
   bool keep_vectorizer_remarks = false;
 };
 
@@ -46,8 +47,8 @@ class CpuKernel {
 
   const LoopNest& nest() const { return nest_; }
   const std::string& llvm_ir() const { return llvm_ir_; }  // empty unless kept
-  // "vectorized: ...", "missed: ..." or "analysis: ..." lines, in LLVM's order; empty
-  // unless kept.
+  // "vectorized: ...", "missed: ...", "analysis: ..." or "unrolled: completely unrolled
+  // loop with N iterations" lines, in LLVM's order; empty unless kept.
   const std::vector<std::string>& vectorizer_remarks() const { return vectorizer_remarks_; }
   double compile_ms() const { return compile_ms_; }
 
