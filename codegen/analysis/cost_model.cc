@@ -92,6 +92,7 @@ struct ValueOps {
   double div = 0;    // divides and square roots
   double calls = 0;  // scalar math library calls (exp, log, tanh)
   double alu = 0;    // integer and boolean operations on data
+  double fma = 0;    // of the FP operations, multiply-adds (two instructions in LLVM IR)
 };
 
 // Whether an integer or boolean part of a value stays the same across the iterations
@@ -119,6 +120,7 @@ void count_value(const Expr& e, ValueOps* o, const IsInvariant* invariant = null
       const Mul* m = a.as<Mul>() ? a.as<Mul>() : b.as<Mul>();
       o->fp += 1;
       if (m) {
+        o->fma += 1;
         count_value(m->a, o, invariant);
         count_value(m->b, o, invariant);
         count_value(a.as<Mul>() ? b : a, o, invariant);
@@ -487,51 +489,107 @@ class Model {
     llvm_unrolled_.assign(n, 0);
     std::vector<double> body_size(n, 0.0);  // instructions of one iteration, inner loops unrolled
     std::vector<char> blocked(n, 0);        // has an inner loop that stays a loop
+    // What of it folds to constants in each unrolled copy (LLVM simulates the first
+    // `full_unroll_analyzed_trips` iterations and drops what becomes constant).
+    std::vector<double> folded_size(n, 0.0);
     for (size_t si = 0; si < S.stores.size(); ++si) {
       const NestStore& st = S.stores[si];
       ValueOps ops;
       count_value(st.node->value, &ops);
-      // About two and a half instructions per access (address arithmetic, the access).
-      // (Integer compares and index arithmetic mostly fold away once unrolled.) An
-      // accumulator that does not move with a loop was promoted to a register before
-      // LLVM considers unrolling it (LICM runs first): its load and store sit outside,
-      // once per iteration of the first enclosing loop it moves with.
-      // Explicit vector code (a vectorized loop at or around the store): each operation
-      // is as many instructions as registers its lanes fill, and a gather or scatter
-      // one per lane (LLVM prices them scalarized); a per-lane accumulator is not
-      // promoted. (A 64-lane channel update by gather and scatter stays a loop.)
+      // The size LLVM's unroller sees for loop `l` once the loops inside it are
+      // unrolled (its LoopSize; measured as the `-unroll-threshold` at which `opt -O3`
+      // starts to unroll: c2d-2's channel loop, 64 multiply-adds walked one by one, at
+      // about 400; gmm-4 `tile(C.k, C.i, 8, 8)`, 64 copies, at about 200; c2d-2 seed
+      // 45 #149, 57 guarded copies, at about 350):
+      // - one instruction per operation of the value (two per FMA: a multiply and an
+      //   add in the IR), in every copy;
+      // - each access `full_unroll_access_size` in each distinct copy (the load or
+      //   store: the copies' addresses are constant offsets from one register) and
+      //   `full_unroll_address_size` once per iteration (that register's update);
+      //   copies of an access that does not move with `l` are loop-invariant, and
+      //   LICM hoists them (and promotes an accumulator to registers) before LLVM
+      //   considers `l`. The pipeline simplifies the kernel twice (the body function,
+      //   then inlined into its caller), so that holds for copies the first round's
+      //   unrolls made too (`opt -print-before=loop-unroll-full`);
+      // - a compare and a branch per distinct copy of a guard that reads `l` or a
+      //   loop inside it and can fail in that copy.
+      // Of that, what reads only `l` and the loops inside it folds: such a guard, the
+      // value's integer tests on them (a padding select's `w >= 1`), and the part of
+      // an index that walks `l` by more than one element (`o << 13`; by one element
+      // LLVM adds the counter to the address register).
+      // Explicit vector code (a vectorized loop at or around the store) is one vector
+      // per copy: each operation is as many instructions as registers its lanes fill,
+      // a gather or scatter one per lane (LLVM prices them scalarized).
       int vl = -1;
       for (int l : st.loops)
         if (vec_ok_[size_t(l)]) vl = l;
       const double regs =
           vl < 0 ? 1.0
                  : std::ceil(ext(vl) / lanes_per_vector(S.buffers[size_t(st.buffer)].dtype, M.vector_bits));
-      auto access_size = [&](const NestAccess& a) { return per_lane(a, vl) ? ext(vl) : 2.5 * regs; };
-      double target_accesses = 0, target_size = 0, size = (ops.fp + 4 * ops.div) * regs + 10 * ops.calls;
-      for (const NestAccess& a : st.accesses) {
-        const bool is_target = at_target(st, a);
-        target_accesses += is_target;
-        (is_target ? target_size : size) += access_size(a);
-      }
-      // A read-modify-write still promoted out of the loops so far.
-      bool outside = target_accesses > 1 && target_size == 2.5 * regs * target_accesses;
+      // The distinct copies, inside the loop at `k`, of something that reads `reads`.
+      auto distinct_inside = [&](size_t k, const std::function<bool(int)>& reads) {
+        double distinct = 1;
+        for (size_t j = k + 1; j < st.loops.size(); ++j) {
+          const int u = st.loops[j];
+          if (!vec_ok_[size_t(u)] && reads(u)) distinct *= ext(u);
+        }
+        return distinct;
+      };
+      double copies = 1;  // unrolled copies of the store inside the loop at `k`
       for (size_t k = st.loops.size(); k-- > 0;) {
         const int l = st.loops[k];
-        if (outside) {
-          for (const NestAccess& a : st.accesses) outside &= a.buffer != st.buffer || !a.index.depends_on(l);
-          if (!outside) size += target_size;
-        } else if (k + 1 == st.loops.size()) {
-          size += target_size;
+        const int depth = L[size_t(l)].depth;
+        auto at_or_inside = [&](int u) { return L[size_t(u)].depth >= depth; };
+        // Integer parts of the value that read only `l` and the loops inside it.
+        const IsInvariant folds = [&](const Expr& x) {
+          bool only_inside = true;
+          visit_exprs(x, [&](const Expr& y) {
+            if (y.kind() == NodeKind::kLoad) only_inside = false;
+            if (const Variable* var = y.as<Variable>()) {
+              const int u = loop_named(st, var->name);
+              only_inside &= u >= 0 && at_or_inside(u);
+            }
+          });
+          return only_inside;
+        };
+        ValueOps left;
+        count_value(st.node->value, &left, &folds);
+        double size = (ops.fp + ops.fma + ops.alu + 4 * ops.div) * regs * copies + 10 * ops.calls * copies;
+        double folded = (ops.alu - left.alu) * regs * copies;
+        for (const NestAccess& a : st.accesses) {
+          if (!a.index.depends_on(l)) continue;  // hoisted out of `l` (or promoted)
+          const double distinct = distinct_inside(k, [&](int u) { return a.index.depends_on(u); });
+          size += per_lane(a, vl) ? distinct * ext(vl)
+                                  : (distinct * M.full_unroll_access_size + M.full_unroll_address_size) * regs;
+          const int64_t stride = a.index.stride_of(l);
+          if (stride != 1 && stride != -1) folded += distinct * regs;
+        }
+        for (const NestStore::Guard& g : st.guards) {
+          auto reads = [&](int u) { return std::find(g.loops.begin(), g.loops.end(), u) != g.loops.end(); };
+          if (!reads(l) && distinct_inside(k, reads) == 1) continue;  // unswitched
+          // Only the copies it can fail in keep a test (IndVarSimplify proves the
+          // others true): about as many as the points it leaves out.
+          const double distinct = distinct_inside(k, reads);
+          const double tests = 2 * std::min(distinct, std::ceil(distinct * (1 - g.fraction)));
+          size += tests;
+          if (std::all_of(g.loops.begin(), g.loops.end(), at_or_inside)) folded += tests;
         }
         body_size[size_t(l)] += size;
-        size *= vec_ok_[size_t(l)] ? 1.0 : ext(l);
+        folded_size[size_t(l)] += std::min(folded, size);
+        copies *= vec_ok_[size_t(l)] ? 1.0 : ext(l);
       }
     }
     for (size_t l = n; l-- > 0;) {
+      // LLVM's test: the unrolled size under the threshold; for a loop it simulates,
+      // the size left after folding under the threshold times the ratio of the two
+      // (at most `full_unroll_max_boost`).
+      const double rolled = ext(int(l)) * body_size[l];
+      const double unrolled = ext(int(l)) * std::max(body_size[l] - folded_size[l], 1.0);
+      const bool small = rolled <= M.full_unroll_budget ||
+                         (ext(int(l)) <= M.full_unroll_analyzed_trips &&
+                          unrolled <= M.full_unroll_budget * std::min(M.full_unroll_max_boost, rolled / unrolled));
       const bool candidate =
-          (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) && !blocked[l] &&
-          ext(int(l)) * body_size[l] <=
-              M.full_unroll_budget * (ext(int(l)) <= M.full_unroll_analyzed_trips ? M.full_unroll_boost : 1.0);
+          (L[l].kind == ForKind::kSerial || (L[l].kind == ForKind::kVectorized && !vec_ok_[l])) && !blocked[l] && small;
       llvm_unrolled_[l] = candidate;
       const bool stays_loop = !(candidate || vec_ok_[l] || L[l].kind == ForKind::kUnrolled);
       if (stays_loop || blocked[l])
@@ -634,7 +692,7 @@ class Model {
       }
     }
     for (size_t l = 0; l < n; ++l) {
-      if (!real_[l] || has_inner[l] || L[l].extent < 4 || stores_under_[l].empty()) continue;
+      if (!real_[l] || has_inner[l] || L[l].extent < 3 || stores_under_[l].empty()) continue;
       bool ok = true, in_vector = false;
       for (int p = L[l].parent; p >= 0; p = L[size_t(p)].parent) in_vector |= vec_ok_[size_t(p)] != 0;
       if (in_vector) continue;
@@ -693,13 +751,14 @@ class Model {
       }
       if (!ok) continue;
       // Short loops are vectorized only when no scalar remainder is left.
-      int vf = lanes_per_vector(t, M.auto_vector_bits);
-      while (vf > int(L[l].extent)) vf /= 2;
+      int widest = lanes_per_vector(t, M.auto_vector_bits);
       // A fused loop's parts line up over at most fused_lanes lanes.
       for (int si : stores_under_[l])
         for (const NestAccess& a : S.stores[size_t(si)].accesses)
           if (nonaffine_in(a, int(l)) && fused_lanes(a, int(l)) >= 4)
-            vf = int(std::min<int64_t>(vf, fused_lanes(a, int(l))));
+            widest = int(std::min<int64_t>(widest, fused_lanes(a, int(l))));
+      int vf = widest;
+      while (vf > int(L[l].extent)) vf /= 2;
       // Under 16 iterations LLVM leaves no scalar remainder: a power-of-two count
       // takes a vector as long as itself; any other, where the target masks every
       // access, runs whole vectors with the tail's lanes masked off (it does not look
@@ -713,7 +772,8 @@ class Model {
       if (L[l].extent < 16 && L[l].extent % vf != 0) {
         folded = M.vector_gather && M.vector_scatter && !scalar_gathers && !power_of_two(L[l].extent);
         if (folded) {
-          vf = int(std::min<uint64_t>(uint64_t(vf), std::bit_ceil(uint64_t(L[l].extent))));
+          // (Three iterations run as one vector of 4: c2d-2 seed 45 #149's optimized IR.)
+          vf = std::min(widest, std::max(vf, 4));
           // Masked groups are gathers. (They stay in `cheap` as well: priced as
           // plain gathers against a scalar loop, LLVM leaves #110 scalar, and it
           // vectorizes it.)
@@ -1609,6 +1669,13 @@ class Model {
       // it to commit (no forwarding), every iteration of the region's loop.
       const bool masked_chain = carried && masked && !scattered;
       const bool prom = carried && !scattered && !masked_chain && promoted(st, r, stores);
+      // The same where LLVM folded the region's tail into masked vectors: the next
+      // update, in the next iteration of a reduction loop around the region, loads
+      // what a masked store wrote, and waits for it to commit while it is still in
+      // the store buffer, one vector after the other (c2d-2 seed 45 #149: 3 lanes of
+      // 4 masked, 19 vectors an update, about 26 cycles a vector: 30 ms).
+      if (autovec && autovec_folded_[size_t(r)] && self_read && !scattered && reread_from_store_buffer(st, r))
+        d.chain_latency = std::max(d.chain_latency, kk * v * M.store_forward_stall_cycles);
 
       // Address arithmetic that does not fold: divisions and modulos of fused loops,
       // those that move within the region's iteration (LICM hoists the others: a
@@ -1717,6 +1784,27 @@ class Model {
       }
     }
     return d;
+  }
+
+  // Whether the next update of `st`'s target, in the next iteration of the innermost
+  // reduction loop around vector region `r` (one the target does not move with),
+  // comes while the store is still in the store buffer: fewer stores in between than
+  // it holds.
+  bool reread_from_store_buffer(const NestStore& st, int r) const {
+    const IndexForm& target = st.accesses[0].index;
+    const int r_depth = S.loops[size_t(r)].depth;
+    int q = -1;
+    for (int l : st.loops)
+      if (S.loops[size_t(l)].depth < r_depth && !target.depends_on(l)) q = l;
+    if (q < 0) return false;
+    double between = 1;  // stores of one iteration of `q`
+    for (int l : st.loops) {
+      if (S.loops[size_t(l)].depth <= S.loops[size_t(q)].depth) continue;
+      between *= l == r               ? std::ceil(ext(l) / std::max(1.0, double(autovec_[size_t(l)])))
+                 : vec_ok_[size_t(l)] ? 1.0
+                                      : ext(l);
+    }
+    return between < M.store_buffer_entries;
   }
 
   // One lane of a vector gather (a read) or scatter (a write).

@@ -77,13 +77,19 @@ struct MachineModel {
   // read back shifted by less than its width) cannot be forwarded: it waits until the
   // store commits (measured: about 27 cycles on the development VM).
   double store_forward_stall_cycles = 25;
+  double store_buffer_entries = 64;  // stores in flight before the oldest commits (Zen 4: 64)
   // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
-  // its unrolled body stays under this many instructions, `full_unroll_boost` times
-  // as many for loops of at most `full_unroll_analyzed_trips` iterations (whose
-  // unrolled copies it sees simplify).
+  // its unrolled body stays under this many instructions; for loops of at most
+  // `full_unroll_analyzed_trips` iterations, when what is left once the parts that
+  // become constants in each copy fold stays under it times the ratio of the two
+  // sizes (at most `full_unroll_max_boost`). An access counts
+  // `full_unroll_access_size` in each distinct copy (the load or store) and
+  // `full_unroll_address_size` once per iteration (the address register's update).
   double full_unroll_budget = 300;
   double full_unroll_analyzed_trips = 10;
-  double full_unroll_boost = 2.7;
+  double full_unroll_max_boost = 4;
+  double full_unroll_access_size = 1.25;
+  double full_unroll_address_size = 1.5;
   // LLVM unswitches a branch that does not move with a loop (duplicating the loop)
   // when the loop's body is at most this many instructions (-unswitch-threshold).
   double unswitch_budget = 50;
