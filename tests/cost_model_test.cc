@@ -1014,7 +1014,7 @@ std::string conv_x_blocks_inside(int x_split) {
 
 TEST(CostModel, LlvmFullyUnrollsALoopWhoseCopiesFoldNotOneThatIsMerelyShort) {
   // The thresholds at which `opt -O3` starts to unroll each loop (CpuBackend's
-  // LlvmFullUnrollsWhereTheCostModelSaysItDoes checks LLVM itself): Y[f, x] += X[c,
+  // LlvmFullyUnrollsWhereTheCostModelSaysItDoes checks LLVM itself): Y[f, x] += X[c,
   // x] * W[f, c] with c whole (64 iterations, about 400), split by 16 (4 iterations
   // of 16 copies whose addresses step by constants: unrolled at 300) and by 4 (16
   // iterations of 4: about 425); gmm-4 tiled 8 x 8 over k and i (the 8 sums stay in

@@ -306,6 +306,15 @@ TEST(CpuBackend, LlvmFullyUnrollsWhereTheCostModelSaysItDoes) {
   EXPECT_EQ(remarks("").find("with 64 iterations"), std::string::npos);
   EXPECT_CONTAINS(remarks("split(Y.c, 16, o, i)"), "unrolled: completely unrolled loop with 4 iterations");
   EXPECT_EQ(remarks("split(Y.c, 4, o, i)").find("with 16 iterations"), std::string::npos);
+  // c2d-2 seed 45 #149: the 3 x blocks around 19 unrolled updates are not unrolled but
+  // vectorized, one vector of 4 with a lane masked.
+  ProgramPtr conv = parse(
+      "input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
+      "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  EXPECT_CONTAINS(remarks_of(conv,
+                             "reorder(Y, f, n, c, s); split(Y.x, 3, o105, i105); split(Y.c, 2, o206, i206); "
+                             "reorder(Y, o206, i206, i105, o105); split(Y.y, 4, o511, i511); unroll(Y.i206)"),
+                  "vectorization width: 4");
 }
 
 TEST(WorkspacePool, FreedBlocksServeLaterRequestsOfUpToTheirSize) {

@@ -566,13 +566,16 @@ class Model {
         }
         for (const NestStore::Guard& g : st.guards) {
           auto reads = [&](int u) { return std::find(g.loops.begin(), g.loops.end(), u) != g.loops.end(); };
-          if (!reads(l) && distinct_inside(k, reads) == 1) continue;  // unswitched
+          const bool inside_only = std::all_of(g.loops.begin(), g.loops.end(), at_or_inside);
+          const double distinct = distinct_inside(k, reads);
+          // One on outer loops only is unswitched; one on the loops inside only was
+          // folded when they were unrolled.
+          if (!reads(l) && (inside_only || distinct == 1)) continue;
           // Only the copies it can fail in keep a test (IndVarSimplify proves the
           // others true): about as many as the points it leaves out.
-          const double distinct = distinct_inside(k, reads);
           const double tests = 2 * std::min(distinct, std::ceil(distinct * (1 - g.fraction)));
           size += tests;
-          if (std::all_of(g.loops.begin(), g.loops.end(), at_or_inside)) folded += tests;
+          if (inside_only) folded += tests;
         }
         body_size[size_t(l)] += size;
         folded_size[size_t(l)] += std::min(folded, size);
