@@ -35,6 +35,13 @@ ProgramPtr gemm(int n) {
                "]\nC[i, j] += A[i, k] * B[k, j]\n");
 }
 
+// c2d-2: NCHW conv2d 1x1, 64 -> 64 channels, 56 x 56.
+ProgramPtr conv1x1() {
+  return parse(
+      "input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
+      "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+}
+
 LoopNest lower_text(const ProgramPtr& p, const std::string& schedule) {
   Expected<Schedule> s = Schedule::from_text(p, schedule);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
@@ -618,8 +625,7 @@ TEST(CostModel, DivisionsOfAFusedLoopOutsideTheInnerLoopAreHoisted) {
   // computes the division and the modulo once per pixel, so the nest costs what the
   // same loop order without the fusion does (it was estimated 2.8 times dearer;
   // measured 7.6 ms, as the plain order).
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   const double fused = est(p,
                            "reorder(Y, x, y, f, s); split(Y.r, 3, o101, i101); split(Y.s, 5, o202, i202); fuse(Y.x, Y.y, f305); split(Y.o101, 2, o408, i408); reorder(Y, i202, i408, o202); split(Y.n, 8, o610, i610); split(Y.o610, 5, o711, i711); cache_read(W, Y, W_r813)");
   const double plain = est(p, "reorder(Y, x, y, f, s)");
@@ -731,8 +737,7 @@ TEST(CostModel, ShortRunsThroughMemoryWaitForTheirFirstLines) {
   // f, y, x reads each channel in one run of 12.5 KiB per f; in the order y, f, x in
   // runs of 56 floats (224 bytes), each starting 12.5 KiB after the last, whose first
   // lines the prefetchers do not bring in time: 13.7 ms against 6.6 measured.
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   const MachineModel m = cores(1);
   const double runs = est(p, "rfactor(Y.c, Y_rf)", m);
   const double pieces = est(p, "reorder(Y, r, s, f, x); rfactor(Y.c, Y_rf)", m);
@@ -996,16 +1001,12 @@ TEST(CostModel, RfactorOfThe1x1ConvolutionsChannelsIsCheaperThanItsNaiveNest) {
   // channels with no chain of dependent adds. Measured 3.9-4.6 ms on eight random
   // schedules against 6.3-7.5 ms for the naive nest, which the model put at 1.6 times
   // the naive nest's estimate.
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   EXPECT_LT(est(p, "rfactor(Y.c, Y_rf)"), 0.8 * est(p, ""));
 }
 
-// c2d-2 (NCHW conv2d 1x1, 64 -> 64, 56 x 56) and a schedule of its seed-45 draw: x split
-// by `x_split`, the output channel's update in an unrolled pair, the x blocks inside.
-const char* kConv1x1 =
-    "input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-    "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n";
+// A schedule of c2d-2's seed-45 draw: x split by `x_split`, the output channel's update
+// in an unrolled pair, the x blocks inside.
 std::string conv_x_blocks_inside(int x_split) {
   return "reorder(Y, f, n, c, s); split(Y.x, " + std::to_string(x_split) +
          ", o105, i105); split(Y.c, 2, o206, i206); reorder(Y, o206, i206, i105, o105); split(Y.y, 4, o511, "
@@ -1035,7 +1036,7 @@ TEST(CostModel, LlvmFullyUnrollsALoopWhoseCopiesFoldNotOneThatIsMerelyShort) {
   EXPECT_TRUE(unrolled(p, "split(Y.c, 16, o, i)", "Y.o"));
   EXPECT_FALSE(unrolled(p, "split(Y.c, 4, o, i)", "Y.o"));
   EXPECT_TRUE(unrolled(gemm(1024), "tile(C.k, C.i, 8, 8, xo, yo, xi, yi)", "C.xi"));
-  const ProgramPtr conv = parse(kConv1x1);
+  const ProgramPtr conv = conv1x1();
   EXPECT_TRUE(unrolled(conv, conv_x_blocks_inside(3), "Y.o105"));
   EXPECT_FALSE(unrolled(conv, conv_x_blocks_inside(3), "Y.i105"));
 }
@@ -1046,7 +1047,7 @@ TEST(CostModel, AMaskedTailReadBackByTheNextUpdateWaitsForItsStore) {
   // store buffer. Masked stores do not forward: 26 cycles a vector, 30.7 ms on the
   // development VM, against 0.73 ms with x split by 4 (no mask) and 12.4 ms by 7 (8
   // lanes, one masked). The model had all three within 20% of each other.
-  const ProgramPtr conv = parse(kConv1x1);
+  const ProgramPtr conv = conv1x1();
   const double by3 = est(conv, conv_x_blocks_inside(3)), by4 = est(conv, conv_x_blocks_inside(4)),
                by7 = est(conv, conv_x_blocks_inside(7));
   EXPECT_GT(by3, 10 * by4);
@@ -1060,8 +1061,7 @@ TEST(CostModel, AVectorUpdateByGatherAndScatterStaysALoop) {
   // 64-lane gather as 64 instructions, so the 8-trip loop is not unrolled, and every
   // update waits for the last one's scatter (measured 8.3 ms against 6.3 ms for the
   // naive nest; estimated at 0.8 times the naive nest when the model unrolled it).
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   EXPECT_GT(est(p, "vectorize(Y.f); split(Y.c, 8, o101, i101)"), est(p, ""));
 }
 
@@ -1071,8 +1071,7 @@ TEST(CostModel, GathersAndScattersArePricedApart) {
   // the load ports, one scattered lane on the store port. One machine's gathers cost
   // 0.8 cycles a lane and its scatters 1.6, another's 3.5 and 1.1 (measured with
   // intrinsics loops; there the nest ran 31 ms against 12 ms for the naive one).
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   const std::string channels_inside = "reorder(Y, y, n, f); reorder(Y, s, c, f)";
   const double base = est(p, channels_inside);
   MachineModel slow_gathers = cores(1), slow_scatters = cores(1);
@@ -1098,8 +1097,7 @@ TEST(CostModel, SerializedGathersAndScattersCostTheirSum) {
   // where one sequencer runs them one after another (AMD Zen 4: gather 1.2, scatter
   // 1.5, the two in turn 3.3 cycles a lane; the nest ran 14.7 ms against 6.3 ms for
   // the naive one, estimated faster than it before) they add up.
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   const std::string channels_inside = "reorder(Y, y, n, f); reorder(Y, s, c, f)";
   MachineModel ports = cores(1);
   ports.gather_lane_cycles = 1.2;
@@ -1160,8 +1158,7 @@ TEST(CostModel, AMaskedVectorAccumulatorWaitsForItsStoreEveryIteration) {
   // store per channel, not kept in a register, and each load waits for the store
   // before it (measured 33 ms against 8.5 ms for the naive nest; estimated 3.4 ms
   // when the model kept it in a register).
-  ProgramPtr p = parse("input X: f32[1, 64, 56, 56]\ninput W: f32[64, 64, 1, 1]\n"
-                       "Y[n, f, y, x] += X[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..56, x in 0..56\n");
+  ProgramPtr p = conv1x1();
   EXPECT_GT(est(p, "tile(Y.f, Y.x, 16, 3, xo, yo, xi, yi); vectorize(Y.yi)"), est(p, ""));
   // Without the guard (x tiled by 4) the accumulator stays in a register.
   EXPECT_LT(est(p, "tile(Y.f, Y.x, 16, 4, xo, yo, xi, yi); vectorize(Y.yi)"), est(p, ""));
