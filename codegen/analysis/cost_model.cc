@@ -527,7 +527,7 @@ class Model {
           vl < 0 ? 1.0
                  : std::ceil(ext(vl) / lanes_per_vector(S.buffers[size_t(st.buffer)].dtype, M.vector_bits));
       // The distinct copies, inside the loop at `k`, of something that reads `reads`.
-      auto distinct_inside = [&](size_t k, const std::function<bool(int)>& reads) {
+      auto distinct_inside = [&](size_t k, const auto& reads) {
         double distinct = 1;
         for (size_t j = k + 1; j < st.loops.size(); ++j) {
           const int u = st.loops[j];
