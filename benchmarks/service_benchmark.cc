@@ -13,6 +13,8 @@
 // StartSession and ForkSession latency, the client library's Env::step (unary and
 // streaming, each sleeping on or polling for its answers),
 // throughput with 1 and 2 client threads, and the service's memory per idle session.
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -27,8 +29,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/grpcpp.h>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -372,24 +373,28 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
       grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(real.port), grpc::InsecureChannelCredentials(), args);
   auto real_stub = TensorGym::NewStub(real_channel);
 
-  // The echo answers with a real StepResponse of the median size of the workload's.
-  std::vector<std::string> responses;
-  {
+  // The echo answers an action step with a real StepResponse of the median size of the
+  // episode's answers for that observation.
+  auto median_answer = [&](const std::string& observation) {
+    std::vector<std::string> responses;
     uint64_t s = start_session(*real_stub);
     for (const std::string& a : kActions) {
       proto::StepResponse out;
       grpc::ClientContext ctx;
-      (void)real_stub->Step(&ctx, step_request(s, a, "loop_nest"), &out);
+      (void)real_stub->Step(&ctx, step_request(s, a, observation), &out);
       responses.push_back(out.SerializeAsString());
     }
     end_session(*real_stub, s);
-  }
-  std::sort(responses.begin(), responses.end(),
-            [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
-  const std::string canned = responses[responses.size() / 2];
+    std::sort(responses.begin(), responses.end(),
+              [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
+    return responses[responses.size() / 2];
+  };
+  const std::string canned = median_answer("loop_nest");
+  const std::string action_mask_answer = median_answer("action_mask");
   // The session ids of the real and the echo requests differ, but not their encoded size.
   const uint64_t kEchoSession = 1ull << 50;
   const size_t request_bytes = step_request(kEchoSession, kActions[0], "loop_nest").ByteSizeLong();
+  const proto::StepRequest echo_action_mask_request = step_request(kEchoSession, kActions[0], "action_mask");
   std::string mask_answer;
   uint64_t mask_session = start_session(*real_stub);
   const proto::StepRequest mask_request = step_request(mask_session, "", "action_mask");
@@ -414,12 +419,24 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
     std::ofstream(dir + "/step.bin", std::ios::binary) << canned;
     std::ofstream(dir + "/mask.bin", std::ios::binary) << mask_answer;
     std::ofstream(dir + "/nest.bin", std::ios::binary) << nest_answer;
+    std::ofstream(dir + "/action_mask.bin", std::ios::binary) << action_mask_answer;
+  }
+  // The echo tells its workloads apart by their requests' sizes.
+  const std::vector<size_t> echo_sizes = {request_bytes, echo_mask_request.ByteSizeLong(),
+                                          echo_nest_request.ByteSizeLong(), echo_action_mask_request.ByteSizeLong()};
+  if (std::set<size_t>(echo_sizes.begin(), echo_sizes.end()).size() != echo_sizes.size()) {
+    std::fprintf(stderr, "two echo workloads have requests of the same size\n");
+    return 1;
   }
   Child echo;
-  std::vector<std::string> echo_args = {self, "--echo-server", dir + "/echo.port",
-                                        std::to_string(request_bytes) + "=" + dir + "/step.bin",
-                                        std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
-                                        std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin"};
+  std::vector<std::string> echo_args = {
+      self,
+      "--echo-server",
+      dir + "/echo.port",
+      std::to_string(request_bytes) + "=" + dir + "/step.bin",
+      std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
+      std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin",
+      std::to_string(echo_action_mask_request.ByteSizeLong()) + "=" + dir + "/action_mask.bin"};
   if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
   if (!spawn(echo_args, dir + "/echo.port", &echo)) {
     std::fprintf(stderr, "cannot start the echo server\n");
@@ -441,6 +458,14 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   Comparison unary = compare([&](int n) { return real_steps(n); },
                              [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
   std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", unary.a_us, unary.b_us, unary.ratio);
+
+  // The same actions with the action_mask observation, which needs no lowering.
+  ActionSteps real_mask_steps{*real_stub, "action_mask"};
+  Comparison action_mask =
+      compare([&](int n) { return real_mask_steps(n); },
+              [&](int n) { return fixed_unary(*echo_stub, echo_action_mask_request, n); }, rounds, calls);
+  std::printf("| unary Step (action + action_mask), us | %.1f | %.1f | %.3f |\n", action_mask.a_us, action_mask.b_us,
+              action_mask.ratio);
 
   // 2. Unary Step: action_mask only (no action).
   Comparison mask = compare([&](int n) { return fixed_unary(*real_stub, mask_request, n); },
