@@ -64,13 +64,14 @@ BENCHMARK(BM_StepFeatures)->Unit(benchmark::kMicrosecond);
 // - kSleep: the thread sleeps 200 us, as a server waits for the next request: on a
 //   VM its core halts, and the step finds the caches emptied (the service benchmark's
 //   action steps run like this);
-// - kSpin: the thread spins 200 us: the same wait with the core kept busy
-//   (`tensorgym serve --keep-cores-awake`).
+// - kSpin: the thread spins for the benchmark's argument, in us: the same wait with the
+//   core kept busy (`tensorgym serve --keep-cores-awake`). On a shared host the caches
+//   still go cold while it spins: the longer the spin, the slower the step.
 // Counters, in microseconds: the median step (robust to the preemptions of a shared
 // machine) and the median step of each action.
 enum class Gap { kNone, kEvictCaches, kSleep, kSpin };
 
-void episode_steps(benchmark::State& state, Gap gap) {
+void episode_steps(benchmark::State& state, Gap gap, int spin_us = 0) {
   const bool cold = gap == Gap::kEvictCaches;
   const std::vector<std::string> texts = {
       "split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)",
@@ -97,7 +98,7 @@ void episode_steps(benchmark::State& state, Gap gap) {
     }
     if (gap == Gap::kSleep) std::this_thread::sleep_for(std::chrono::microseconds(200));
     if (gap == Gap::kSpin) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
       while (std::chrono::steady_clock::now() < until) {
       }
     }
@@ -131,8 +132,8 @@ BENCHMARK(BM_EpisodeStepLoopNestCold)->UseManualTime()->Unit(benchmark::kMicrose
 void BM_EpisodeStepAfterSleep(benchmark::State& state) { episode_steps(state, Gap::kSleep); }
 BENCHMARK(BM_EpisodeStepAfterSleep)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
-void BM_EpisodeStepAfterSpin(benchmark::State& state) { episode_steps(state, Gap::kSpin); }
-BENCHMARK(BM_EpisodeStepAfterSpin)->UseManualTime()->Unit(benchmark::kMicrosecond);
+void BM_EpisodeStepAfterSpin(benchmark::State& state) { episode_steps(state, Gap::kSpin, int(state.range(0))); }
+BENCHMARK(BM_EpisodeStepAfterSpin)->Arg(20)->Arg(200)->Arg(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Fork(benchmark::State& state) {
   std::unique_ptr<Env> env = started_env();
