@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -390,7 +391,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
     return responses[responses.size() / 2];
   };
   const std::string canned = median_answer("loop_nest");
-  const std::string action_mask_answer = median_answer("action_mask");
+  const std::string action_step_mask_answer = median_answer("action_mask");
   // The session ids of the real and the echo requests differ, but not their encoded size.
   const uint64_t kEchoSession = 1ull << 50;
   const size_t request_bytes = step_request(kEchoSession, kActions[0], "loop_nest").ByteSizeLong();
@@ -415,28 +416,25 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
     nest_answer = out.SerializeAsString();
   }
   const proto::StepRequest echo_nest_request = step_request(kEchoSession, "", "loop_nest");
-  {
-    std::ofstream(dir + "/step.bin", std::ios::binary) << canned;
-    std::ofstream(dir + "/mask.bin", std::ios::binary) << mask_answer;
-    std::ofstream(dir + "/nest.bin", std::ios::binary) << nest_answer;
-    std::ofstream(dir + "/action_mask.bin", std::ios::binary) << action_mask_answer;
-  }
-  // The echo tells its workloads apart by their requests' sizes.
-  const std::vector<size_t> echo_sizes = {request_bytes, echo_mask_request.ByteSizeLong(),
-                                          echo_nest_request.ByteSizeLong(), echo_action_mask_request.ByteSizeLong()};
-  if (std::set<size_t>(echo_sizes.begin(), echo_sizes.end()).size() != echo_sizes.size()) {
-    std::fprintf(stderr, "two echo workloads have requests of the same size\n");
-    return 1;
-  }
+  // The echo's workloads: each request's size, and the answer it gets. The echo tells
+  // them apart by size alone.
+  const std::vector<std::pair<size_t, const std::string*>> echo_answers = {
+      {request_bytes, &canned},
+      {echo_action_mask_request.ByteSizeLong(), &action_step_mask_answer},
+      {echo_mask_request.ByteSizeLong(), &mask_answer},
+      {echo_nest_request.ByteSizeLong(), &nest_answer}};
   Child echo;
-  std::vector<std::string> echo_args = {
-      self,
-      "--echo-server",
-      dir + "/echo.port",
-      std::to_string(request_bytes) + "=" + dir + "/step.bin",
-      std::to_string(echo_mask_request.ByteSizeLong()) + "=" + dir + "/mask.bin",
-      std::to_string(echo_nest_request.ByteSizeLong()) + "=" + dir + "/nest.bin",
-      std::to_string(echo_action_mask_request.ByteSizeLong()) + "=" + dir + "/action_mask.bin"};
+  std::vector<std::string> echo_args = {self, "--echo-server", dir + "/echo.port"};
+  std::set<size_t> echo_sizes;
+  for (const auto& [size, answer] : echo_answers) {
+    if (!echo_sizes.insert(size).second) {
+      std::fprintf(stderr, "two echo workloads have requests of the same size\n");
+      return 1;
+    }
+    const std::string file = dir + "/answer" + std::to_string(echo_args.size()) + ".bin";
+    std::ofstream(file, std::ios::binary) << *answer;
+    echo_args.push_back(std::to_string(size) + "=" + file);
+  }
   if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
   if (!spawn(echo_args, dir + "/echo.port", &echo)) {
     std::fprintf(stderr, "cannot start the echo server\n");
@@ -655,10 +653,9 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
                 double(after - before) / n);
     for (uint64_t id : ids) end_session(*real_stub, id);
   }
-  std::remove((dir + "/step.bin").c_str());
-  std::remove((dir + "/mask.bin").c_str());
-  std::remove((dir + "/nest.bin").c_str());
-  ::rmdir(dir.c_str());
+  // The answers and the port files (the echo, killed, leaves its own behind).
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return 0;
 }
 
