@@ -357,6 +357,15 @@ struct StreamSteps {
 int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
+  // Removes the answers and the port files however the run ends; declared before the
+  // children, it runs after they are stopped (the killed echo leaves its port file).
+  struct RemoveDir {
+    const std::string& path;
+    ~RemoveDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } remove_dir{dir};
   const std::string self = self_path();
   const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
 
@@ -653,9 +662,6 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
                 double(after - before) / n);
     for (uint64_t id : ids) end_session(*real_stub, id);
   }
-  // The answers and the port files (the echo, killed, leaves its own behind).
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
   return 0;
 }
 
