@@ -16,7 +16,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +158,22 @@ int run_echo_server(const std::string& port_file, const std::vector<std::string>
 
 // ---- child processes ------------------------------------------------------------------------
 
+// The run's folder, for fail(): a fixed buffer, not a std::string that exit's static
+// destructors could free under a client thread.
+char g_run_dir[256] = "";
+
+// Ends a run that cannot go on, from any thread: removes the run's folder and exits
+// without static destructors (client threads may still be running); the servers die
+// with this process (spawn).
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "service_benchmark: %s\n", what.c_str());
+  if (g_run_dir[0]) {
+    std::error_code ignored;
+    std::filesystem::remove_all(g_run_dir, ignored);
+  }
+  std::_Exit(1);
+}
+
 struct Child {
   pid_t pid = -1;
   int port = 0;
@@ -170,15 +186,32 @@ struct Child {
   }
 };
 
+// Starts args[0] with the child tied to this process: PR_SET_PDEATHSIG kills it when
+// the benchmark ends in any way (a crash, kill -9, fail() from a client thread), so no
+// server outlives a run.
 bool spawn(std::vector<std::string> args, const std::string& port_file, Child* child) {
   std::remove(port_file.c_str());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  if (posix_spawn(&child->pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {  // only async-signal-safe calls until exec: gRPC's threads run in the parent
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the prctl
+    ::execve(argv[0], argv.data(), environ);
+    ::_exit(127);
+  }
+  child->pid = pid;
   for (int i = 0; i < 3000; ++i) {
     std::ifstream in(port_file);
     if (in >> child->port && child->port > 0) return true;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {  // exited: cannot exec, or failed to start
+      child->pid = -1;
+      return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
@@ -212,10 +245,7 @@ uint64_t start_session(TensorGym::Stub& stub) {
   r.set_benchmark(kBenchmark);
   proto::StartSessionResponse s;
   grpc::Status st = stub.StartSession(context().get(), r, &s);
-  if (!st.ok()) {
-    std::fprintf(stderr, "StartSession: %s\n", st.error_message().c_str());
-    std::exit(1);
-  }
+  if (!st.ok()) fail("StartSession: " + st.error_message());
   return s.session_id();
 }
 
@@ -357,6 +387,7 @@ struct StreamSteps {
 int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
+  std::snprintf(g_run_dir, sizeof g_run_dir, "%s", dir.c_str());
   // Removes the answers and the port files however the run ends; declared before the
   // children, it runs after they are stopped (the killed echo leaves its port file).
   struct RemoveDir {
