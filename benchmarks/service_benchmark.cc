@@ -9,10 +9,11 @@
 // generated stub and the same request bytes, and prints medians and the median of the
 // per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
 // that option and gives the echo server the same spinners; --busy-poll makes the client
-// poll for every unary answer, to both servers (client/polled_call.h). Also:
-// StartSession and ForkSession latency, the client library's Env::step (unary and
-// streaming, each sleeping on or polling for its answers),
-// throughput with 1 and 2 client threads, and the service's memory per idle session.
+// poll for every unary answer, to both servers (client/polled_call.h). Also: the
+// server's own time in each action step (server timing), StartSession and ForkSession
+// latency, the client library's Env::step (unary and streaming, each sleeping on or
+// polling for its answers), throughput with 1 and 2 client threads, and the service's
+// memory per idle session.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/keep_awake.h"
+#include "service/server_timing.h"
 
 extern char** environ;
 
@@ -512,6 +514,38 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   Comparison nest = compare([&](int n) { return fixed_unary(*real_stub, nest_request, n); },
                             [&](int n) { return fixed_unary(*echo_stub, echo_nest_request, n); }, rounds, calls);
   std::printf("| unary Step (loop_nest, no action), us | %.1f | %.1f | %.3f |\n", nest.a_us, nest.b_us, nest.ratio);
+
+  // Where an action step's round trip goes: the same episodes, each Step asking for the
+  // server's own time (service/server_timing.h). The timing metadata makes these calls
+  // a few bytes larger than the ones compared with the echo, so they are reported
+  // apart. What the round trip adds beyond the server's time is gRPC and the kernel.
+  {
+    std::vector<std::vector<double>> round_trip(kActions.size()), in_server(kActions.size());
+    uint64_t session = 0;
+    for (int i = 0; i < rounds * calls; ++i) {
+      const size_t a = size_t(i) % kActions.size();
+      if (a == 0) {
+        if (session) end_session(*real_stub, session);
+        session = start_session(*real_stub);
+      }
+      const proto::StepRequest r = step_request(session, kActions[a], "loop_nest");
+      proto::StepResponse out;
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(service::kServerTimingRequestKey, "1");
+      const auto t0 = Clock::now();
+      const grpc::Status st = unary_step(*real_stub, &ctx, r, &out);
+      const double us = micros(Clock::now() - t0);
+      const auto& trailing = ctx.GetServerTrailingMetadata();
+      const auto it = trailing.find(service::kServerTimeKey);
+      if (!st.ok() || it == trailing.end()) fail("Step with server timing: " + st.error_message());
+      round_trip[a].push_back(us);
+      in_server[a].push_back(std::stod(std::string(it->second.data(), it->second.size())));
+    }
+    end_session(*real_stub, session);
+    for (size_t a = 0; a < kActions.size(); ++a)
+      std::printf("| unary Step (%s + loop_nest): round trip, of it in the server, us | %.1f | %.1f | |\n",
+                  kActions[a].c_str(), median(round_trip[a]), median(in_server[a]));
+  }
 
   // 3. Session stream: one message each way, action + loop_nest.
   {

@@ -1,8 +1,8 @@
 #include "service/tensorgym_service.h"
 
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <random>
@@ -12,9 +12,10 @@
 #include "client/wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
-#include "service/log.h"
-#include "support/deferred_release.h"
 #include "envs/replay.h"
+#include "service/log.h"
+#include "service/server_timing.h"
+#include "support/deferred_release.h"
 
 namespace tensorgym::service {
 namespace {
@@ -323,6 +324,7 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
 grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                                  proto::StepResponse* response) {
   if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  const ServerTiming timing(*ctx);
   // What the step drops is destroyed after the answer was handed to gRPC (Finish).
   DeferredReleaseScope release_after_answer;
   auto args = std::make_shared<StepArgs>();
@@ -331,13 +333,15 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
   if (!found.ok()) return finish(ctx, session_not_found(request->session_id()));
   const bool slow = may_measure((*found)->env_name, args->observations, args->rewards);
   const bool error_in_response = request->error_in_response();
-  return with_session(ctx, std::move(*found), slow,
-                      [this, args, response, error_in_response](service::Session& s, CallExecutor::Call* call) {
-                        grpc::Status st = step_session(s, *args, call, response);
-                        if (!st.ok() || error_in_response || response->status().code() == 0) return st;
-                        // The conventional form: the step's error is the call's status.
-                        return grpc::Status(grpc::StatusCode(response->status().code()), response->status().message());
-                      });
+  return with_session(
+      ctx, std::move(*found), slow,
+      [this, args, response, error_in_response, ctx, timing](service::Session& s, CallExecutor::Call* call) {
+        grpc::Status st = step_session(s, *args, call, response);
+        timing.report(*ctx);
+        if (!st.ok() || error_in_response || response->status().code() == 0) return st;
+        // The conventional form: the step's error is the call's status.
+        return grpc::Status(grpc::StatusCode(response->status().code()), response->status().message());
+      });
 }
 
 grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerContext* ctx,

@@ -2,6 +2,8 @@
 // status codes and messages of bad requests, caps, auth, deadlines that cancel a
 // measurement, idle reaping, streams, health, and many sessions from many threads.
 // Servers run in this process (service::Server) on 127.0.0.1 only.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <unistd.h>
@@ -9,8 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "service/auth.h"
 #include "service/keep_awake.h"
 #include "service/server.h"
+#include "service/server_timing.h"
 #include "service/session_table.h"
 #include "service/tensorgym_service.h"
 #include "tests/test_support.h"
@@ -354,6 +356,38 @@ TEST(Service, StartStepForkStateEnd) {
   proto::SessionNotFound detail;
   EXPECT_TRUE(rpc::unpack_detail(gone, &detail));
   EXPECT_EQ(detail.session_id(), fr.session_id());
+}
+
+// Server timing: asked for with request metadata, answered in trailing metadata, also
+// when the step fails; absent when not asked for.
+TEST(Service, StepReportsItsServerTimeWhenAsked) {
+  TensorGym::Stub& stub = *shared().stub;
+  const uint64_t id = start(stub);
+  auto timed_step = [&](bool ask, const std::string& action, grpc::Status* st) -> std::optional<double> {
+    proto::StepRequest r;
+    r.set_session_id(id);
+    *r.add_action() = text(action);
+    r.add_observation_space("loop_nest");
+    std::unique_ptr<grpc::ClientContext> c = ctx();
+    if (ask) c->AddMetadata(service::kServerTimingRequestKey, "1");
+    proto::StepResponse out;
+    *st = stub.Step(c.get(), r, &out);
+    const auto& md = c->GetServerTrailingMetadata();
+    auto it = md.find(service::kServerTimeKey);
+    if (it == md.end()) return std::nullopt;
+    return std::stod(std::string(it->second.data(), it->second.size()));
+  };
+  grpc::Status st;
+  std::optional<double> t = timed_step(true, "split(C.i, 32, io, ii)", &st);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GT(*t, 0.0);
+  EXPECT_FALSE(timed_step(false, "split(C.j, 16, jo, ji)", &st).has_value());
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  t = timed_step(true, "split(C.nope, 4, a, b)", &st);  // no such loop
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_GT(*t, 0.0);
 }
 
 TEST(Service, InvalidActionIdsGiveTheirCodeAndLeaveTheSession) {
