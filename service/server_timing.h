@@ -22,7 +22,6 @@ inline constexpr char kServerTimeKey[] = "tensorgym-server-time-us";
 class ServerTiming {
  public:
   explicit ServerTiming(const grpc::ServerContextBase& context);
-  bool active() const { return start_.has_value(); }
   // Adds the trailing metadata (when active); call before Finish.
   void report(grpc::ServerContextBase& context) const;
 
