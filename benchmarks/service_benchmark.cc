@@ -160,19 +160,22 @@ int run_echo_server(const std::string& port_file, const std::vector<std::string>
 
 // ---- child processes ------------------------------------------------------------------------
 
-// The run's folder, for fail(): a fixed buffer, not a std::string that exit's static
-// destructors could free under a client thread.
+// The run's folder (answers, port files): a fixed buffer, not a std::string that exit's
+// static destructors could free under a client thread.
 char g_run_dir[256] = "";
+
+void remove_run_dir() {
+  if (!g_run_dir[0]) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(g_run_dir, ignored);
+}
 
 // Ends a run that cannot go on, from any thread: removes the run's folder and exits
 // without static destructors (client threads may still be running); the servers die
 // with this process (spawn).
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "service_benchmark: %s\n", what.c_str());
-  if (g_run_dir[0]) {
-    std::error_code ignored;
-    std::filesystem::remove_all(g_run_dir, ignored);
-  }
+  remove_run_dir();
   std::_Exit(1);
 }
 
@@ -393,12 +396,8 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   // Removes the answers and the port files however the run ends; declared before the
   // children, it runs after they are stopped (the killed echo leaves its port file).
   struct RemoveDir {
-    const std::string& path;
-    ~RemoveDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove_dir{dir};
+    ~RemoveDir() { remove_run_dir(); }
+  } remove_dir;
   const std::string self = self_path();
   const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
 
