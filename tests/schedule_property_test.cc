@@ -139,6 +139,65 @@ TEST_P(SchedulePropertyTest, ReusedLoweringsEqualFreshOnes) {
   EXPECT_GT(reused, 0);
 }
 
+// Lowers each prefix of `trace` (one primitive a line) as an environment does,
+// reusing the lowering before; checks each against a fresh lowering and returns which
+// were reused.
+std::vector<bool> reuse_along(const char* program_text, const std::vector<std::string>& trace) {
+  Expected<Program> parsed = parse_program(program_text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return {};
+  ProgramPtr program = std::make_shared<const Program>(std::move(*parsed));
+  std::vector<bool> reused;
+  std::shared_ptr<const LoweredNest> previous;
+  std::string text;
+  for (size_t i = 0; i <= trace.size(); ++i) {
+    if (i > 0) text += trace[i - 1] + "\n";
+    Expected<Schedule> schedule = Schedule::from_text(program, text);
+    EXPECT_TRUE(schedule.ok()) << text << schedule.status().to_string();
+    if (!schedule.ok()) return {};
+    auto snapshot = std::make_shared<const Schedule>(std::move(*schedule));
+    std::shared_ptr<const ScheduleState> state(snapshot, &snapshot->state());
+    Expected<std::shared_ptr<const LoweredNest>> lowered = lower_reusing(state, previous);
+    Expected<LoopNest> fresh = lower(*state);
+    EXPECT_TRUE(lowered.ok() && fresh.ok()) << text;
+    if (!lowered.ok() || !fresh.ok()) return {};
+    EXPECT_EQ(to_string((*lowered)->nest.body), to_string(fresh->body)) << text;
+    EXPECT_TRUE(structural_equal((*lowered)->nest.body, fresh->body)) << text;
+    if (i > 0) reused.push_back((*lowered)->reused);
+    previous = *lowered;
+  }
+  return reused;
+}
+
+// A split by a dividing factor and a reorder before the reduction loop are rewritten
+// into the last nest; what could lower differently (a tail guard, a guard on the
+// permuted loops, a loop variable in a value, a fused loop, a reduction loop moved
+// out) is lowered afresh.
+TEST(LowerReusing, RewritesOneSplitOrReorderWhereAFreshLoweringWouldAgree) {
+  // gemm: k over 17, so a split by 2 has a tail guard.
+  const char* gemm = kOperators[0].text;
+  EXPECT_EQ(reuse_along(gemm, {"split(C.k, 2, ko, ki)"}), std::vector<bool>{false});
+  const char* square =
+      "input A: f32[16, 12]\n"
+      "input B: f32[12, 8]\n"
+      "C[i, j] += A[i, k] * B[k, j]\n";
+  EXPECT_EQ(reuse_along(square, {"split(C.i, 4, io, ii)", "split(C.j, 2, jo, ji)", "reorder(C, io, jo, ii, ji)",
+                                 "split(C.k, 3, ko, ki)", "vectorize(C.ji)", "reorder(C, jo, io)"}),
+            (std::vector<bool>{true, true, true, true, true, true}));
+  // io of one iteration (the simplifier unwraps it); the reduction loop moved out.
+  EXPECT_EQ(reuse_along(square, {"split(C.i, 16, io, ii)"}), std::vector<bool>{false});
+  EXPECT_EQ(reuse_along(square, {"reorder(C, k, j)"}), std::vector<bool>{false});
+  // A fused loop's variable may reach the indices as a plain term (here f = k): a
+  // fresh lowering orders the terms of its quotient and remainder differently.
+  EXPECT_EQ(reuse_along(square, {"split(C.k, 2, ko, ki)", "fuse(C.ko, C.ki, f)", "split(C.f, 4, fo, fi)"}),
+            (std::vector<bool>{true, false, false}));
+  // P's h appears in its select: a fresh lowering simplifies the condition anew.
+  const char* conv = kOperators[2].text;
+  EXPECT_EQ(reuse_along(conv, {"split(P.h, 3, ho, hi)"}), std::vector<bool>{false});
+  // The tail guard of w's split depends on the loops being reordered.
+  EXPECT_EQ(reuse_along(conv, {"split(P.w, 8, o0, i0)", "reorder(P, i0, c)"}), (std::vector<bool>{false, false}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Operators, SchedulePropertyTest, ::testing::ValuesIn(kOperators),
                          [](const ::testing::TestParamInfo<Operator>& info) { return std::string(info.param.name); });
 

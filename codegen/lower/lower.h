@@ -42,10 +42,11 @@ struct LoweredNest {
 };
 
 // The same nest as lower(*state, options), reusing `previous` (an earlier result,
-// may be null) when its state differs from `state` only in the kinds of leaf loops
-// (vectorize, parallel, unroll of an otherwise unchanged schedule): then bounds,
-// loop building, flattening and simplification are skipped, the kinds are set on
-// the earlier nest's loops and only limit_code_size runs again. Takes `previous`
+// may be null) when its state is one rewritable primitive away from `state`: the
+// kinds of leaf loops (vectorize, parallel, unroll), one split by a dividing factor
+// or one reorder of a perfect nest before the reduction (reuse_nest.h says exactly
+// when). Then bounds, loop building, flattening and simplification are skipped, the
+// earlier nest is rewritten and only limit_code_size runs again. Takes `previous`
 // and lets go of it before lowering when it cannot be reused, so that the memory
 // of its nest (often the last thing the caller touched) serves the new one.
 Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const ScheduleState> state,
