@@ -22,6 +22,8 @@ namespace tensorgym {
 
 class Runner;
 class DatasetRegistry;
+struct Program;
+struct LoweredNest;
 
 // What environments share in one process: the datasets, the sandboxed measurement
 // workers, and baselines already measured (so reset does not measure them again).
@@ -45,10 +47,22 @@ struct EnvContext {
   bool find_baseline(const std::string& key, double* value) const;
   void store_baseline(const std::string& key, double value);
 
+  // The lowering of a program's unscheduled schedule, lowered once and shared by the
+  // episodes that start from it (schedule-v0 rewrites it for an episode's first
+  // action, codegen/lower/reuse_nest.h). Null when the program does not lower. Holds
+  // the programs of the last kMaxInitialLowerings lowerings asked for.
+  std::shared_ptr<const LoweredNest> initial_lowering(const std::shared_ptr<const Program>& program);
+  static constexpr size_t kMaxInitialLowerings = 64;
+
   ~EnvContext();
 
  private:
   void read_baseline_file_locked() const;
+
+  std::mutex lowerings_mu_;
+  // By program address: a held lowering holds its program, so the address is not
+  // reused while its entry lives. Null for a program that does not lower.
+  std::map<const Program*, std::shared_ptr<const LoweredNest>> initial_lowerings_;
 
   mutable std::mutex mu_;
   std::shared_ptr<Runner> runner_;

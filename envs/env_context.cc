@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "codegen/lower/lower.h"
 #include "codegen/measure/runner.h"
 #include "envs/env.h"
 
@@ -23,6 +24,23 @@ Runner& EnvContext::runner() {
     runner_ = std::make_shared<Runner>(options);
   }
   return *runner_;
+}
+
+std::shared_ptr<const LoweredNest> EnvContext::initial_lowering(const ProgramPtr& program) {
+  {
+    std::lock_guard<std::mutex> lock(lowerings_mu_);
+    auto it = initial_lowerings_.find(program.get());
+    if (it != initial_lowerings_.end()) return it->second;
+  }
+  // Lowered outside the lock; two sessions starting together may both lower it.
+  auto schedule = std::make_shared<const Schedule>(program);
+  std::shared_ptr<const ScheduleState> state(schedule, &schedule->state());
+  Expected<std::shared_ptr<const LoweredNest>> lowered = lower_reusing(std::move(state), nullptr);
+  std::shared_ptr<const LoweredNest> result = lowered.ok() ? *lowered : nullptr;
+  std::lock_guard<std::mutex> lock(lowerings_mu_);
+  if (initial_lowerings_.size() >= kMaxInitialLowerings && !initial_lowerings_.count(program.get()))
+    initial_lowerings_.erase(initial_lowerings_.begin());
+  return initial_lowerings_.emplace(program.get(), std::move(result)).first->second;
 }
 
 namespace {

@@ -10,6 +10,8 @@
 
 #include "codegen/analysis/cost_model.h"
 #include "codegen/cpu/host_machine.h"
+#include "codegen/ir/ir_printer.h"
+#include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
 #include "envs/env.h"
 #include "envs/schedule/cursor_actions.h"
@@ -179,6 +181,37 @@ TEST(ScheduleEnv, StepsAfterCachedWorkObserveWhatAReplayObserves) {
     }
   }
   EXPECT_GT(annotations, 3);  // the kind-only reuse was exercised
+}
+
+// Every episode starts from its program's unscheduled state: that lowering is made
+// once per program and shared (the first action of each episode rewrites it).
+TEST(EnvContext, InitialLoweringIsLoweredOncePerProgram) {
+  EnvContext ctx;
+  auto program_of = [](int n) {
+    Expected<Program> p = parse_program("input A: f32[" + std::to_string(n) + ", 8]\nB[i, j] = A[i, j] * 2.0\n");
+    EXPECT_TRUE(p.ok());
+    return std::make_shared<const Program>(std::move(*p));
+  };
+  auto fresh_text = [](const ProgramPtr& p) {
+    Expected<LoopNest> nest = lower(Schedule(p));
+    return nest.ok() ? to_string(nest->body) : "";
+  };
+  ProgramPtr first = program_of(3);
+  std::shared_ptr<const LoweredNest> a = ctx.initial_lowering(first);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(ctx.initial_lowering(first).get(), a.get());
+  EXPECT_EQ(to_string(a->nest.body), fresh_text(first));
+  EXPECT_EQ(a->state->program_ptr(), first);
+  // More programs than it keeps: each still gets its own lowering.
+  for (int n = 4; n < 4 + int(EnvContext::kMaxInitialLowerings) + 6; ++n) {
+    ProgramPtr p = program_of(n);
+    std::shared_ptr<const LoweredNest> l = ctx.initial_lowering(p);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(to_string(l->nest.body), fresh_text(p)) << n;
+  }
+  std::shared_ptr<const LoweredNest> again = ctx.initial_lowering(first);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(to_string(again->nest.body), fresh_text(first));
 }
 
 TEST(ScheduleEnv, ForkIsIndependent) {
