@@ -23,6 +23,40 @@ TEST(IRPrinter, PrecedenceAndParentheses) {
   EXPECT_EQ(to_string(FloatImm::make(DataType::f32(), 0.1)), "0.1");
 }
 
+// The printer copies the text of an index node it printed before: the output must be
+// what printing each access's own copy gives, across the printer's buffer flushes
+// (the long index is longer than its buffer) and past its memory of recent indices.
+TEST(IRPrinter, SharedIndicesPrintAsTheirOwnCopies) {
+  auto index = [](int n, int terms) {
+    Expr e = make_int(n);
+    for (int t = 0; t < terms; ++t) e = Add::make(Mul::make(make_var("v" + std::to_string(t)), make_int(n + t)), e);
+    return e;
+  };
+  const std::vector<int> sizes = {1, 3, 5, 2, 700, 4, 1, 6, 3, 2, 5, 4, 3};
+  std::vector<Expr> shared;
+  for (size_t k = 0; k < sizes.size(); ++k) shared.push_back(index(int(k), sizes[k]));
+  std::vector<Stmt> with_shared, with_copies;
+  for (int round = 0; round < 150; ++round) {
+    for (size_t k = 0; k < sizes.size(); k += 1 + size_t(round % 3)) {
+      size_t other = (k * 7 + size_t(round)) % sizes.size();
+      auto store = [&](const Expr& at, const Expr& from) {
+        return Store::make(
+            "C", {at},
+            Add::make(Load::make(DataType::f32(), "C", {at}), Load::make(DataType::f32(), "A", {from, make_var("i")})));
+      };
+      with_shared.push_back(store(shared[k], shared[other]));
+      with_copies.push_back(store(index(int(k), sizes[k]), index(int(other), sizes[other])));
+      // A new node, printed and then copied at once: some of these straddle a flush.
+      Expr fresh = index(round, 1 + round % 9);
+      with_shared.push_back(store(fresh, fresh));
+      with_copies.push_back(store(index(round, 1 + round % 9), index(round, 1 + round % 9)));
+    }
+  }
+  std::string printed = to_string(Block::make(with_shared));
+  EXPECT_GT(printed.size(), 400000u);
+  EXPECT_EQ(printed, to_string(Block::make(with_copies)));
+}
+
 TEST(IREquality, StructuralNotPointer) {
   Expr a = Add::make(make_var("i"), make_int(1));
   Expr b = Add::make(make_var("i"), make_int(1));

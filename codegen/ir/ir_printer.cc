@@ -1,5 +1,6 @@
 #include "codegen/ir/ir_printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,25 @@ class TextOut {
   }
   void indent(int levels) {
     for (int i = 0; i < levels; ++i) put("  ");
+  }
+  // Where the next byte goes, counted from the start of the string.
+  size_t position() const { return out_.size() + len_; }
+  // Appends again the `n` bytes written from `pos` (an earlier position()).
+  void put_earlier(size_t pos, size_t n) {
+    if (len_ + n > kSize) flush();
+    if (n > kSize) {
+      const std::string copy = out_.substr(pos, n);
+      return (void)out_.append(copy);
+    }
+    const size_t flushed = out_.size();
+    size_t done = 0;
+    if (pos < flushed) {
+      done = std::min(n, flushed - pos);
+      std::memcpy(buf_ + len_, out_.data() + pos, done);
+    }
+    // The rest is still in the buffer, before len_: no overlap with where it goes.
+    if (done < n) std::memcpy(buf_ + len_ + done, buf_ + (pos + done - flushed), n - done);
+    len_ += n;
   }
 
  private:
@@ -209,6 +229,15 @@ class Printer {
  private:
   TextOut os_;
   int indent_ = 0;
+  // The last index expressions printed (nodes of the tree being printed, alive
+  // throughout) and where their text is.
+  struct PrintedIndex {
+    const BaseExprNode* node = nullptr;
+    size_t start = 0, size = 0;
+  };
+  static constexpr size_t kPrintedIndices = 8;
+  PrintedIndex printed_[kPrintedIndices];
+  size_t next_printed_ = 0;
 
   void int_imm(const IntImm* op, int context) {
     if (op->type.is_bool()) {
@@ -255,10 +284,24 @@ class Printer {
       expr(items[i]);
     }
   }
+  // Accesses of one element share their index node (a reduction's init, update and
+  // the load it accumulates into): its text is printed once and copied after that.
   void indices(const std::vector<Expr>& idx) {
     os_.put('[');
-    list(idx);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (i) os_.put(", ");
+      index(idx[i]);
+    }
     os_.put(']');
+  }
+  void index(const Expr& e) {
+    if (!e.defined() || e.kind() == NodeKind::kVariable || e.kind() == NodeKind::kIntImm) return expr(e);
+    for (const PrintedIndex& p : printed_)
+      if (p.node == e.get()) return os_.put_earlier(p.start, p.size);
+    const size_t start = os_.position();
+    expr(e);
+    printed_[next_printed_] = {e.get(), start, os_.position() - start};
+    next_printed_ = (next_printed_ + 1) % kPrintedIndices;
   }
   void lanes(int n) {
     os_.put(", ");
