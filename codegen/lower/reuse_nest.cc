@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/ir/ir_mutator.h"
+#include "codegen/ir/ir_visitor.h"
 #include "codegen/ir/linear_form.h"
 #include "codegen/ir/substitute.h"
 #include "codegen/schedule/bound_inference.h"
@@ -311,9 +312,23 @@ class SplitRewriter : public IRMutator {
   std::vector<std::pair<Expr, Expr>> done_;
 };
 
+// Whether a division or a modulo is in the body of `s` or of a stage inlined anywhere:
+// a fresh lowering folds quotient and remainder pairs back together and may order the
+// index terms differently from the rewrite (rfactor of a fused loop does that).
+bool divides_in_bodies(const ScheduleState& state, const StageSchedule& s) {
+  bool found = false;
+  auto look = [&found](const Expr& e) { found = found || e.kind() == NodeKind::kDiv || e.kind() == NodeKind::kMod; };
+  visit_exprs(s.def.body, look);
+  for (const StageSchedule& t : state.stages())
+    if (t.attach == AttachKind::kInline) visit_exprs(t.def.body, look);
+  return found;
+}
+
 Stmt split_loop(const ScheduleState& before, const StageSchedule& x, const StageSchedule& y, const Stmt& body) {
   SplitChange change;
-  if (x.attach != AttachKind::kRoot || has_attached(before, x) || !one_split(x, y, &change)) return Stmt();
+  if (x.attach != AttachKind::kRoot || has_attached(before, x) || !one_split(x, y, &change) ||
+      divides_in_bodies(before, x))
+    return Stmt();
   SplitRewriter rewriter(change);
   Stmt out = rewriter.mutate(body);
   return rewriter.failed() ? Stmt() : out;

@@ -16,7 +16,8 @@ namespace tensorgym {
 // could come out different from a fresh lowering. Rewritten:
 // - loop kinds (vectorize, parallel, unroll): the kinds are set on the For nodes;
 // - one split, by a factor that divides the loop, of a stage nothing is computed at,
-//   whose loop variable appears only as a term of linear buffer indices: the loop
+//   whose loop variable appears only as a term of linear buffer indices and whose
+//   body (with those inlined into it) has no division or modulo: the loop
 //   becomes two and the indices are rebuilt in the simplifier's canonical form;
 // - one reorder among the loops that come before a stage's first reduction loop and
 //   form a perfect nest (nothing between them): the For nodes are permuted.
