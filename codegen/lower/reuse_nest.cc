@@ -43,17 +43,19 @@ bool same_loop_but_kind(const Loop& a, const Loop& b) {
          a.pragmas == b.pragmas;
 }
 
-// Whether the first `n` loops of a and b are the same, kinds included.
-bool same_loops(const std::vector<Loop>& a, const std::vector<Loop>& b, size_t n) {
+// Whether the first `n` loops of a and b are the same (their kinds too, with `kinds`).
+bool same_loops(const std::vector<Loop>& a, const std::vector<Loop>& b, size_t n, bool kinds = true) {
   if (a.size() < n || b.size() < n) return false;
   for (size_t l = 0; l < n; ++l)
-    if (!same_loop_but_kind(a[l], b[l]) || a[l].kind != b[l].kind) return false;
+    if (!same_loop_but_kind(a[l], b[l]) || (kinds && a[l].kind != b[l].kind)) return false;
   return true;
 }
 
-bool same_stage(const StageSchedule& x, const StageSchedule& y) {
-  return same_placement(x, y) && x.leaf == y.leaf && x.relations == y.relations && x.loops.size() == y.loops.size() &&
-         same_loops(x.loops, y.loops, x.loops.size());
+// Everything of a stage but the order of its leaf loops (and, without `kinds`, their
+// kinds).
+bool same_but_leaf_order(const StageSchedule& x, const StageSchedule& y, bool kinds = true) {
+  return same_placement(x, y) && x.relations == y.relations && x.loops.size() == y.loops.size() &&
+         same_loops(x.loops, y.loops, x.loops.size(), kinds);
 }
 
 // The index of the one stage in which `a` and `b` differ; -1 when they differ in
@@ -62,7 +64,7 @@ int changed_stage(const ScheduleState& a, const ScheduleState& b) {
   if (a.program_ptr() != b.program_ptr() || a.stages().size() != b.stages().size()) return -1;
   int changed = -1;
   for (size_t i = 0; i < a.stages().size(); ++i) {
-    if (same_stage(a.stages()[i], b.stages()[i])) continue;
+    if (same_but_leaf_order(a.stages()[i], b.stages()[i]) && a.stages()[i].leaf == b.stages()[i].leaf) continue;
     if (changed >= 0) return -1;
     changed = int(i);
   }
@@ -76,45 +78,25 @@ bool has_attached(const ScheduleState& state, const StageSchedule& s) {
   return false;
 }
 
-// The first For named `name`, in pre-order.
-const For* find_loop(const Stmt& s, const std::string& name) {
+// The first statement of `s`, in pre-order, for which `match` holds; null when none.
+template <class F>
+const BaseStmtNode* find_stmt(const Stmt& s, const F& match) {
   if (!s.defined()) return nullptr;
+  if (match(s)) return s.get();
   switch (s.kind()) {
-    case NodeKind::kFor: {
-      const For* f = s.as<For>();
-      return f->name == name ? f : find_loop(f->body, name);
-    }
-    case NodeKind::kLetStmt: return find_loop(s.as<LetStmt>()->body, name);
-    case NodeKind::kAllocate: return find_loop(s.as<Allocate>()->body, name);
+    case NodeKind::kFor: return find_stmt(s.as<For>()->body, match);
+    case NodeKind::kLetStmt: return find_stmt(s.as<LetStmt>()->body, match);
+    case NodeKind::kAllocate: return find_stmt(s.as<Allocate>()->body, match);
     case NodeKind::kIfThenElse: {
       const IfThenElse* i = s.as<IfThenElse>();
-      const For* f = find_loop(i->then_case, name);
-      return f ? f : find_loop(i->else_case, name);
+      const BaseStmtNode* found = find_stmt(i->then_case, match);
+      return found ? found : find_stmt(i->else_case, match);
     }
     case NodeKind::kBlock:
       for (const Stmt& t : s.as<Block>()->stmts)
-        if (const For* f = find_loop(t, name)) return f;
+        if (const BaseStmtNode* found = find_stmt(t, match)) return found;
       return nullptr;
     default: return nullptr;
-  }
-}
-
-// Whether some IfThenElse in `s` tests one of `vars`.
-bool has_guard_on(const Stmt& s, const std::unordered_set<std::string>& vars) {
-  if (!s.defined()) return false;
-  switch (s.kind()) {
-    case NodeKind::kFor: return has_guard_on(s.as<For>()->body, vars);
-    case NodeKind::kLetStmt: return has_guard_on(s.as<LetStmt>()->body, vars);
-    case NodeKind::kAllocate: return has_guard_on(s.as<Allocate>()->body, vars);
-    case NodeKind::kIfThenElse: {
-      const IfThenElse* i = s.as<IfThenElse>();
-      return uses_any_var(i->condition, vars) || has_guard_on(i->then_case, vars) || has_guard_on(i->else_case, vars);
-    }
-    case NodeKind::kBlock:
-      for (const Stmt& t : s.as<Block>()->stmts)
-        if (has_guard_on(t, vars)) return true;
-      return false;
-    default: return false;
   }
 }
 
@@ -146,10 +128,7 @@ bool differ_only_in_kinds(const ScheduleState& a, const ScheduleState& b, KindCh
   for (size_t i = 0; i < a.stages().size(); ++i) {
     const StageSchedule& x = a.stages()[i];
     const StageSchedule& y = b.stages()[i];
-    if (!same_placement(x, y) || x.leaf != y.leaf || x.relations != y.relations || x.loops.size() != y.loops.size())
-      return false;
-    for (size_t l = 0; l < x.loops.size(); ++l)
-      if (!same_loop_but_kind(x.loops[l], y.loops[l])) return false;
+    if (!same_but_leaf_order(x, y, /*kinds=*/false) || x.leaf != y.leaf) return false;
     if (y.attach == AttachKind::kInline) continue;
     for (int l : y.leaf)
       if (x.loops[size_t(l)].kind != y.loops[size_t(l)].kind)
@@ -341,8 +320,7 @@ Stmt split_loop(const ScheduleState& before, const StageSchedule& x, const Stage
 // attached stage, no loop unwrapped between them): the For nodes are permuted, each
 // keeping its bounds and kind; what lies inside the innermost one stays.
 Stmt reorder_loops(const ScheduleState& before, const StageSchedule& x, const StageSchedule& y, const Stmt& body) {
-  if (x.attach != AttachKind::kRoot || has_attached(before, x) || !same_placement(x, y) || x.relations != y.relations ||
-      x.loops.size() != y.loops.size() || !same_loops(x.loops, y.loops, x.loops.size()) ||
+  if (x.attach != AttachKind::kRoot || has_attached(before, x) || !same_but_leaf_order(x, y) ||
       x.leaf.size() != y.leaf.size())
     return Stmt();
   size_t a = 0, b = x.leaf.size();
@@ -353,7 +331,12 @@ Stmt reorder_loops(const ScheduleState& before, const StageSchedule& x, const St
   for (size_t p = 0; p < b; ++p)
     if (x.loops[size_t(x.leaf[p])].is_reduce) return Stmt();
   std::vector<const For*> chain;
-  const For* f = find_loop(body, ScheduleBounds::loop_var(x, x.loops[size_t(x.leaf[a])]));
+  const std::string first = ScheduleBounds::loop_var(x, x.loops[size_t(x.leaf[a])]);
+  const BaseStmtNode* found = find_stmt(body, [&](const Stmt& t) {
+    const For* f = t.as<For>();
+    return f && f->name == first;
+  });
+  const For* f = static_cast<const For*>(found);  // a For, or null
   for (size_t p = a; p < b; ++p) {
     if (!f || f->name != ScheduleBounds::loop_var(x, x.loops[size_t(x.leaf[p])])) return Stmt();
     chain.push_back(f);
@@ -364,7 +347,11 @@ Stmt reorder_loops(const ScheduleState& before, const StageSchedule& x, const St
   // depends on a permuted loop may belong elsewhere in the new order.
   std::unordered_set<std::string> permuted;
   for (const For* c : chain) permuted.insert(c->name);
-  if (has_guard_on(inside, permuted)) return Stmt();
+  if (find_stmt(inside, [&](const Stmt& t) {
+        const IfThenElse* i = t.as<IfThenElse>();
+        return i && uses_any_var(i->condition, permuted);
+      }))
+    return Stmt();
   for (size_t p = b; p-- > a;) {
     const std::string var = ScheduleBounds::loop_var(y, y.loops[size_t(y.leaf[p])]);
     const For* old = nullptr;
