@@ -23,23 +23,23 @@ DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared
       program_text_(std::move(program_text)),
       context_(std::move(context)),
       settings_(std::move(settings)) {
-  if (previous) previous_lowering_ = previous->reusable_lowering();
+  if (previous) {
+    previous_lowering_ = previous->reusable_lowering();
+  } else if (schedule_->trace().steps.empty()) {
+    // An episode's start: its lowering and its first action's rewrite the program's
+    // shared lowering.
+    previous_lowering_ = context_->initial_lowering(schedule_->program_ptr());
+  }
 }
 
 std::shared_ptr<const LoweredNest> DerivedState::reusable_lowering() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (nest_ && nest_->ok()) return **nest_;
-  if (previous_lowering_ || !schedule_->trace().steps.empty()) return previous_lowering_;
-  // An episode's start: the first action rewrites the program's shared lowering.
-  return context_->initial_lowering(schedule_->program_ptr());
+  return previous_lowering_;
 }
 
 Expected<std::shared_ptr<const LoopNest>> DerivedState::nest() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!nest_ && !previous_lowering_ && schedule_->trace().steps.empty()) {
-    if (std::shared_ptr<const LoweredNest> initial = context_->initial_lowering(schedule_->program_ptr()))
-      nest_ = std::move(initial);
-  }
   if (!nest_) {
     // The state lives as long as the schedule it belongs to (aliasing pointer).
     std::shared_ptr<const ScheduleState> state(schedule_, &schedule_->state());
