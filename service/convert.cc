@@ -37,13 +37,15 @@ void events_to_proto(const std::vector<Event>& events, google::protobuf::Repeate
   for (const Event& e : events) event_to_proto(e, out->Add());
 }
 
-void step_result_to_proto(const StepResult& result, proto::StepResponse* out) {
-  events_to_proto(result.observations, out->mutable_observation());
-  out->mutable_reward()->Reserve(int(result.rewards.size()));
-  for (double r : result.rewards) out->add_reward(r);
-  out->set_terminated(result.terminated);
-  out->set_truncated(result.truncated);
-  out->set_action_had_no_effect(result.action_had_no_effect);
+void move_step_result_to_proto(StepResult* result, proto::StepResponse* out) {
+  out->mutable_observation()->Reserve(int(result->observations.size()));
+  for (Event& e : result->observations) event_to_proto(std::move(e), out->mutable_observation()->Add());
+  result->observations.clear();
+  out->mutable_reward()->Reserve(int(result->rewards.size()));
+  for (double r : result->rewards) out->add_reward(r);
+  out->set_terminated(result->terminated);
+  out->set_truncated(result->truncated);
+  out->set_action_had_no_effect(result->action_had_no_effect);
 }
 
 void status_to_proto(const Status& status, proto::RpcStatus* out) {

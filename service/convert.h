@@ -25,8 +25,9 @@ Status names_from_proto(const google::protobuf::RepeatedPtrField<std::string>& n
                         const char* what, std::vector<std::string>* out);
 
 void events_to_proto(const std::vector<Event>& events, google::protobuf::RepeatedPtrField<proto::Event>* out);
-// Fills everything but `status`.
-void step_result_to_proto(const StepResult& result, proto::StepResponse* out);
+// Fills everything but `status`, moving the observations into the answer (a text is
+// moved, not copied); leaves result->observations empty.
+void move_step_result_to_proto(StepResult* result, proto::StepResponse* out);
 void status_to_proto(const Status& status, proto::RpcStatus* out);
 
 void spaces_to_proto(const Env& env, proto::GetSpacesResponse* out);

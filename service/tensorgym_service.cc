@@ -314,7 +314,7 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
     result = session.env->step(args.actions, args.observations, args.rewards);
   }
   ++session.step_count;
-  step_result_to_proto(result, response);
+  move_step_result_to_proto(&result, response);
   response->set_step_count(session.step_count);
   if (result.error.ok()) return grpc::Status::OK;
   status_to_proto(result.error, response->mutable_status());

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 
 #include "proto/tensorgym.pb.h"
 
@@ -49,6 +50,15 @@ void event_to_proto(const Event& e, proto::Event* out) {
         }
       },
       e.value);
+}
+
+void event_to_proto(Event&& e, proto::Event* out) {
+  if (auto* s = std::get_if<std::string>(&e.value)) {
+    out->Clear();
+    out->set_string_value(std::move(*s));
+    return;
+  }
+  event_to_proto(std::as_const(e), out);
 }
 
 Expected<Event> event_from_proto(const proto::Event& p) {

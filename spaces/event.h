@@ -63,6 +63,8 @@ struct Event {
 };
 
 void event_to_proto(const Event& e, proto::Event* out);
+// The same, moving a string value into the message instead of copying it.
+void event_to_proto(Event&& e, proto::Event* out);
 Expected<Event> event_from_proto(const proto::Event& p);
 
 // JSON text: numbers, strings, booleans, arrays (tensors nest by shape), objects.

@@ -74,6 +74,12 @@ TEST(Spaces, ProtoRoundTripKeepsEverything) {
       Expected<Event> xe = event_from_proto(pe);
       ASSERT_TRUE(xe.ok());
       EXPECT_EQ(*xe, x);
+      // Moved into a message that held something else: the same message.
+      proto::Event moved;
+      moved.set_string_value("stale");
+      Event copy = x;
+      event_to_proto(std::move(copy), &moved);
+      EXPECT_EQ(moved.SerializeAsString(), pe.SerializeAsString()) << s.name();
     }
   }
 }
