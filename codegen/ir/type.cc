@@ -1,17 +1,25 @@
 #include "codegen/ir/type.h"
 
+#include <charconv>
+
 namespace tensorgym {
 
 std::string DataType::str() const {
-  std::string s;
+  // Into a local buffer: printers call this for every typed node.
+  char buf[32];
+  char* p = buf;
+  char* const end = buf + sizeof(buf);
   if (is_bool()) {
-    s = "bool";
+    for (char c : {'b', 'o', 'o', 'l'}) *p++ = c;
   } else {
-    s = code == TypeCode::kFloat ? "f" : code == TypeCode::kInt ? "i" : "u";
-    s += std::to_string(bits);
+    *p++ = code == TypeCode::kFloat ? 'f' : code == TypeCode::kInt ? 'i' : 'u';
+    p = std::to_chars(p, end, bits).ptr;
   }
-  if (lanes > 1) s += "x" + std::to_string(lanes);
-  return s;
+  if (lanes > 1) {
+    *p++ = 'x';
+    p = std::to_chars(p, end, lanes).ptr;
+  }
+  return std::string(buf, p);
 }
 
 std::optional<DataType> parse_dtype(std::string_view text) {

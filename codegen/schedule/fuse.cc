@@ -19,7 +19,7 @@ PrimitiveResult apply_fuse(ScheduleState& state, const PrimitiveArgs& args) {
     const Loop& l = r->get();
     if (l.kind != ForKind::kSerial || !l.thread_tag.empty() || !l.pragmas.empty())
       return failed_precondition("loop " + r->text() + " is annotated; fuse before annotating");
-    TG_RETURN_IF_ERROR(check_nothing_attached_at(state, stage, r->loop, "cannot fuse " + r->text()));
+    TG_RETURN_IF_ERROR(check_nothing_attached_at(state, *r, r->loop, "fuse"));
   }
   if (outer.get().is_reduce != inner.get().is_reduce)
     return invalid_argument("cannot fuse a reduction loop with a spatial loop (" + outer.text() + ", " +

@@ -79,13 +79,14 @@ Status check_new_tensor_name(const ScheduleState& state, std::string_view name) 
   return Status();
 }
 
-Status check_nothing_attached_at(const ScheduleState& state, const StageSchedule& stage, int loop,
-                                 std::string_view what) {
+Status check_nothing_attached_at(const ScheduleState& state, const LoopRef& target, int loop, std::string_view verb) {
+  const StageSchedule& stage = *target.stage;
   const std::string& loop_name = stage.loops[size_t(loop)].name;
   for (const StageSchedule& s : state.stages()) {
     if (s.attach == AttachKind::kAt && s.attach_stage == stage.name() && s.attach_loop == loop_name)
-      return failed_precondition(std::string(what) + ": stage " + s.name() + " is computed at " + stage.name() + "." +
-                                 loop_name + "; move it first (compute_root or compute_at another loop)");
+      return failed_precondition("cannot " + std::string(verb) + " " + target.text() + ": stage " + s.name() +
+                                 " is computed at " + stage.name() + "." + loop_name +
+                                 "; move it first (compute_root or compute_at another loop)");
   }
   return Status();
 }

@@ -32,9 +32,9 @@ Status check_new_loop_name(const StageSchedule& stage, std::string_view name);
 Status check_new_tensor_name(const ScheduleState& state, std::string_view name);
 bool is_identifier(std::string_view s);
 
-// Loops of `stage` at which some stage is computed (message when there are).
-Status check_nothing_attached_at(const ScheduleState& state, const StageSchedule& stage, int loop,
-                                 std::string_view what);
+// FAILED_PRECONDITION when some stage is computed at loop `loop` of target's stage;
+// the message begins "cannot <verb> <target>" (built only then: this runs on every step).
+Status check_nothing_attached_at(const ScheduleState& state, const LoopRef& target, int loop, std::string_view verb);
 // Marks a loop parallel / vectorized / unrolled. No effect when it already is; an
 // error when it carries another annotation or a thread binding.
 PrimitiveResult set_loop_kind(LoopRef ref, ForKind kind);

@@ -17,7 +17,7 @@ PrimitiveResult apply_split(ScheduleState& state, const PrimitiveArgs& args) {
     return failed_precondition("loop " + ref.text() + " is annotated (" +
                                std::string(loop.thread_tag.empty() ? for_kind_name(loop.kind) : loop.thread_tag.c_str()) +
                                "); split it before annotating");
-  TG_RETURN_IF_ERROR(check_nothing_attached_at(state, stage, ref.loop, "cannot split " + ref.text()));
+  TG_RETURN_IF_ERROR(check_nothing_attached_at(state, ref, ref.loop, "split"));
 
   int64_t extent = loop.extent;
   Loop outer{args[2], (extent + factor - 1) / factor, loop.is_reduce};

@@ -90,16 +90,18 @@ class TraceReader {
     col_ += int(pos_ - start);
     return std::string(text_.substr(start, pos_ - start));
   }
-  static bool is_word_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+';
+  // ASCII only, without the locale lookup of std::isalnum: a trace is ASCII text.
+  static bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   }
+  static bool is_word_char(char c) { return is_name_char(c) || c == '.' || c == '-' || c == '+'; }
 
   Expected<Primitive> read_primitive() {
     Primitive p;
     p.loc = {line_, col_};
-    if (!std::isalpha(static_cast<unsigned char>(peek())) && peek() != '_')
+    if (!is_name_char(peek()) || (peek() >= '0' && peek() <= '9'))
       return error(std::string("expected a primitive name, found ") + describe(peek()));
-    p.name = take_while([](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    p.name = take_while(is_name_char);
     skip_spaces();
     if (peek() != '(') return error("expected '(' after " + p.name);
     advance();
@@ -108,6 +110,7 @@ class TraceReader {
       advance();
       return p;
     }
+    p.args.reserve(4);  // most primitives take at most four
     for (;;) {
       skip_spaces();
       std::string arg = take_while(is_word_char);

@@ -16,7 +16,7 @@ PrimitiveResult apply_vectorize(ScheduleState& state, const PrimitiveArgs& args)
   // bounds inference sizes its stage.
   for (size_t p = size_t(stage.leaf_position(ref.loop)); p < stage.leaf.size(); ++p) {
     int inner = stage.leaf[p];
-    TG_RETURN_IF_ERROR(check_nothing_attached_at(state, stage, inner, "cannot vectorize " + ref.text()));
+    TG_RETURN_IF_ERROR(check_nothing_attached_at(state, ref, inner, "vectorize"));
     const Loop& l = stage.loops[size_t(inner)];
     if (inner != ref.loop && (l.kind == ForKind::kParallel || l.kind == ForKind::kVectorized))
       return failed_precondition("cannot vectorize " + ref.text() + " around " + for_kind_name(l.kind) + " loop " +
