@@ -266,16 +266,19 @@ class SplitRewriter : public IRMutator {
     return out;
   }
 
+  // An index that does not use the split variable is kept as it is (the same node).
   Expr rewrite_index(const Expr& e) {
-    if (failed_ || !uses_var(e, c_.var)) return e;
+    if (failed_) return e;
     LinearForm f = linearize(e);
     LinearForm g;
     g.constant = f.constant;
+    bool uses = false;
     for (const LinearTerm& t : f.terms) {
       const Variable* v = t.atom.as<Variable>();
       if (v && v->name == c_.var) {
-        g.add_term(Variable::make(v->type, c_.outer), t.coeff * c_.factor);
-        g.add_term(Variable::make(v->type, c_.inner), t.coeff);
+        uses = true;
+        g.add_term(part_var(v->type, true), t.coeff * c_.factor);
+        g.add_term(part_var(v->type, false), t.coeff);
       } else if (!v && uses_var(t.atom, c_.var)) {
         failed_ = true;
         return e;
@@ -283,12 +286,20 @@ class SplitRewriter : public IRMutator {
         g.add_term(t.atom, t.coeff);
       }
     }
-    return from_linear(g, e.type());
+    return uses ? from_linear(g, e.type()) : e;
+  }
+
+  // The outer or inner loop's variable, made once per type (loop variables are i32).
+  const Expr& part_var(DataType t, bool outer) {
+    Expr& v = outer ? outer_var_ : inner_var_;
+    if (!v.defined() || v.type() != t) v = Variable::make(t, outer ? c_.outer : c_.inner);
+    return v;
   }
 
   const SplitChange& c_;
   bool failed_ = false;
   std::vector<std::pair<Expr, Expr>> done_;
+  Expr outer_var_, inner_var_;
 };
 
 // Whether a division or a modulo is in the body of `s` or of a stage inlined anywhere:
