@@ -419,8 +419,13 @@ TEST(Batch, AServiceStoppedGracefullyHandsItsJobsOver) {
   ASSERT_TRUE(made.ok()) << made.status().to_string();
   client::BatchEvaluator& batch = **made;
   ASSERT_TRUE(batch.wait_ready(2, 60));
-  const std::vector<client::BatchJob> jobs = make_jobs(40, 8, "est_cycles", temp_path("sigterm.jobs"));
+  std::vector<client::BatchJob> jobs = make_jobs(40, 8, "est_cycles", temp_path("sigterm.jobs"));
   const std::map<std::string, std::string> reference = reference_values(jobs);
+  // Jobs that measure, spread over the first ones: each keeps a slot busy for tens of
+  // milliseconds, so the stopped service still has jobs waiting when the signal lands
+  // (est_cycles jobs alone can all be answered before it does).
+  const std::vector<client::BatchJob> measured = measuring_jobs(16, {"est_cycles", "runtime"}, 30);
+  for (size_t i = 0; i < measured.size(); ++i) jobs.insert(jobs.begin() + std::ptrdiff_t(8 * i), measured[i]);
   const std::string journal_path = temp_path("sigterm.jsonl");
   auto journal = client::Journal::open(journal_path, false);
   ASSERT_TRUE(journal.ok());
