@@ -311,12 +311,14 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
 
 class EvaluatePool::Stream {
  public:
-  explicit Stream(ResultFn fn) : on_result_(std::move(fn)) {}
+  Stream(ResultFn fn, std::function<void()> on_closing)
+      : on_result_(std::move(fn)), on_closing_(std::move(on_closing)) {}
 
  private:
   friend class EvaluatePool;
   std::mutex cb_mu_;
   ResultFn on_result_;  // guarded by cb_mu_; null once the stream is closed
+  std::function<void()> on_closing_;  // guarded by cb_mu_, like on_result_
   // Guarded by the pool's mu_.
   std::deque<Queued> cheap_;
   std::deque<Queued> measuring_;
@@ -344,8 +346,12 @@ EvaluatePool::~EvaluatePool() {
   watcher_.join();
 }
 
-std::shared_ptr<EvaluatePool::Stream> EvaluatePool::open_stream(ResultFn on_result) {
-  return std::make_shared<Stream>(std::move(on_result));
+std::shared_ptr<EvaluatePool::Stream> EvaluatePool::open_stream(ResultFn on_result, std::function<void()> on_closing) {
+  auto stream = std::make_shared<Stream>(std::move(on_result), std::move(on_closing));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(streams_, [](const std::weak_ptr<Stream>& s) { return s.expired(); });
+  streams_.push_back(stream);
+  return stream;
 }
 
 void EvaluatePool::submit(const std::shared_ptr<Stream>& stream, std::vector<proto::EvaluateJob> jobs) {
@@ -498,6 +504,7 @@ void EvaluatePool::close_stream(const std::shared_ptr<Stream>& stream) {
   }
   std::lock_guard<std::mutex> lock(stream->cb_mu_);  // waits for a delivery in progress
   stream->on_result_ = nullptr;
+  stream->on_closing_ = nullptr;
 }
 
 bool EvaluatePool::accepting() const {
@@ -531,8 +538,15 @@ void EvaluatePool::shutdown(std::chrono::steady_clock::duration grace) {
       s->in_ready_ = false;
     }
     ready_.clear();
+    std::vector<std::shared_ptr<Stream>> open;
+    for (const std::weak_ptr<Stream>& w : streams_)
+      if (std::shared_ptr<Stream> s = w.lock()) open.push_back(std::move(s));
     lock.unlock();
     for (auto& [s, r] : refused) deliver(*s, std::move(r));
+    for (const std::shared_ptr<Stream>& s : open) {
+      std::lock_guard<std::mutex> cb(s->cb_mu_);
+      if (s->on_closing_) s->on_closing_();
+    }
     lock.lock();
   }
   idle_cv_.wait_for(lock, grace, [&] { return running_.empty(); });
@@ -561,8 +575,15 @@ class EvaluateReactor final : public grpc::ServerBidiReactor<proto::EvaluateRequ
       Finish(rpc::to_grpc(st));
       return;
     }
-    stream_ = pool_.open_stream([this](proto::JobResult r) { on_result(std::move(r)); });
+    // Shutdown ends a stream that has nothing left to answer (it would otherwise stay
+    // open, idle, until the grace runs out).
+    stream_ = pool_.open_stream([this](proto::JobResult r) { on_result(std::move(r)); },
+                                [this] {
+                                  std::lock_guard<std::mutex> lock(mu_);
+                                  maybe_finish_locked();
+                                });
     std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;  // shutdown began while the stream was opening
     response_.set_instance_id(pool_.options().instance_id);
     response_.set_concurrency(std::max(1, pool_.options().concurrency));
     response_.set_measure_slots(std::max(1, pool_.options().measure_slots));

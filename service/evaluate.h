@@ -94,8 +94,10 @@ class EvaluatePool {
   const EvaluatePoolOptions& options() const { return options_; }
 
   // A stream of jobs whose results go to on_result, one call at a time, on pool
-  // threads (or on the caller's, for jobs answered at once).
-  std::shared_ptr<Stream> open_stream(ResultFn on_result);
+  // threads (or on the caller's, for jobs answered at once). on_closing (may be null)
+  // is called once when shutdown() begins, after the queued jobs were refused: a
+  // stream with nothing left to answer ends then, instead of when the grace runs out.
+  std::shared_ptr<Stream> open_stream(ResultFn on_result, std::function<void()> on_closing = nullptr);
   // Queues jobs in order. Every job gets exactly one result, unless the stream is
   // closed first: past the stream's queue cap, or after shutdown, at once (UNAVAILABLE).
   void submit(const std::shared_ptr<Stream>& stream, std::vector<proto::EvaluateJob> jobs);
@@ -147,6 +149,7 @@ class EvaluatePool {
   std::condition_variable idle_cv_;   // a job finished
   std::condition_variable watch_cv_;  // a job was cancelled, or stopping
   std::deque<std::shared_ptr<Stream>> ready_;  // streams with queued jobs, in turn
+  std::vector<std::weak_ptr<Stream>> streams_;  // every stream opened, for shutdown()
   std::set<Running*> running_;
   int measure_free_ = 0;
   bool accepting_ = true;

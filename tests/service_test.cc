@@ -832,6 +832,40 @@ TEST(Service, ShutdownLetsCallsInFlightFinish) {
   EXPECT_EQ(t.stub->GetVersion(ctx(2).get(), {}, &v).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// An Evaluate stream with nothing left to answer ends when shutdown begins, instead of
+// holding the server until its grace runs out.
+TEST(Service, ShutdownEndsAnIdleEvaluateStreamAtOnce) {
+  service::ServerOptions o = test_options();
+  o.shutdown_grace_s = 30;
+  TestServer t(o);
+  ASSERT_TRUE(t.stub);
+  auto c = ctx(60);
+  std::unique_ptr<grpc::ClientReaderWriter<proto::EvaluateRequest, proto::EvaluateResponse>> stream =
+      t.stub->Evaluate(c.get());
+  proto::EvaluateResponse hello;
+  ASSERT_TRUE(stream->Read(&hello));  // the server's capacity, before any result
+  EXPECT_GE(hello.concurrency(), 1);
+  proto::EvaluateRequest request;
+  proto::EvaluateJob* job = request.add_job();
+  job->set_key("one");
+  job->set_benchmark(kGemm);
+  job->set_actions("split(C.i, 8, io, ii)");
+  job->add_observations("est_cycles");
+  ASSERT_TRUE(stream->Write(request));
+  proto::EvaluateResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_EQ(answer.result_size(), 1);
+  EXPECT_EQ(answer.result(0).error(), proto::JOB_OK) << answer.result(0).error_message();
+  // The stream is open and idle: nothing queued, nothing running.
+  const auto start = std::chrono::steady_clock::now();
+  t.server->shutdown(std::chrono::seconds(30));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 10.0);
+  proto::EvaluateResponse more;
+  EXPECT_FALSE(stream->Read(&more));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
 // ---- keeping the cores awake --------------------------------------------------------------
 // Cores this process may run on.
 int allowed_cores() {
