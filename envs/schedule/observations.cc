@@ -14,8 +14,9 @@ namespace {
 
 Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const PrintedStmts> body, e.derived->printed_nest());
   std::string s;
-  s.reserve(1024);
+  s.reserve(body->text().size() + 256);
   for (const std::vector<BufferArg>* args : {&nest->inputs, &nest->outputs}) {
     for (const BufferArg& a : *args) {
       s += args == &nest->inputs ? "input " : "output ";
@@ -25,7 +26,8 @@ Expected<Event> loop_nest_text(ScheduleEpisode& e) {
       s += '\n';
     }
   }
-  append_to_string(nest->body, &s);
+  if (!nest->body.defined()) s += "<undefined>\n";  // as append_to_string writes it
+  s += body->text();
   return Event(std::move(s));
 }
 
