@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <thread>
 #include <vector>
 
@@ -10,7 +9,6 @@
 #include "codegen/ir/linear_form.h"
 #include "codegen/ir/simplify.h"
 #include "codegen/ir/stmt.h"
-#include "support/random.h"
 
 namespace tensorgym {
 namespace {
@@ -57,96 +55,6 @@ TEST(IRPrinter, SharedIndicesPrintAsTheirOwnCopies) {
   std::string printed = to_string(Block::make(with_shared));
   EXPECT_GT(printed.size(), 400000u);
   EXPECT_EQ(printed, to_string(Block::make(with_copies)));
-}
-
-// Random statements for the reuse test below.
-Stmt random_stmt(Rng& rng, int depth, int& serial) {
-  const std::string n = std::to_string(serial++);
-  const int kind = depth <= 0 ? 0 : int(rng.below(5));
-  switch (kind) {
-    case 1:
-      return For::make("v" + n, make_int(0), make_int(int64_t(rng.range(2, 64))), ForKind(rng.below(2)),
-                       random_stmt(rng, depth - 1, serial));
-    case 2: {
-      std::vector<Stmt> items;
-      for (int k = int(rng.range(2, 3)); k > 0; --k) items.push_back(random_stmt(rng, depth - 1, serial));
-      return Block::make(std::move(items));
-    }
-    case 3:
-      return IfThenElse::make(LT::make(make_var("v" + n), make_int(7)), random_stmt(rng, depth - 1, serial),
-                              rng.chance(0.5) ? random_stmt(rng, depth - 1, serial) : Stmt());
-    case 4: return LetStmt::make("t" + n, make_int(int64_t(rng.below(9))), random_stmt(rng, depth - 1, serial));
-    default:
-      return Store::make("B" + n,
-                         {Add::make(Mul::make(make_var("x"), make_int(int64_t(rng.range(2, 9)))), make_var("y"))},
-                         Load::make(DataType::f32(), "A", {make_var("y")}));
-  }
-}
-
-// An edit of `s` that keeps most of its statements: some subtrees replaced, some
-// wrapped in a new loop or unwrapped from theirs (moved one level in or out), the
-// others the same nodes.
-Stmt edit(const Stmt& s, Rng& rng, int& serial) {
-  if (rng.chance(0.08)) return random_stmt(rng, 2, serial);
-  if (rng.chance(0.08)) return For::make("w" + std::to_string(serial++), make_int(0), make_int(4), ForKind::kSerial, s);
-  if (const For* f = s.as<For>()) {
-    if (rng.chance(0.1)) return f->body;
-    Stmt body = edit(f->body, rng, serial);
-    return body.same_as(f->body) ? s : For::make(f->name, f->min, f->extent, f->kind, body);
-  }
-  if (const Block* b = s.as<Block>()) {
-    std::vector<Stmt> items;
-    bool changed = false;
-    for (const Stmt& x : b->stmts) {
-      items.push_back(edit(x, rng, serial));
-      changed |= !items.back().same_as(x);
-    }
-    return changed ? Block::make(std::move(items)) : s;
-  }
-  if (const IfThenElse* i = s.as<IfThenElse>()) {
-    Stmt t = edit(i->then_case, rng, serial);
-    Stmt e = i->else_case.defined() ? edit(i->else_case, rng, serial) : Stmt();
-    return t.same_as(i->then_case) && e.same_as(i->else_case) ? s : IfThenElse::make(i->condition, t, e);
-  }
-  if (const LetStmt* l = s.as<LetStmt>()) {
-    Stmt body = edit(l->body, rng, serial);
-    return body.same_as(l->body) ? s : LetStmt::make(l->name, l->value, body);
-  }
-  return s;
-}
-
-// print_reusing copies the text of the statements the last print shared with this
-// one, at their indentation; the text is to_string's, edit after edit, and what one
-// print copied (with the statements inside it) the next one can copy again.
-TEST(IRPrinter, PrintReusingGivesToStringAcrossEdits) {
-  for (uint64_t seed = 1; seed <= 40; ++seed) {
-    Rng rng(seed);
-    int serial = 0;
-    Stmt s = random_stmt(rng, 6, serial);
-    std::shared_ptr<const PrintedStmts> last = print_reusing(s, nullptr);
-    ASSERT_EQ(last->text(), to_string(s));
-    for (int step = 0; step < 30; ++step) {
-      Stmt next = edit(s, rng, serial);
-      std::shared_ptr<const PrintedStmts> printed = print_reusing(next, last.get());
-      ASSERT_EQ(printed->text(), to_string(next)) << "seed " << seed << ", edit " << step;
-      // Every statement of the tree is accounted for, copied or printed.
-      size_t count = 0;
-      std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
-        if (!x.defined()) return;
-        ++count;
-        if (const For* f = x.as<For>()) walk(f->body);
-        if (const Block* b = x.as<Block>())
-          for (const Stmt& y : b->stmts) walk(y);
-        if (const IfThenElse* i = x.as<IfThenElse>()) walk(i->then_case), walk(i->else_case);
-        if (const LetStmt* l = x.as<LetStmt>()) walk(l->body);
-      };
-      walk(next);
-      EXPECT_EQ(printed->statements(), count) << "seed " << seed << ", edit " << step;
-      s = next;
-      last = printed;
-    }
-  }
-  EXPECT_EQ(print_reusing(Stmt(), nullptr)->text(), "");
 }
 
 TEST(IREquality, StructuralNotPointer) {

@@ -9,17 +9,6 @@
 #include <string_view>
 
 namespace tensorgym {
-
-// What the printer reads and writes of a PrintedStmts (its friend).
-class StmtPrint {
- public:
-  using Entry = PrintedStmts::Entry;
-  static const Entry* find(const PrintedStmts& p, const BaseStmtNode* node, int indent) { return p.find(node, indent); }
-  static std::string_view text(const PrintedStmts& p) { return p.text_; }
-  static const std::vector<Entry>& entries(const PrintedStmts& p) { return p.entries_; }
-  static void print(const Stmt& s, const PrintedStmts* previous, PrintedStmts* out);
-};
-
 namespace {
 
 // Collects text in a buffer on the stack and appends it to the string in large
@@ -50,13 +39,8 @@ class TextOut {
       flush();
       if (s.size() > kSize) return (void)out_.append(s);
     }
-    // Names are short: a byte loop beats a call to memcpy; copied text is not.
-    if (s.size() <= 16) {
-      for (char c : s) buf_[len_++] = c;
-    } else {
-      std::memcpy(buf_ + len_, s.data(), s.size());
-      len_ += s.size();
-    }
+    // Names are short: a byte loop beats a call to memcpy.
+    for (char c : s) buf_[len_++] = c;
   }
   void put_int(int64_t v) {
     if (len_ + 20 > kSize) flush();  // 20: "-9223372036854775808"
@@ -104,10 +88,6 @@ enum Prec { kPrecOr = 1, kPrecAnd, kPrecCmp, kPrecAdd, kPrecMul, kPrecUnary, kPr
 class Printer {
  public:
   explicit Printer(std::string& out) : os_(out) {}
-  // Copies the text of the statements `reuse` printed (may be null) and records where
-  // each statement's text is in *record.
-  Printer(std::string& out, const PrintedStmts* reuse, std::vector<StmtPrint::Entry>* record)
-      : os_(out), reuse_(reuse), record_(record) {}
 
   // `context`: the precedence the surrounding syntax binds with; a looser operator
   // is parenthesized.
@@ -189,38 +169,6 @@ class Printer {
 
   void stmt(const Stmt& s) {
     if (!s.defined()) return;
-    if (!reuse_ && !record_) return print_stmt(s);
-    const size_t start = os_.position();
-    if (reuse_) {
-      if (const StmtPrint::Entry* e = StmtPrint::find(*reuse_, s.get(), indent_)) return copy_printed(*e, start);
-    }
-    print_stmt(s);
-    if (record_) record_->push_back({s.get(), indent_, start, os_.position() - start});
-  }
-
- private:
-  TextOut os_;
-  int indent_ = 0;
-  const PrintedStmts* reuse_ = nullptr;
-  std::vector<StmtPrint::Entry>* record_ = nullptr;
-
-  // A statement's text depends only on the statement and its indentation.
-  void copy_printed(const StmtPrint::Entry& e, size_t start) {
-    os_.put(StmtPrint::text(*reuse_).substr(e.start, e.size));
-    if (!record_) return;
-    // Its own statements were recorded just before it (children first), and their
-    // text lies within its text: recorded again, moved to where it now is.
-    const std::vector<StmtPrint::Entry>& earlier = StmtPrint::entries(*reuse_);
-    const size_t last = size_t(&e - earlier.data());
-    size_t first = last;
-    while (first > 0 && earlier[first - 1].start >= e.start) --first;
-    for (size_t k = first; k <= last; ++k) {
-      const StmtPrint::Entry& x = earlier[k];
-      record_->push_back({x.node, x.indent, start + (x.start - e.start), x.size});
-    }
-  }
-
-  void print_stmt(const Stmt& s) {
     switch (s.kind()) {
       case NodeKind::kLetStmt: {
         const LetStmt* op = static_cast<const LetStmt*>(s.get());
@@ -278,6 +226,9 @@ class Printer {
     }
   }
 
+ private:
+  TextOut os_;
+  int indent_ = 0;
   // The last index expressions printed (nodes of the tree being printed, alive
   // throughout) and where their text is.
   struct PrintedIndex {
@@ -431,39 +382,6 @@ void append_to_string(const Stmt& s, std::string* out) {
     return;
   }
   Printer(*out).stmt(s);
-}
-
-const PrintedStmts::Entry* PrintedStmts::find(const BaseStmtNode* node, int indent) const {
-  auto it = std::lower_bound(by_node_.begin(), by_node_.end(), std::make_pair(node, indent),
-                             [this](size_t i, const std::pair<const BaseStmtNode*, int>& key) {
-                               const Entry& e = entries_[i];
-                               return e.node != key.first ? std::less<>()(e.node, key.first) : e.indent < key.second;
-                             });
-  if (it == by_node_.end() || entries_[*it].node != node || entries_[*it].indent != indent) return nullptr;
-  return &entries_[*it];
-}
-
-void StmtPrint::print(const Stmt& s, const PrintedStmts* previous, PrintedStmts* out) {
-  out->root_ = s;
-  if (!s.defined()) return;
-  out->text_.reserve(previous ? previous->text_.size() + 256 : 1024);
-  {
-    Printer p(out->text_, previous, &out->entries_);
-    p.stmt(s);
-  }  // flushed
-  out->by_node_.resize(out->entries_.size());
-  for (size_t i = 0; i < out->by_node_.size(); ++i) out->by_node_[i] = i;
-  std::sort(out->by_node_.begin(), out->by_node_.end(), [out](size_t a, size_t b) {
-    const Entry& x = out->entries_[a];
-    const Entry& y = out->entries_[b];
-    return x.node != y.node ? std::less<>()(x.node, y.node) : x.indent < y.indent;
-  });
-}
-
-std::shared_ptr<const PrintedStmts> print_reusing(const Stmt& s, const PrintedStmts* previous) {
-  auto out = std::make_shared<PrintedStmts>();
-  StmtPrint::print(s, previous, out.get());
-  return out;
 }
 
 std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }

@@ -14,9 +14,8 @@ namespace {
 
 Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
-  TG_ASSIGN_OR_RETURN(std::shared_ptr<const PrintedStmts> body, e.derived->printed_nest());
   std::string s;
-  s.reserve(body->text().size() + 256);
+  s.reserve(1024);
   for (const std::vector<BufferArg>* args : {&nest->inputs, &nest->outputs}) {
     for (const BufferArg& a : *args) {
       s += args == &nest->inputs ? "input " : "output ";
@@ -26,8 +25,7 @@ Expected<Event> loop_nest_text(ScheduleEpisode& e) {
       s += '\n';
     }
   }
-  if (!nest->body.defined()) s += "<undefined>\n";  // as append_to_string writes it
-  s += body->text();
+  append_to_string(nest->body, &s);
   return Event(std::move(s));
 }
 

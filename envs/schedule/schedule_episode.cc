@@ -25,7 +25,6 @@ DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared
       settings_(std::move(settings)) {
   if (previous) {
     previous_lowering_ = previous->reusable_lowering();
-    previous_print_ = previous->reusable_print();
   } else if (schedule_->trace().steps.empty()) {
     // An episode's start: its lowering and its first action's rewrite the program's
     // shared lowering.
@@ -37,21 +36,6 @@ std::shared_ptr<const LoweredNest> DerivedState::reusable_lowering() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (nest_ && nest_->ok()) return **nest_;
   return previous_lowering_;
-}
-
-std::shared_ptr<const PrintedStmts> DerivedState::reusable_print() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return print_ ? print_ : previous_print_;
-}
-
-Expected<std::shared_ptr<const PrintedStmts>> DerivedState::printed_nest() {
-  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> n, nest());
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!print_) {
-    print_ = print_reusing(n->body, previous_print_.get());
-    previous_print_.reset();
-  }
-  return print_;
 }
 
 Expected<std::shared_ptr<const LoopNest>> DerivedState::nest() {

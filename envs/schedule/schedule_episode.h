@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/benchmark.h"
@@ -33,9 +32,6 @@ class DerivedState {
 
   const Schedule& schedule() const { return *schedule_; }
   Expected<std::shared_ptr<const LoopNest>> nest();
-  // The nest's body printed (the `loop_nest` observation), copying the text of the
-  // statements it shares with the last state of the episode that was printed.
-  Expected<std::shared_ptr<const PrintedStmts>> printed_nest();
   // A measured run (sandboxed worker): runtime, GFLOP/s, compile time, correctness.
   // Under a cancelled MeasureCancellation (envs/env.h) these return CANCELLED and
   // cache nothing.
@@ -52,8 +48,6 @@ class DerivedState {
   // What the next state of the episode may reuse: this state's lowering when it was
   // computed, else the lowering this state would have reused.
   std::shared_ptr<const LoweredNest> reusable_lowering() const;
-  // Likewise for the printed nest.
-  std::shared_ptr<const PrintedStmts> reusable_print() const;
 
   std::shared_ptr<const Schedule> schedule_;
   std::shared_ptr<const std::string> program_text_;
@@ -62,8 +56,6 @@ class DerivedState {
   mutable std::mutex mu_;
   std::shared_ptr<const LoweredNest> previous_lowering_;  // handed to lower_reusing with nest_
   std::optional<Expected<std::shared_ptr<const LoweredNest>>> nest_;
-  std::shared_ptr<const PrintedStmts> previous_print_;  // handed to print_reusing with print_
-  std::shared_ptr<const PrintedStmts> print_;
   std::optional<Expected<proto::MeasureResult>> measurement_;
   std::optional<Expected<proto::MeasureResult>> compilation_;
 };
