@@ -416,16 +416,39 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
  public:
   SessionStream(TensorGymService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
     if (Status st = service_.auth_.check(*ctx); !st.ok()) {
+      finished_ = true;
       Finish(rpc::to_grpc(st));
       return;
     }
-    StartRead(&request_);
+    std::lock_guard<std::mutex> registry(service_.streams_mu_);
+    registered_ = true;
+    service_.session_streams_.insert(this);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (service_.closing_streams_) {
+      finish_shutting_down_locked();
+      return;
+    }
+    start_read_locked();
+  }
+
+  // Shutdown: a stream waiting for its client's next step ends now; one busy with a
+  // step ends once it has answered it.
+  void close_if_idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+    if (reading_) finish_shutting_down_locked();
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed its side (or the call ended)
-      Finish(grpc::Status::OK);
-      return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      if (finished_) return;  // ended while the read was pending
+      if (!ok) {              // the client closed its side (or the call ended)
+        finished_ = true;
+        Finish(grpc::Status::OK);
+        return;
+      }
     }
     response_.Clear();
     auto args = std::make_shared<StepArgs>();
@@ -478,11 +501,15 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
   }
 
   void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
     if (!ok) {
+      finished_ = true;
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was closed"));
       return;
     }
-    StartRead(&request_);
+    if (closing_) return finish_shutting_down_locked();
+    start_read_locked();
   }
 
   void OnCancel() override {
@@ -497,15 +524,36 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
     }
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (registered_) {
+      std::lock_guard<std::mutex> registry(service_.streams_mu_);
+      service_.session_streams_.erase(this);
+    }
+    delete this;
+  }
 
  private:
+  void start_read_locked() {
+    reading_ = true;
+    StartRead(&request_);
+  }
+  void finish_shutting_down_locked() {
+    if (finished_) return;
+    finished_ = true;
+    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+  }
+
   TensorGymService& service_;
   grpc::CallbackServerContext* ctx_;
   proto::StepRequest request_;
   proto::StepResponse response_;
   std::mutex mu_;
   std::shared_ptr<CallExecutor::Call> call_;  // the step on the executor, if any
+  // Guarded by mu_.
+  bool reading_ = false;     // a read is pending: the stream waits for its client
+  bool closing_ = false;     // the server is shutting down
+  bool finished_ = false;    // Finish was called
+  bool registered_ = false;  // in service_.session_streams_ (set in the constructor only)
 };
 
 grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse>* TensorGymService::Session(
@@ -522,6 +570,11 @@ size_t TensorGymService::reap_idle_sessions() {
 }
 
 void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {
+  {
+    std::lock_guard<std::mutex> registry(streams_mu_);
+    closing_streams_ = true;
+    for (SessionStream* s : session_streams_) s->close_if_idle();
+  }
   // Both get the same grace, at the same time.
   std::thread evaluate([this, grace] { evaluate_->shutdown(grace); });
   executor_->shutdown(grace);

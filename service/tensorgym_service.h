@@ -6,6 +6,8 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <unordered_set>
 
@@ -58,7 +60,8 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
 
   // Ends idle sessions (the server calls this periodically); returns how many.
   size_t reap_idle_sessions();
-  // Refuses new calls that may measure, gives those in flight `grace`, then cancels them.
+  // Refuses new calls that may measure, gives those in flight `grace`, then cancels them;
+  // ends the Session and Evaluate streams that wait for their client (UNAVAILABLE).
   void shutdown(std::chrono::steady_clock::duration grace);
 
   SessionTable& sessions() { return sessions_; }
@@ -97,6 +100,10 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   SessionTable sessions_;
   std::unique_ptr<CallExecutor> executor_;
   std::unique_ptr<EvaluatePool> evaluate_;
+  // Open Session streams, so that shutdown ends those waiting for their next step.
+  std::mutex streams_mu_;
+  std::set<SessionStream*> session_streams_;
+  bool closing_streams_ = false;
   std::map<std::string, proto::GetSpacesResponse> spaces_;           // by env name
   std::map<std::string, std::unordered_set<std::string>> measuring_;  // env -> platform-dependent spaces
   bool serve_files_ = true;

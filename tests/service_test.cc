@@ -832,12 +832,47 @@ TEST(Service, ShutdownLetsCallsInFlightFinish) {
   EXPECT_EQ(t.stub->GetVersion(ctx(2).get(), {}, &v).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// A session on `t` and a Session stream that has sent it one step.
+struct StreamStep {
+  std::unique_ptr<grpc::ClientContext> context = ctx(60);
+  std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
+};
+
+StreamStep send_stream_step(TestServer& t, const std::string& action, const std::string& observation) {
+  StreamStep s;
+  const uint64_t id = start(*t.stub);
+  s.stream = t.stub->Session(s.context.get());
+  proto::StepRequest request;
+  request.set_session_id(id);
+  *request.add_action() = text(action);
+  request.add_observation_space(observation);
+  EXPECT_TRUE(s.stream->Write(request));
+  return s;
+}
+
+service::ServerOptions long_grace_options() {
+  service::ServerOptions o = test_options();
+  o.shutdown_grace_s = 30;
+  return o;
+}
+
+// Shuts t's server down with a 30 s grace: an idle `stream` must end at once
+// (UNAVAILABLE), so the server stops well before the grace runs out.
+template <class Answer, class Stream>
+void expect_shutdown_ends_at_once(TestServer& t, Stream& stream) {
+  const auto begin = std::chrono::steady_clock::now();
+  t.server->shutdown(std::chrono::seconds(30));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_LT(took, 10.0);
+  Answer more;
+  EXPECT_FALSE(stream.Read(&more));
+  EXPECT_EQ(stream.Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
 // An Evaluate stream with nothing left to answer ends when shutdown begins, instead of
 // holding the server until its grace runs out.
 TEST(Service, ShutdownEndsAnIdleEvaluateStreamAtOnce) {
-  service::ServerOptions o = test_options();
-  o.shutdown_grace_s = 30;
-  TestServer t(o);
+  TestServer t(long_grace_options());
   ASSERT_TRUE(t.stub);
   auto c = ctx(60);
   std::unique_ptr<grpc::ClientReaderWriter<proto::EvaluateRequest, proto::EvaluateResponse>> stream =
@@ -857,12 +892,42 @@ TEST(Service, ShutdownEndsAnIdleEvaluateStreamAtOnce) {
   ASSERT_EQ(answer.result_size(), 1);
   EXPECT_EQ(answer.result(0).error(), proto::JOB_OK) << answer.result(0).error_message();
   // The stream is open and idle: nothing queued, nothing running.
-  const auto start = std::chrono::steady_clock::now();
-  t.server->shutdown(std::chrono::seconds(30));
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(took, 10.0);
-  proto::EvaluateResponse more;
-  EXPECT_FALSE(stream->Read(&more));
+  expect_shutdown_ends_at_once<proto::EvaluateResponse>(t, *stream);
+}
+
+// Likewise a Session stream waiting for its next step: the client learns at once
+// (UNAVAILABLE) and can go elsewhere, and the server does not wait out its grace.
+TEST(Service, ShutdownEndsAnIdleSessionStreamAtOnce) {
+  TestServer t(long_grace_options());
+  ASSERT_TRUE(t.stub);
+  StreamStep s = send_stream_step(t, "split(C.i, 8, io, ii)", "loop_nest");
+  auto& stream = s.stream;
+  proto::StepResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.status().code(), 0) << answer.status().message();
+  EXPECT_EQ(answer.observation_size(), 1);
+  expect_shutdown_ends_at_once<proto::StepResponse>(t, *stream);
+}
+
+// A Session stream busy with a step (one that measures) when shutdown begins answers
+// it, then ends.
+TEST(Service, ShutdownLetsASessionStreamAnswerItsStep) {
+  TestServer t(long_grace_options());
+  ASSERT_TRUE(t.stub);
+  StreamStep s = send_stream_step(t, "split(C.j, 16, jo, ji)", "runtime");
+  auto& stream = s.stream;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    t.server->shutdown(std::chrono::seconds(30));
+  });
+  proto::StepResponse answer;
+  const bool answered = stream->Read(&answer);
+  stopper.join();
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answer.status().code(), 0) << answer.status().message();
+  ASSERT_EQ(answer.observation_size(), 1);
+  EXPECT_GT(answer.observation(0).double_value(), 0);
+  EXPECT_FALSE(stream->Read(&answer));
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
