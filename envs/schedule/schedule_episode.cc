@@ -25,7 +25,7 @@ DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared
       settings_(std::move(settings)) {
   if (previous) {
     previous_lowering_ = previous->reusable_lowering();
-  } else if (schedule_->trace().steps.empty()) {
+  } else if (schedule_->trace_length() == 0) {
     // An episode's start: its lowering and its first action's rewrite the program's
     // shared lowering.
     previous_lowering_ = context_->initial_lowering(schedule_->program_ptr());
