@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,7 +51,8 @@ struct EnvContext {
   // The lowering of a program's unscheduled schedule, lowered once and shared by the
   // episodes that start from it (schedule-v0 rewrites it for an episode's first
   // action, codegen/lower/reuse_nest.h). Null when the program does not lower. Holds
-  // the programs of the last kMaxInitialLowerings lowerings asked for.
+  // the lowerings of the last kMaxInitialLowerings programs lowered (the oldest goes
+  // first).
   std::shared_ptr<const LoweredNest> initial_lowering(const std::shared_ptr<const Program>& program);
   static constexpr size_t kMaxInitialLowerings = 64;
 
@@ -63,6 +65,7 @@ struct EnvContext {
   // By program address: a held lowering holds its program, so the address is not
   // reused while its entry lives. Null for a program that does not lower.
   std::map<const Program*, std::shared_ptr<const LoweredNest>> initial_lowerings_;
+  std::deque<const Program*> lowered_order_;  // the keys above, oldest first
 
   mutable std::mutex mu_;
   std::shared_ptr<Runner> runner_;

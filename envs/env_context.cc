@@ -38,9 +38,14 @@ std::shared_ptr<const LoweredNest> EnvContext::initial_lowering(const ProgramPtr
   Expected<std::shared_ptr<const LoweredNest>> lowered = lower_reusing(std::move(state), nullptr);
   std::shared_ptr<const LoweredNest> result = lowered.ok() ? *lowered : nullptr;
   std::lock_guard<std::mutex> lock(lowerings_mu_);
-  if (initial_lowerings_.size() >= kMaxInitialLowerings && !initial_lowerings_.count(program.get()))
-    initial_lowerings_.erase(initial_lowerings_.begin());
-  return initial_lowerings_.emplace(program.get(), std::move(result)).first->second;
+  auto [it, added] = initial_lowerings_.emplace(program.get(), std::move(result));
+  if (!added) return it->second;  // lowered meanwhile by another episode's start
+  lowered_order_.push_back(program.get());
+  if (lowered_order_.size() > kMaxInitialLowerings) {
+    initial_lowerings_.erase(lowered_order_.front());
+    lowered_order_.pop_front();
+  }
+  return it->second;
 }
 
 namespace {

@@ -209,9 +209,13 @@ TEST(EnvContext, InitialLoweringIsLoweredOncePerProgram) {
     ASSERT_TRUE(l);
     EXPECT_EQ(to_string(l->nest.body), fresh_text(p)) << n;
   }
+  // The first program's lowering was the oldest, so it was dropped (it is still held
+  // here, so a new one cannot take its address): lowered again, the same nest.
   std::shared_ptr<const LoweredNest> again = ctx.initial_lowering(first);
   ASSERT_TRUE(again);
+  EXPECT_NE(again.get(), a.get());
   EXPECT_EQ(to_string(again->nest.body), fresh_text(first));
+  EXPECT_EQ(ctx.initial_lowering(first).get(), again.get());
 }
 
 TEST(ScheduleEnv, ForkIsIndependent) {
