@@ -832,29 +832,29 @@ TEST(Service, ShutdownLetsCallsInFlightFinish) {
   EXPECT_EQ(t.stub->GetVersion(ctx(2).get(), {}, &v).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
-// A session on `t` and a Session stream that has sent it one step.
-struct StreamStep {
-  std::unique_ptr<grpc::ClientContext> context = ctx(60);
-  std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
-};
-
-StreamStep send_stream_step(TestServer& t, const std::string& action, const std::string& observation) {
-  StreamStep s;
-  const uint64_t id = start(*t.stub);
-  s.stream = t.stub->Session(s.context.get());
-  proto::StepRequest request;
-  request.set_session_id(id);
-  *request.add_action() = text(action);
-  request.add_observation_space(observation);
-  EXPECT_TRUE(s.stream->Write(request));
-  return s;
-}
-
 service::ServerOptions long_grace_options() {
   service::ServerOptions o = test_options();
   o.shutdown_grace_s = 30;
   return o;
 }
+
+// A server with a 30 s shutdown grace, a session on it, and a Session stream that has
+// sent the session one step. `stream` is null when the server did not start.
+struct StreamWithStep {
+  TestServer t{long_grace_options()};
+  std::unique_ptr<grpc::ClientContext> context = ctx(60);
+  std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
+
+  StreamWithStep(const std::string& action, const std::string& observation) {
+    if (!t.stub) return;
+    proto::StepRequest request;
+    request.set_session_id(start(*t.stub));
+    *request.add_action() = text(action);
+    request.add_observation_space(observation);
+    stream = t.stub->Session(context.get());
+    EXPECT_TRUE(stream->Write(request));
+  }
+};
 
 // Shuts t's server down with a 30 s grace: an idle `stream` must end at once
 // (UNAVAILABLE), so the server stops well before the grace runs out.
@@ -898,37 +898,33 @@ TEST(Service, ShutdownEndsAnIdleEvaluateStreamAtOnce) {
 // Likewise a Session stream waiting for its next step: the client learns at once
 // (UNAVAILABLE) and can go elsewhere, and the server does not wait out its grace.
 TEST(Service, ShutdownEndsAnIdleSessionStreamAtOnce) {
-  TestServer t(long_grace_options());
-  ASSERT_TRUE(t.stub);
-  StreamStep s = send_stream_step(t, "split(C.i, 8, io, ii)", "loop_nest");
-  auto& stream = s.stream;
+  StreamWithStep s("split(C.i, 8, io, ii)", "loop_nest");
+  ASSERT_TRUE(s.stream);
   proto::StepResponse answer;
-  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_TRUE(s.stream->Read(&answer));
   EXPECT_EQ(answer.status().code(), 0) << answer.status().message();
   EXPECT_EQ(answer.observation_size(), 1);
-  expect_shutdown_ends_at_once<proto::StepResponse>(t, *stream);
+  expect_shutdown_ends_at_once<proto::StepResponse>(s.t, *s.stream);
 }
 
 // A Session stream busy with a step (one that measures) when shutdown begins answers
 // it, then ends.
 TEST(Service, ShutdownLetsASessionStreamAnswerItsStep) {
-  TestServer t(long_grace_options());
-  ASSERT_TRUE(t.stub);
-  StreamStep s = send_stream_step(t, "split(C.j, 16, jo, ji)", "runtime");
-  auto& stream = s.stream;
+  StreamWithStep s("split(C.j, 16, jo, ji)", "runtime");
+  ASSERT_TRUE(s.stream);
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    t.server->shutdown(std::chrono::seconds(30));
+    s.t.server->shutdown(std::chrono::seconds(30));
   });
   proto::StepResponse answer;
-  const bool answered = stream->Read(&answer);
+  const bool answered = s.stream->Read(&answer);
   stopper.join();
   ASSERT_TRUE(answered);
   EXPECT_EQ(answer.status().code(), 0) << answer.status().message();
   ASSERT_EQ(answer.observation_size(), 1);
   EXPECT_GT(answer.observation(0).double_value(), 0);
-  EXPECT_FALSE(stream->Read(&answer));
-  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_FALSE(s.stream->Read(&answer));
+  EXPECT_EQ(s.stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 // ---- keeping the cores awake --------------------------------------------------------------
