@@ -410,11 +410,11 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
     // Layout: the dimension the vector axis indexes innermost in the packed copy.
     int dim = g.layout && j < sp.read_dims.size() ? sp.read_dims[j][size_t(vec)] : -1;
     const StageSchedule* packed = r.stage(name);
-    if (dim >= 0 && packed && dim + 1 < int(packed->def.axes.size())) {
+    if (dim >= 0 && packed && dim + 1 < int(packed->def->axes.size())) {
       std::vector<std::string> dims = {name};
-      for (size_t a = 0; a < packed->def.axes.size(); ++a)
-        if (int(a) != dim) dims.push_back(packed->def.axes[a].name);
-      dims.push_back(packed->def.axes[size_t(dim)].name);
+      for (size_t a = 0; a < packed->def->axes.size(); ++a)
+        if (int(a) != dim) dims.push_back(packed->def->axes[a].name);
+      dims.push_back(packed->def->axes[size_t(dim)].name);
       // The copy's loops in the new storage order, so that it writes contiguously (a
       // transposing copy that writes with a stride ran the 7x7, 512-channel conv at
       // half speed).

@@ -1,6 +1,10 @@
 // Schedule primitives: what each one does to the loop nest, and every error path. An
 // error must leave the schedule exactly as it was.
+#include "codegen/schedule/schedule.h"
+
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "codegen/interp/compare.h"
 #include "codegen/interp/host_buffer.h"
@@ -8,7 +12,6 @@
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
-#include "codegen/schedule/schedule.h"
 
 namespace tensorgym {
 namespace {
@@ -158,10 +161,10 @@ TEST(Schedule, RFactorMakesThePartialsSpatial) {
   Schedule s = scheduled(kGemm, "split(C.k, 8, ko, ki); rfactor(C.ki, CR); vectorize(CR.ki)");
   const StageSchedule* cr = s.state().find_stage("CR");
   ASSERT_NE(cr, nullptr);
-  ASSERT_EQ(cr->def.axes.size(), 3u);
-  EXPECT_EQ(cr->def.axes[0].name, "ki");
-  ASSERT_EQ(cr->def.reduce_axes.size(), 1u);
-  EXPECT_EQ(cr->def.reduce_axes[0].name, "ko");
+  ASSERT_EQ(cr->def->axes.size(), 3u);
+  EXPECT_EQ(cr->def->axes[0].name, "ki");
+  ASSERT_EQ(cr->def->reduce_axes.size(), 1u);
+  EXPECT_EQ(cr->def->reduce_axes[0].name, "ko");
   expect_same_output(s);
   // A non-dividing split: the tail of the reduction contributes zero.
   expect_same_output(scheduled(kGemm, "split(C.k, 5, ko, ki); rfactor(C.ko, CR)"));
@@ -250,6 +253,37 @@ TEST(Schedule, ApplyTextIsAllOrNothing) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind("2:1: split(C.nope, 8, a, b): stage C has no loop 'nope'", 0), 0u) << st.message();
   EXPECT_TRUE(s.trace().steps.empty());
+}
+
+// A stage's definition is shared between a schedule and the copies made from it
+// (copy on write): a primitive that rewrites it gives the copy its own, and the
+// schedule it was applied to keeps its definition and its nest.
+TEST(Schedule, RewritingADefinitionLeavesTheOriginalScheduleAlone) {
+  const Schedule s = scheduled(kGemm, "split(C.i, 16, io, ii)");
+  const std::string before = nest_text(s);
+  const StageDef original = s.state().find_stage("C")->def;
+  for (const char* rewrite : {"cache_write(C, CL)", "rfactor(C.k, CR)", "cache_read(A, C, AS)"}) {
+    std::optional<Schedule> next;
+    Expected<Trace> t = parse_trace(rewrite);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    PrimitiveResult r = s.apply_to_copy(t->steps[0], &next);
+    ASSERT_TRUE(r.ok()) << rewrite << ": " << r.status().to_string();
+    ASSERT_TRUE(next.has_value()) << rewrite;
+    const CopyOnWrite<StageDef>& mine = s.state().find_stage("C")->def;
+    const CopyOnWrite<StageDef>& theirs = next->state().find_stage("C")->def;
+    EXPECT_FALSE(mine.shares_with(theirs)) << rewrite;
+    EXPECT_FALSE(mine->body.same_as(theirs->body)) << rewrite;
+    EXPECT_TRUE(mine->body.same_as(original.body)) << rewrite;
+    EXPECT_EQ(mine->reduce, original.reduce) << rewrite;
+    EXPECT_EQ(mine->reduce_axes.size(), original.reduce_axes.size()) << rewrite;
+    EXPECT_EQ(nest_text(s), before) << rewrite;
+    expect_same_output(*next);
+  }
+  // A primitive that leaves the definition alone shares it.
+  std::optional<Schedule> next;
+  Expected<Trace> t = parse_trace("split(C.j, 8, jo, ji)");
+  ASSERT_TRUE(t.ok() && s.apply_to_copy(t->steps[0], &next).ok() && next.has_value());
+  EXPECT_TRUE(s.state().find_stage("C")->def.shares_with(next->state().find_stage("C")->def));
 }
 
 TEST(ScheduleErrors, Arity) {

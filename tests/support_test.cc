@@ -1,15 +1,19 @@
-// support/: deferred release, the host's measured gather and scatter costs.
+// support/: copy on write, deferred release, the host's measured gather and scatter costs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "support/copy_on_write.h"
 #include "support/deferred_release.h"
 #include "support/host_caches.h"
 #include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
+#include "support/shared_vector.h"
 
 namespace tensorgym {
 namespace {
@@ -20,6 +24,47 @@ std::shared_ptr<const void> counted(int* destroyed) {
     ++*destroyed;
     delete p;
   });
+}
+
+TEST(CopyOnWrite, CopiesShareUntilOneIsWritten) {
+  CopyOnWrite<std::string> a = std::string("a long enough string to live on the heap");
+  CopyOnWrite<std::string> b = a;
+  EXPECT_TRUE(a.shares_with(b));
+  EXPECT_EQ(&a.get(), &b.get());
+  b.mutate() += "!";
+  EXPECT_FALSE(a.shares_with(b));
+  EXPECT_EQ(*a, "a long enough string to live on the heap");
+  EXPECT_EQ(*b, "a long enough string to live on the heap!");
+  // Written again, b has no one to share with: the same instance.
+  const std::string* own = &b.get();
+  b.mutate() += "?";
+  EXPECT_EQ(&b.get(), own);
+}
+
+TEST(CopyOnWrite, ADefaultOneReadsAsTheDefaultValue) {
+  CopyOnWrite<std::vector<int>> a, b;
+  EXPECT_TRUE(a->empty());
+  EXPECT_FALSE(a.shares_with(b));  // two defaults are equal, but share nothing
+  a.mutate().push_back(3);
+  EXPECT_EQ(a->size(), 1u);
+  EXPECT_TRUE(b->empty());
+}
+
+TEST(SharedVector, ReadsAsAVectorAndCopiesOnWrite) {
+  SharedVector<std::string> a = {"x", "y"};
+  SharedVector<std::string> b = a;
+  const std::vector<std::string>& view = a;
+  EXPECT_EQ(view, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(&a.get(), &b.get());
+  b.push_back("z");
+  EXPECT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[2], "z");
+  std::vector<std::string> seen(a.begin(), a.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"x", "y"}));
+  SharedVector<std::string> empty = std::vector<std::string>{};
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.begin(), empty.end());
 }
 
 TEST(DeferredRelease, OutsideAScopeTheObjectGoesAtOnce) {

@@ -63,7 +63,7 @@ class Summarizer {
   explicit Summarizer(NestSummary* out) : out_(*out) {}
 
   void run(const LoopNest& nest) {
-    inputs_ = &nest.inputs;
+    inputs_ = &nest.inputs.get();
     for (const BufferArg& a : nest.inputs) add_arg(a);
     for (const BufferArg& a : nest.outputs) add_arg(a);
     if (nest.body.defined()) stmt(nest.body);

@@ -87,7 +87,7 @@ class NestBuilder {
     for (auto it = ctx_.stages.rbegin(); it != ctx_.stages.rend(); ++it) {
       const StageSchedule& s = **it;
       if (s.attach == AttachKind::kRoot && !s.is_output)
-        body = Allocate::make(s.name(), s.def.dtype, {layouts_.size(s.name())}, body);
+        body = Allocate::make(s.name(), s.def->dtype, {layouts_.size(s.name())}, body);
     }
     return body;
   }
@@ -111,7 +111,7 @@ class NestBuilder {
       for (size_t d = r.min.size(); d-- > 0;)
         if (r.min_value[d].defined())
           inner = LetStmt::make(LoweringContext::min_var(t, d), flattened(r.min_value[d]), inner);
-      body = Allocate::make(t.name(), t.def.dtype, {layouts_.size(t.name())}, inner);
+      body = Allocate::make(t.name(), t.def->dtype, {layouts_.size(t.name())}, inner);
     }
     return body;
   }
@@ -120,31 +120,31 @@ class NestBuilder {
     const BufferLayouts::Layout& layout = layouts_.at(s.name());
     const Region& region = *layout.region;
     const LoopGeometry& g = ctx_.geometry.at(s.name());
-    size_t n = s.def.axes.size();
+    size_t n = s.def->axes.size();
 
     RootValues root_values;
-    root_values.reserve(n + s.def.reduce_axes.size());
+    root_values.reserve(n + s.def->reduce_axes.size());
     std::vector<Expr> store_index;
     store_index.reserve(n);
     for (size_t d = 0; d < n; ++d) {
-      root_values.emplace_back(s.def.axes[d].name,
+      root_values.emplace_back(s.def->axes[d].name,
                                is_const(region.min[d], 0) ? g.values[d] : Add::make(region.min[d], g.values[d]));
       store_index.push_back(g.values[d]);
     }
-    for (size_t r = 0; r < s.def.reduce_axes.size(); ++r) {
-      const IterVar& v = s.def.reduce_axes[r];
+    for (size_t r = 0; r < s.def->reduce_axes.size(); ++r) {
+      const IterVar& v = s.def->reduce_axes[r];
       root_values.emplace_back(v.name, v.min == 0 ? g.values[n + r] : Add::make(g.values[n + r], make_int(v.min)));
     }
     Expr value = AccessRewriter(layouts_, &root_values).mutate(ctx_.bodies.at(s.name()));
     // The stage's own buffer, written at its loops' position in the region it holds.
     Expr flat = layouts_.flat_index(layout, store_index);
 
-    bool reduction = s.def.is_reduction();
+    bool reduction = s.def->is_reduction();
     Stmt update, init;
     if (reduction) {
-      Expr acc = Load::make(s.def.dtype, s.name(), {flat});
-      update = Store::make(s.name(), {flat}, combine(s.def.reduce, acc, value));
-      init = Store::make(s.name(), {flat}, identity(s.def.reduce, s.def.dtype));
+      Expr acc = Load::make(s.def->dtype, s.name(), {flat});
+      update = Store::make(s.name(), {flat}, combine(s.def->reduce, acc, value));
+      init = Store::make(s.name(), {flat}, identity(s.def->reduce, s.def->dtype));
     } else {
       update = Store::make(s.name(), {flat}, value);
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/ir/stmt.h"
+#include "support/shared_vector.h"
 
 namespace tensorgym {
 
@@ -18,8 +19,9 @@ struct BufferArg {
 };
 
 struct LoopNest {
-  std::vector<BufferArg> inputs;   // the program's inputs, in declaration order
-  std::vector<BufferArg> outputs;  // the program's outputs, in definition order
+  // Shared, not copied, between the lowerings of one program's schedules.
+  SharedVector<BufferArg> inputs;   // the program's inputs, in declaration order
+  SharedVector<BufferArg> outputs;  // the program's outputs, in definition order
   // After storage flattening every Load and Store has one flat index and every
   // Allocate one extent (its element count). Intermediate buffers are Allocate'd
   // inside the body; loop variables and indices are i32.
@@ -27,7 +29,7 @@ struct LoopNest {
 
   // Inputs then outputs, the order in which a backend receives buffers.
   std::vector<BufferArg> args() const {
-    std::vector<BufferArg> all = inputs;
+    std::vector<BufferArg> all = inputs.get();
     all.insert(all.end(), outputs.begin(), outputs.end());
     return all;
   }

@@ -19,11 +19,13 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   LoweringContext ctx(state, std::move(bounds).value());  // moved once: no moved-from copies to destroy
   LoopNest nest;
   const Program& program = state.program();
-  nest.inputs.reserve(program.inputs.size());
-  nest.outputs.reserve(program.outputs.size());
-  for (const TensorInput& in : program.inputs) nest.inputs.push_back({in.name, in.dtype, in.shape});
-  for (const std::string& out : program.outputs)
-    nest.outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
+  std::vector<BufferArg> inputs, outputs;
+  inputs.reserve(program.inputs.size());
+  outputs.reserve(program.outputs.size());
+  for (const TensorInput& in : program.inputs) inputs.push_back({in.name, in.dtype, in.shape});
+  for (const std::string& out : program.outputs) outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
+  nest.inputs = std::move(inputs);
+  nest.outputs = std::move(outputs);
 
   // build_loop_nest.cc: loops, inits, guards, attachments; accesses flattened on the
   // way (storage_flatten.cc: one flat index per access, one extent per Allocate).
@@ -68,7 +70,7 @@ Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const
     reused = reuse_nest(*previous->state, *state, previous->kind_independent_body, options.simplify);
   if (reused.defined()) {
     TG_RETURN_IF_ERROR(check_target_support(*state, options));  // thread binding is not in the nest
-    out->nest.inputs = previous->nest.inputs;
+    out->nest.inputs = previous->nest.inputs;                   // shared, not copied
     out->nest.outputs = previous->nest.outputs;
     out->kind_independent_body = std::move(reused);
     out->reused = true;

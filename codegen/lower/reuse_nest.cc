@@ -25,8 +25,10 @@ bool same_iter_vars(const std::vector<IterVar>& a, const std::vector<IterVar>& b
 }
 
 // Conservative: bodies are compared by identity (primitives that leave a stage's
-// definition alone copy its handle).
-bool same_def(const StageDef& a, const StageDef& b) {
+// definition alone copy its handle), and a definition the two states share is equal.
+bool same_def(const CopyOnWrite<StageDef>& x, const CopyOnWrite<StageDef>& y) {
+  if (x.shares_with(y)) return true;
+  const StageDef &a = x, &b = y;
   return a.name == b.name && a.dtype == b.dtype && a.reduce == b.reduce && a.body.same_as(b.body) &&
          same_iter_vars(a.axes, b.axes) && same_iter_vars(a.reduce_axes, b.reduce_axes);
 }
@@ -308,9 +310,9 @@ class SplitRewriter : public IRMutator {
 bool divides_in_bodies(const ScheduleState& state, const StageSchedule& s) {
   bool found = false;
   auto look = [&found](const Expr& e) { found = found || e.kind() == NodeKind::kDiv || e.kind() == NodeKind::kMod; };
-  visit_exprs(s.def.body, look);
+  visit_exprs(s.def->body, look);
   for (const StageSchedule& t : state.stages())
-    if (t.attach == AttachKind::kInline) visit_exprs(t.def.body, look);
+    if (t.attach == AttachKind::kInline) visit_exprs(t.def->body, look);
   return found;
 }
 

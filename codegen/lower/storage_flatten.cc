@@ -59,11 +59,11 @@ BufferLayouts::BufferLayouts(const LoweringContext& ctx, const LoopNest& nest) {
   static const std::vector<int> kRowMajor;
   layouts_.reserve(nest.inputs.size() + nest.outputs.size() + ctx.stages.size());
   size_t rank = 0;
-  for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs})
+  for (const std::vector<BufferArg>* args : {&nest.inputs.get(), &nest.outputs.get()})
     for (const BufferArg& a : *args) rank += a.shape.size();
-  for (const StageSchedule* s : ctx.stages) rank += s->def.axes.size();
+  for (const StageSchedule* s : ctx.stages) rank += s->def->axes.size();
   strides_.reserve(rank);
-  for (const std::vector<BufferArg>* args : {&nest.inputs, &nest.outputs}) {
+  for (const std::vector<BufferArg>* args : {&nest.inputs.get(), &nest.outputs.get()}) {
     for (const BufferArg& a : *args) {
       layouts_.emplace(a.name, Layout{nullptr, strides_.size(), a.shape.size(), 0});
       append_storage_strides(a.shape, kNoAligns, kRowMajor, &strides_);

@@ -19,10 +19,10 @@ std::unordered_set<std::string> names_of(const VarMap& m) {
 
 Region full_region(const StageSchedule& s) {
   Region r;
-  r.min.reserve(s.def.axes.size());
-  r.min_value.reserve(s.def.axes.size());
-  r.extent.reserve(s.def.axes.size());
-  for (const IterVar& v : s.def.axes) {
+  r.min.reserve(s.def->axes.size());
+  r.min_value.reserve(s.def->axes.size());
+  r.extent.reserve(s.def->axes.size());
+  for (const IterVar& v : s.def->axes) {
     r.min.push_back(make_int(0));
     r.min_value.push_back(Expr());
     r.extent.push_back(v.extent);
@@ -57,7 +57,7 @@ Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, c
   }
   const std::unordered_set<std::string> inner_min_names = names_of(inner_mins);
 
-  size_t n = s.def.axes.size();
+  size_t n = s.def->axes.size();
   std::vector<SymbolicInterval> dims(n);
   std::vector<bool> unbounded(n, false);
   bool first = true;
@@ -70,10 +70,10 @@ Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, c
     const LoopGeometry& g = ctx.geometry.at(r->name());
     const Region& rr = region_it->second;
     VarMap root_values;
-    size_t nr = r->def.axes.size();
-    for (size_t d = 0; d < nr; ++d) root_values[r->def.axes[d].name] = Add::make(rr.min[d], g.values[d]);
-    for (size_t k = 0; k < r->def.reduce_axes.size(); ++k)
-      root_values[r->def.reduce_axes[k].name] = Add::make(make_int(r->def.reduce_axes[k].min), g.values[nr + k]);
+    size_t nr = r->def->axes.size();
+    for (size_t d = 0; d < nr; ++d) root_values[r->def->axes[d].name] = Add::make(rr.min[d], g.values[d]);
+    for (size_t k = 0; k < r->def->reduce_axes.size(); ++k)
+      root_values[r->def->reduce_axes[k].name] = Add::make(make_int(r->def->reduce_axes[k].min), g.values[nr + k]);
     visit_exprs(body, [&](const Expr& e) {
       const Load* l = e.as<Load>();
       if (!l || l->name != s.name()) return;
@@ -101,7 +101,7 @@ Region region_needed_at(const ScheduleState& state, const ScheduleBounds& ctx, c
   Region region = full_region(s);
   for (size_t d = 0; d < n; ++d) {
     if (unbounded[d] || !dims[d].bounded()) continue;  // keep the whole domain
-    int64_t domain = s.def.axes[d].extent;
+    int64_t domain = s.def->axes[d].extent;
     Expr lo = simplify(dims[d].min, ctx.ranges);
     Expr span = simplify(Add::make(Sub::make(dims[d].max, lo), make_int(1)), ctx.ranges);
     int64_t extent = 0;
@@ -133,7 +133,7 @@ Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
   inline_bodies(state, &ctx);
   // Sized up front: these are rebuilt on every lowering.
   size_t num_vars = 0;
-  for (const StageSchedule* s : ctx.stages) num_vars += s->leaf.size() + s->def.axes.size();
+  for (const StageSchedule* s : ctx.stages) num_vars += s->leaf.size() + s->def->axes.size();
   ctx.ranges.reserve(num_vars);
   ctx.regions.reserve(ctx.stages.size());
   ctx.geometry.reserve(ctx.stages.size());
@@ -156,7 +156,7 @@ Expected<ScheduleBounds> infer_bounds(const ScheduleState& state) {
     std::vector<int64_t> root_extents;
     root_extents.reserve(s.loops.size());  // becomes the extents of every loop
     root_extents.assign(region.extent.begin(), region.extent.end());
-    for (const IterVar& v : s.def.reduce_axes) root_extents.push_back(v.extent);
+    for (const IterVar& v : s.def->reduce_axes) root_extents.push_back(v.extent);
     LoopGeometry g =
         loop_geometry(s, std::move(root_extents), [&](const Loop& l) { return ScheduleBounds::loop_var(s, l); });
     // A leaf loop's value is its variable: take the name from there rather than build it again.

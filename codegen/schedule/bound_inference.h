@@ -37,7 +37,7 @@ struct ScheduleBounds {
   static std::string loop_var(const StageSchedule& s, const Loop& l) { return s.name() + "." + l.name; }
   // The variable holding a region's minimum along an axis: "P.h.min".
   static std::string min_var(const StageSchedule& s, size_t axis) {
-    return s.name() + "." + s.def.axes[axis].name + ".min";
+    return s.name() + "." + s.def->axes[axis].name + ".min";
   }
   // The extent of a stage's loop over its region.
   int64_t loop_extent(const StageSchedule& s, int loop) const { return geometry.at(s.name()).extents[size_t(loop)]; }

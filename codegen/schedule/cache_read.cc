@@ -13,7 +13,7 @@ PrimitiveResult apply_cache_read(ScheduleState& state, const PrimitiveArgs& args
   TG_ASSIGN_OR_RETURN(StageSchedule * consumer, parse_stage(state, args[1]));
   TG_RETURN_IF_ERROR(check_new_tensor_name(state, args[2]));
   if (consumer->name() == tensor) return invalid_argument("a stage cannot cache_read itself");
-  if (!expr_reads(consumer->def.body, tensor))
+  if (!expr_reads(consumer->def->body, tensor))
     return invalid_argument("stage " + consumer->name() + " does not read " + tensor);
   if (consumer->attach == AttachKind::kInline)
     return failed_precondition("stage " + consumer->name() + " is inlined; compute_root it first");
@@ -37,9 +37,8 @@ PrimitiveResult apply_cache_read(ScheduleState& state, const PrimitiveArgs& args
   }
   def.body = Load::make(def.dtype, tensor, indices);
 
-  consumer->def.body = replace_loads(consumer->def.body, tensor, [&](const Load* l) {
-    return Load::make(l->type, args[2], l->indices);
-  });
+  consumer->def.mutate().body = replace_loads(consumer->def->body, tensor,
+                                              [&](const Load* l) { return Load::make(l->type, args[2], l->indices); });
   int at = state.stage_index(consumer->name());
   state.stages().insert(state.stages().begin() + at, make_stage_schedule(std::move(def), StageOrigin::kCacheRead));
   return ApplyEffect::kChanged;

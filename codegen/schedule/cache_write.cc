@@ -20,9 +20,10 @@ PrimitiveResult apply_cache_write(ScheduleState& state, const PrimitiveArgs& arg
   StageDef cache = stage->def;
   cache.name = args[1];
   std::vector<Expr> indices;
-  for (const IterVar& v : stage->def.axes) indices.push_back(make_var(v.name));
-  stage->def.body = Load::make(stage->def.dtype, args[1], indices);
-  stage->def.reduce = ReduceKind::kNone;
+  for (const IterVar& v : stage->def->axes) indices.push_back(make_var(v.name));
+  StageDef& def = stage->def.mutate();
+  def.body = Load::make(def.dtype, args[1], indices);
+  def.reduce = ReduceKind::kNone;
   stage->drop_reduce_loops();
 
   int at = state.stage_index(stage->name());

@@ -9,8 +9,8 @@ PrimitiveResult apply_compute_inline(ScheduleState& state, const PrimitiveArgs& 
   TG_ASSIGN_OR_RETURN(StageSchedule * stage, parse_stage(state, args[0]));
   if (stage->attach == AttachKind::kInline) return ApplyEffect::kNoEffect;
   if (stage->is_output) return failed_precondition("stage " + stage->name() + " is an output and needs its buffer");
-  if (stage->def.is_reduction())
-    return failed_precondition("stage " + stage->name() + " is a reduction (" + reduce_kind_op(stage->def.reduce) +
+  if (stage->def->is_reduction())
+    return failed_precondition("stage " + stage->name() + " is a reduction (" + reduce_kind_op(stage->def->reduce) +
                                ") and cannot be inlined");
   std::vector<std::string> attached = state.attached_at(stage->name());
   if (!attached.empty())

@@ -12,14 +12,14 @@ void inline_bodies(const ScheduleState& state, ScheduleBounds* bounds) {
   bounds->bodies.reserve(state.stages().size());
   bounds->stages.reserve(state.stages().size());
   for (const StageSchedule& s : state.stages()) {
-    Expr body = s.def.body;
+    Expr body = s.def->body;
     // Producers come first, so their own inlined reads are already expanded.
     for (const auto& [producer, producer_body] : inlined) {
       const std::string& name = producer->name();
       if (!expr_reads(body, name)) continue;
       body = replace_loads(body, name, [&](const Load* l) {
         VarMap values;
-        for (size_t d = 0; d < producer->def.axes.size(); ++d) values[producer->def.axes[d].name] = l->indices[d];
+        for (size_t d = 0; d < producer->def->axes.size(); ++d) values[producer->def->axes[d].name] = l->indices[d];
         return substitute(producer_body, values);
       });
     }

@@ -81,12 +81,12 @@ Primitive propose_random_primitive(const ScheduleState& state, Rng& rng, int fre
     int l = reduce_leaves.empty() ? rng.pick(s.leaf) : rng.pick(reduce_leaves);
     p.args = {loop_ref(s, l), s.name() + "_rf" + id};
   } else if (p.name == "storage_align") {
-    const IterVar& axis = s.def.axes[size_t(rng.below(s.def.axes.size()))];
+    const IterVar& axis = s.def->axes[size_t(rng.below(s.def->axes.size()))];
     int64_t f = rng.pick(kFactors);
     p.args = {s.name() + "." + axis.name, std::to_string(f), std::to_string(rng.below(uint64_t(f)))};
   } else if (p.name == "reorder_storage") {
     std::vector<std::string> axes;
-    for (const IterVar& v : s.def.axes) axes.push_back(v.name);
+    for (const IterVar& v : s.def->axes) axes.push_back(v.name);
     for (size_t i = axes.size(); i > 1; --i) std::swap(axes[i - 1], axes[size_t(rng.below(i))]);
     p.args = {s.name()};
     p.args.insert(p.args.end(), axes.begin(), axes.end());

@@ -12,7 +12,7 @@ namespace tensorgym {
 
 PrimitiveResult apply_reorder_storage(ScheduleState& state, const PrimitiveArgs& args) {
   TG_ASSIGN_OR_RETURN(StageSchedule * stage, parse_stage(state, args[0]));
-  size_t rank = stage->def.axes.size();
+  size_t rank = stage->def->axes.size();
   if (args.size() - 1 != rank)
     return invalid_argument("reorder_storage lists every dimension of " + stage->name() + " once (" +
                             std::to_string(rank) + "), got " + std::to_string(args.size() - 1));
@@ -20,7 +20,7 @@ PrimitiveResult apply_reorder_storage(ScheduleState& state, const PrimitiveArgs&
   for (size_t i = 1; i < args.size(); ++i) {
     int axis = -1;
     for (size_t a = 0; a < rank; ++a)
-      if (stage->def.axes[a].name == args[i]) axis = int(a);
+      if (stage->def->axes[a].name == args[i]) axis = int(a);
     if (axis < 0) return not_found("stage " + stage->name() + " has no dimension '" + args[i] + "'");
     if (std::find(order.begin(), order.end(), axis) != order.end())
       return invalid_argument("dimension " + args[i] + " is listed twice");

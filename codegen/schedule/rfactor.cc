@@ -23,28 +23,28 @@ PrimitiveResult apply_rfactor(ScheduleState& state, const PrimitiveArgs& args) {
 
   // NAME's variables are STAGE's leaf reduction loops, named as those loops.
   std::vector<int64_t> root_extents;
-  for (const IterVar& v : stage.def.axes) root_extents.push_back(v.extent);
-  for (const IterVar& v : stage.def.reduce_axes) root_extents.push_back(v.extent);
+  for (const IterVar& v : stage.def->axes) root_extents.push_back(v.extent);
+  for (const IterVar& v : stage.def->reduce_axes) root_extents.push_back(v.extent);
   LoopGeometry g = loop_geometry(stage, root_extents, [](const Loop& l) { return l.name; });
 
   StageDef partial;
   partial.name = args[1];
-  partial.dtype = stage.def.dtype;
-  partial.reduce = stage.def.reduce;
+  partial.dtype = stage.def->dtype;
+  partial.reduce = stage.def->reduce;
   partial.axes.push_back(IterVar{ref.get().name, 0, ref.get().extent});
-  for (const IterVar& v : stage.def.axes) partial.axes.push_back(IterVar{v.name, 0, v.extent});
+  for (const IterVar& v : stage.def->axes) partial.axes.push_back(IterVar{v.name, 0, v.extent});
   for (int l : stage.leaf) {
     const Loop& loop = stage.loops[size_t(l)];
     if (loop.is_reduce && l != ref.loop) partial.reduce_axes.push_back(IterVar{loop.name, 0, loop.extent});
   }
   VarMap values;
-  size_t num_axes = stage.def.axes.size();
-  for (size_t r = 0; r < stage.def.reduce_axes.size(); ++r) {
-    const IterVar& v = stage.def.reduce_axes[r];
+  size_t num_axes = stage.def->axes.size();
+  for (size_t r = 0; r < stage.def->reduce_axes.size(); ++r) {
+    const IterVar& v = stage.def->reduce_axes[r];
     Expr value = g.values[num_axes + r];
     values[v.name] = v.min == 0 ? value : Add::make(value, make_int(v.min));
   }
-  Expr body = substitute(stage.def.body, values);
+  Expr body = substitute(stage.def->body, values);
   // Tails of non-dividing reduction splits contribute the identity.
   Expr in_range;
   for (const LoopGeometry::Guard& guard : g.guards) {
@@ -52,9 +52,9 @@ PrimitiveResult apply_rfactor(ScheduleState& state, const PrimitiveArgs& args) {
     in_range = in_range.defined() ? And::make(in_range, guard.condition) : guard.condition;
   }
   if (in_range.defined()) {
-    Expr identity = stage.def.reduce == ReduceKind::kSum   ? make_zero(partial.dtype)
-                    : stage.def.reduce == ReduceKind::kMax ? make_lowest(partial.dtype)
-                                                           : make_highest(partial.dtype);
+    Expr identity = stage.def->reduce == ReduceKind::kSum   ? make_zero(partial.dtype)
+                    : stage.def->reduce == ReduceKind::kMax ? make_lowest(partial.dtype)
+                                                            : make_highest(partial.dtype);
     body = Select::make(in_range, body, identity);
   }
   partial.body = body;
@@ -62,12 +62,12 @@ PrimitiveResult apply_rfactor(ScheduleState& state, const PrimitiveArgs& args) {
   // STAGE now reduces the partials over the rfactor'ed loop.
   IterVar rvar{ref.get().name, 0, ref.get().extent};
   std::vector<Expr> indices{make_var(rvar.name)};
-  for (const IterVar& v : stage.def.axes) indices.push_back(make_var(v.name));
-  stage.def.body = Load::make(stage.def.dtype, partial.name, indices);
+  for (const IterVar& v : stage.def->axes) indices.push_back(make_var(v.name));
+  stage.def.mutate().body = Load::make(stage.def->dtype, partial.name, indices);
   stage.drop_reduce_loops();
-  stage.def.reduce_axes = {rvar};
+  stage.def.mutate().reduce_axes = {rvar};
   // The new root reduction loop sits right after the spatial roots.
-  int root = int(stage.def.axes.size());
+  int root = int(stage.def->axes.size());
   for (LoopRelation& r : stage.relations)
     for (int* l : {&r.parent, &r.outer, &r.inner, &r.fused})
       if (*l >= root) ++*l;

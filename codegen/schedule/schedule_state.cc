@@ -52,7 +52,7 @@ void StageSchedule::drop_reduce_loops() {
   loops = std::move(kept);
   relations = std::move(rels);
   leaf = std::move(new_leaf);
-  def.reduce_axes.clear();
+  def.mutate().reduce_axes.clear();
 }
 
 ScheduleState::ScheduleState(ProgramPtr program) : program_(std::move(program)) {
@@ -74,7 +74,7 @@ const StageSchedule* ScheduleState::find_stage(std::string_view name) const {
 
 int ScheduleState::stage_index(std::string_view name) const {
   for (int i = 0; i < int(stages_.size()); ++i)
-    if (stages_[size_t(i)].def.name == name) return i;
+    if (stages_[size_t(i)].def->name == name) return i;
   return -1;
 }
 
@@ -86,26 +86,26 @@ DataType ScheduleState::dtype_of(std::string_view name) const {
   if (const TensorInput* t = program_->find_input(name)) return t->dtype;
   const StageSchedule* s = find_stage(name);
   assert(s);
-  return s->def.dtype;
+  return s->def->dtype;
 }
 
 std::vector<int64_t> ScheduleState::shape_of(std::string_view name) const {
   if (const TensorInput* t = program_->find_input(name)) return t->shape;
   const StageSchedule* s = find_stage(name);
   assert(s);
-  return s->def.shape();
+  return s->def->shape();
 }
 
 std::vector<std::string> ScheduleState::readers_of(std::string_view tensor) const {
   std::vector<std::string> out;
   for (const StageSchedule& s : stages_) {
-    if (!expr_reads(s.def.body, tensor)) continue;
+    if (!expr_reads(s.def->body, tensor)) continue;
     if (s.attach != AttachKind::kInline) {
-      out.push_back(s.def.name);
+      out.push_back(s.def->name);
       continue;
     }
     // An inlined stage's reads happen in its own readers.
-    for (std::string& r : readers_of(s.def.name))
+    for (std::string& r : readers_of(s.def->name))
       if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(std::move(r));
   }
   return out;
@@ -130,7 +130,7 @@ bool ScheduleState::runs_within(const StageSchedule& reader, const StageSchedule
 std::vector<std::string> ScheduleState::attached_at(std::string_view stage) const {
   std::vector<std::string> out;
   for (const StageSchedule& s : stages_)
-    if (s.attach == AttachKind::kAt && s.attach_stage == stage) out.push_back(s.def.name);
+    if (s.attach == AttachKind::kAt && s.attach_stage == stage) out.push_back(s.def->name);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include "codegen/ir/program.h"
 #include "codegen/ir/stmt.h"
+#include "support/copy_on_write.h"
 
 namespace tensorgym {
 
@@ -48,7 +49,9 @@ struct StorageAlign {
 enum class StageOrigin : uint8_t { kProgram, kCacheRead, kCacheWrite, kRFactor };
 
 struct StageSchedule {
-  StageDef def;  // what the stage computes, after cache/rfactor rewrites
+  // What the stage computes, after cache/rfactor rewrites; shared between the copies
+  // of a schedule state until a primitive rewrites it (def.mutate()).
+  CopyOnWrite<StageDef> def;
   StageOrigin origin = StageOrigin::kProgram;
   bool is_output = false;
   // loops[0 .. axes) are the spatial root axes, then the reduce root axes, in the
@@ -64,13 +67,13 @@ struct StageSchedule {
   // empty means the axes' own order (row-major).
   std::vector<int> storage_order;
 
-  const std::string& name() const { return def.name; }
+  const std::string& name() const { return def->name; }
   int find_loop(std::string_view name) const;  // -1 when absent
   int leaf_position(int loop) const;           // -1 when not a leaf
-  int num_root_loops() const { return int(def.axes.size() + def.reduce_axes.size()); }
+  int num_root_loops() const { return int(def->axes.size() + def->reduce_axes.size()); }
   // The spatial axis stored innermost (contiguous).
   int innermost_storage_axis() const {
-    return storage_order.empty() ? int(def.axes.size()) - 1 : storage_order.back();
+    return storage_order.empty() ? int(def->axes.size()) - 1 : storage_order.back();
   }
 
   // Removes every reduction loop (roots and the loops split or fused from them) and

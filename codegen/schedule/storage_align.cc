@@ -10,8 +10,8 @@ PrimitiveResult apply_storage_align(ScheduleState& state, const PrimitiveArgs& a
   TG_ASSIGN_OR_RETURN(LoopRef ref, parse_loop(state, args[0], /*must_be_leaf=*/false));
   StageSchedule& stage = *ref.stage;
   int axis = -1;
-  for (size_t i = 0; i < stage.def.axes.size(); ++i)
-    if (stage.def.axes[i].name == ref.get().name) axis = int(i);
+  for (size_t i = 0; i < stage.def->axes.size(); ++i)
+    if (stage.def->axes[i].name == ref.get().name) axis = int(i);
   if (axis < 0) return invalid_argument(ref.text() + " is not a dimension of " + stage.name() + "'s buffer");
   if (axis == stage.innermost_storage_axis())
     return invalid_argument("cannot align the innermost dimension " + ref.text() + " (its stride is 1)");

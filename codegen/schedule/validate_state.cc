@@ -67,7 +67,7 @@ Status validate_state(const ScheduleState& state) {
     }
     for (const StorageAlign& a : s.aligns)
       if (a.axis == s.innermost_storage_axis())
-        return failed_precondition("dimension " + s.name() + "." + s.def.axes[size_t(a.axis)].name +
+        return failed_precondition("dimension " + s.name() + "." + s.def->axes[size_t(a.axis)].name +
                                    " is aligned and would be stored innermost (its stride is 1)");
     if (s.attach == AttachKind::kInline) {
       if (!state.attached_at(s.name()).empty())

@@ -127,8 +127,8 @@ Expected<CursorActions::Decision> CursorActions::decide(const ScheduleState& sta
   } else if (name == "storage_align") {
     // The dimension of the stage's buffer the cursor's loop came from, when it is one.
     int axis = -1;
-    for (size_t a = 0; a < s.def.axes.size(); ++a)
-      if (s.def.axes[a].name == loop.name) axis = int(a);
+    for (size_t a = 0; a < s.def->axes.size(); ++a)
+      if (s.def->axes[a].name == loop.name) axis = int(a);
     if (axis < 0) return failed_precondition("the cursor's loop " + loop_ref(s, c.loop) + " is not a dimension of " + s.name());
     d.primitive = {"storage_align", {s.name() + "." + loop.name, "16", "1"}};
   } else if (name == "auto_unroll_64") {

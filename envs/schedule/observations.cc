@@ -16,9 +16,9 @@ Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
   std::string s;
   s.reserve(1024);
-  for (const std::vector<BufferArg>* args : {&nest->inputs, &nest->outputs}) {
+  for (const std::vector<BufferArg>* args : {&nest->inputs.get(), &nest->outputs.get()}) {
     for (const BufferArg& a : *args) {
-      s += args == &nest->inputs ? "input " : "output ";
+      s += args == &nest->inputs.get() ? "input " : "output ";
       s += a.name;
       s += ": ";
       s += a.dtype.str();

@@ -193,10 +193,10 @@ Expected<Primitive> to_primitive(const ScheduleState& state, const Decoded& d) {
     case Kind::kComputeRoot: p.args = {s.name()}; break;
     case Kind::kRFactor: p.args = {loop_ref(s, leaf), fresh_tensor_name(state, s.name() + "_rf")}; break;
     case Kind::kStorageAlign:
-      if (d.loop >= int(s.def.axes.size()))
-        return invalid_argument("stage " + s.name() + " has " + std::to_string(s.def.axes.size()) +
+      if (d.loop >= int(s.def->axes.size()))
+        return invalid_argument("stage " + s.name() + " has " + std::to_string(s.def->axes.size()) +
                                 " dimensions, not " + std::to_string(d.loop + 1));
-      p.args = {s.name() + "." + s.def.axes[size_t(d.loop)].name, std::to_string(kAlignFactor),
+      p.args = {s.name() + "." + s.def->axes[size_t(d.loop)].name, std::to_string(kAlignFactor),
                 std::to_string(kAlignOffset)};
       break;
   }
@@ -303,8 +303,8 @@ std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state) {
           }
         }
       }
-      if (!inlined && !s.def.is_reduction() && !has_attached) set(Kind::kComputeInline, si, 0);
-      for (size_t a = 0; a + 1 < s.def.axes.size() && a < size_t(L); ++a) {
+      if (!inlined && !s.def->is_reduction() && !has_attached) set(Kind::kComputeInline, si, 0);
+      for (size_t a = 0; a + 1 < s.def->axes.size() && a < size_t(L); ++a) {
         bool same = false;
         for (const StorageAlign& al : s.aligns) same |= al.axis == int(a) && al.factor == kAlignFactor && al.offset == kAlignOffset;
         if (!same && !inlined) set(Kind::kStorageAlign, si, int(a));
