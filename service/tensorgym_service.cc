@@ -71,6 +71,7 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
   std::shared_ptr<EnvContext> ctx = context_;
   executor_ = std::make_unique<CallExecutor>(threads, [ctx](uint64_t job_id) { ctx->runner().cancel(job_id); });
   serve_files_ = is_loopback_host(options_.host) || options_.allow_file_benchmarks_remote;
+  SetMessageAllocatorFor_Step(&step_messages_);
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x-%d", rd(), rd(), int(::getpid()));
@@ -325,7 +326,7 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
                                                  proto::StepResponse* response) {
   if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
   const ServerTiming timing(*ctx);
-  // What the step drops is destroyed after the answer was handed to gRPC (Finish).
+  // What the step drops is destroyed once the answer is written (step_messages.h).
   DeferredReleaseScope release_after_answer;
   auto args = std::make_shared<StepArgs>();
   if (Status st = step_args_from_proto(*request, options_, args.get()); !st.ok()) return finish(ctx, st);
@@ -333,7 +334,7 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
   if (!found.ok()) return finish(ctx, session_not_found(request->session_id()));
   const bool slow = may_measure((*found)->env_name, args->observations, args->rewards);
   const bool error_in_response = request->error_in_response();
-  return with_session(
+  grpc::ServerUnaryReactor* reactor = with_session(
       ctx, std::move(*found), slow,
       [this, args, response, error_in_response, ctx, timing](service::Session& s, CallExecutor::Call* call) {
         grpc::Status st = step_session(s, *args, call, response);
@@ -342,6 +343,13 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
         // The conventional form: the step's error is the call's status.
         return grpc::Status(grpc::StatusCode(response->status().code()), response->status().message());
       });
+  // The answer leaves after this handler returns: what the step dropped, and its
+  // arguments once no slow call holds them, wait for it.
+  if (StepMessages* messages = StepMessages::of(ctx->GetRpcAllocatorState())) {
+    release_later(std::move(args));
+    messages->keep_until_done(release_after_answer.take());
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerContext* ctx,

@@ -19,6 +19,7 @@
 #include "service/evaluate.h"
 #include "service/server_options.h"
 #include "service/session_table.h"
+#include "service/step_messages.h"
 
 namespace tensorgym::service {
 
@@ -97,6 +98,7 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   const ServerOptions options_;
   const std::shared_ptr<EnvContext> context_;
   const Authenticator auth_;
+  StepMessageAllocator step_messages_;  // Step's messages, and what a step drops (step_messages.h)
   SessionTable sessions_;
   std::unique_ptr<CallExecutor> executor_;
   std::unique_ptr<EvaluatePool> evaluate_;

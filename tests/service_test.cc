@@ -25,6 +25,7 @@
 #include "service/server.h"
 #include "service/server_timing.h"
 #include "service/session_table.h"
+#include "service/step_messages.h"
 #include "service/tensorgym_service.h"
 #include "tests/test_support.h"
 
@@ -136,6 +137,29 @@ grpc::Status set_parameter(TensorGym::Stub& stub, uint64_t session, const std::s
 }
 
 // ---- discovery ------------------------------------------------------------------------
+
+// What a Step handler parks with its messages lives until gRPC releases them (after
+// the answer is written), and goes then.
+TEST(StepMessages, ReleaseDropsWhatTheStepKept) {
+  int destroyed = 0;
+  auto counted = [&destroyed] {
+    return std::shared_ptr<const void>(new int(0), [&destroyed](const int* p) {
+      ++destroyed;
+      delete p;
+    });
+  };
+  service::StepMessageAllocator allocator;
+  auto* messages = dynamic_cast<service::StepMessages*>(allocator.AllocateMessages());
+  ASSERT_NE(messages, nullptr);
+  ASSERT_NE(messages->request(), nullptr);
+  ASSERT_NE(messages->response(), nullptr);
+  EXPECT_EQ(service::StepMessages::of(messages), messages);
+  messages->keep_until_done({counted(), counted()});
+  messages->keep_until_done({counted()});
+  EXPECT_EQ(destroyed, 0);
+  messages->Release();  // as gRPC does when the call is done; deletes the holder
+  EXPECT_EQ(destroyed, 3);
+}
 
 TEST(Service, GetVersionNamesTheEnvironmentsAndTheInstance) {
   proto::GetVersionResponse v;

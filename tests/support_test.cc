@@ -85,6 +85,22 @@ TEST(DeferredRelease, InsideAScopeTheObjectGoesWhenTheScopeCloses) {
   EXPECT_EQ(destroyed, 2);
 }
 
+TEST(DeferredRelease, TakeHandsTheParkedObjectsOver) {
+  int destroyed = 0;
+  std::vector<std::shared_ptr<const void>> taken;
+  {
+    DeferredReleaseScope scope;
+    release_later(counted(&destroyed));
+    taken = scope.take();
+    EXPECT_EQ(scope.parked(), 0u);
+    release_later(counted(&destroyed));  // parked after the take: the scope drops it
+  }
+  EXPECT_EQ(destroyed, 1);
+  EXPECT_EQ(taken.size(), 1u);
+  taken.clear();
+  EXPECT_EQ(destroyed, 2);
+}
+
 TEST(DeferredRelease, ASharedObjectIsNotParked) {
   int destroyed = 0;
   std::shared_ptr<const void> kept = counted(&destroyed);
@@ -138,7 +154,9 @@ TEST(HostMemoryBandwidth, MeasuredOnceInBytesACycle) {
     return;
   }
 #endif
-  if (l2 <= 0 || l3 <= 0) EXPECT_EQ(a.l3_bytes_per_cycle, 0);  // nothing to size the probe by
+  if (l2 <= 0 || l3 <= 0) {
+    EXPECT_EQ(a.l3_bytes_per_cycle, 0);  // nothing to size the probe by
+  }
 }
 
 TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
