@@ -1,21 +1,35 @@
 // The service against the transport's own floor, side by side in one run.
 //
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
+//                               [--baseline OTHER/tensorgym] [--pin]
 //
-// Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this
-// binary with --echo-server: a generic callback service that answers every message
-// with a canned StepResponse of the size the real service sends), both as separate
-// processes on 127.0.0.1, then interleaves chunks of calls to each with the same
-// generated stub and the same request bytes, and prints medians and the median of the
-// per-round ratios (docs/performance.md). --keep-cores-awake starts the service with
-// that option and gives the echo server the same spinners; --busy-poll makes the client
-// poll for every unary answer, to both servers (client/polled_call.h). Also: the
-// server's own time in each action step (server timing), StartSession and ForkSession
-// latency, the client library's Env::step (unary and streaming, each sleeping on or
-// polling for its answers), throughput with 1 and 2 client threads, and the service's
-// memory per idle session.
+// Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
+// with --echo-server: a callback service on the same generated API as the service,
+// whose Step and Session answer every message with a canned StepResponse of the size
+// the real service sends), both as separate processes on 127.0.0.1, then interleaves
+// chunks of calls to each with the same generated stub and the same request bytes, and
+// prints medians and the median of the per-round ratios (docs/performance.md). A
+// second echo on gRPC's generic API (the floor of figures before 2026-12-04, 22:00
+// UTC) is compared with it. --keep-cores-awake starts the service with that option
+// and gives the echo servers the same spinners; --busy-poll makes the client poll for
+// every unary answer, to both servers (client/polled_call.h). Also: the server's own
+// time in each action step (server timing), StartSession and ForkSession latency, the
+// client library's Env::step (unary and streaming, each sleeping on or polling for its
+// answers), throughput with 1 and 2 client threads, and the service's memory per idle
+// session.
+//
+// --pin runs this process (the client) on CPU 0 and every server on CPU 1: on this
+// VM a thread woken on the other core costs several times one woken on its own, and
+// where the kernel puts each process's threads otherwise differs from run to run.
+//
+// --baseline starts a second service from another build's binary and compares the two
+// builds' action steps with each other, interleaved like the rest (and each with the
+// echo), then stops: a change to the step is measured against the build before it in
+// the same stretches of the VM's time, where two separate runs differ by more than the
+// change.
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -72,7 +86,8 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 // ---- the echo server (a separate process) -------------------------------------------------
 
 // Canned answers by request size: each workload's requests have their own size, and
-// get an answer of the size the real service gives them.
+// get an answer of the size the real service gives them. EchoService serves them on
+// gRPC's generic API, TypedEchoService (below) on the generated one.
 using CannedAnswers = std::map<size_t, grpc::ByteBuffer>;
 
 class EchoReactor final : public grpc::ServerGenericBidiReactor {
@@ -122,8 +137,66 @@ class EchoService final : public grpc::CallbackGenericService {
   CannedAnswers canned_;
 };
 
-// answers: "REQUEST_SIZE=FILE" pairs.
-int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool keep_cores_awake) {
+// The same echo on the generated (typed) callback API, the way the service itself is
+// built: a unary Step handler and a Session stream reactor that parse the request and
+// answer with a copy of the canned StepResponse. The least any typed service of this
+// RPC shape pays. The generic echo above serves each unary call as a stream, which
+// costs gRPC more on every call.
+class TypedEchoService final : public TensorGym::CallbackService {
+ public:
+  bool add(size_t request_size, const std::string& bytes) {
+    proto::StepResponse& r = canned_[request_size];
+    return r.ParseFromString(bytes) && r.SerializeAsString() == bytes;  // the same bytes on the wire
+  }
+  const proto::StepResponse& answer_for(size_t request_size) const {
+    auto it = canned_.find(request_size);
+    return it != canned_.end() ? it->second : canned_.begin()->second;
+  }
+
+  grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
+                                 proto::StepResponse* response) override {
+    *response = answer_for(request->ByteSizeLong());
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse>* Session(grpc::CallbackServerContext*) override {
+    return new Stream(*this);
+  }
+
+ private:
+  class Stream final : public grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse> {
+   public:
+    explicit Stream(const TypedEchoService& service) : service_(service) { StartRead(&in_); }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      out_ = service_.answer_for(in_.ByteSizeLong());
+      StartWrite(&out_);
+    }
+    void OnWriteDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::CANCELLED);
+        return;
+      }
+      StartRead(&in_);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    const TypedEchoService& service_;
+    proto::StepRequest in_;
+    proto::StepResponse out_;
+  };
+
+  std::map<size_t, proto::StepResponse> canned_;
+};
+
+// answers: "REQUEST_SIZE=FILE" pairs; `typed`: TypedEchoService, else EchoService.
+int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool keep_cores_awake,
+                    bool typed) {
   // The same spinners as the service's: a thread of one's own process takes over an
   // idle core more cheaply than another process's, so both sides get them.
   std::unique_ptr<service::CoreKeepAwake> awake;
@@ -136,17 +209,26 @@ int run_echo_server(const std::string& port_file, const std::vector<std::string>
     awake = std::move(*k);
   }
   EchoService service;
+  TypedEchoService typed_service;
   for (const std::string& a : answers) {
     const size_t eq = a.find('=');
     std::ifstream in(a.substr(eq + 1), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     service.add(std::stoul(a.substr(0, eq)), ss.str());
+    if (!typed_service.add(std::stoul(a.substr(0, eq)), ss.str())) {
+      std::fprintf(stderr, "echo: the answer in %s does not parse back to its bytes\n", a.c_str());
+      return 1;
+    }
   }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterCallbackGenericService(&service);
+  if (typed) {
+    builder.RegisterService(&typed_service);
+  } else {
+    builder.RegisterCallbackGenericService(&service);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return 1;
   {
@@ -194,6 +276,16 @@ struct Child {
 // Starts args[0] with the child tied to this process: PR_SET_PDEATHSIG kills it when
 // the benchmark ends in any way (a crash, kill -9, fail() from a client thread), so no
 // server outlives a run.
+// --pin: the servers' CPU (the client takes CPU 0); -1 leaves placement to the kernel.
+int g_server_cpu = -1;
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);
+}
+
 bool spawn(std::vector<std::string> args, const std::string& port_file, Child* child) {
   std::remove(port_file.c_str());
   std::vector<char*> argv;
@@ -205,6 +297,7 @@ bool spawn(std::vector<std::string> args, const std::string& port_file, Child* c
   if (pid == 0) {  // only async-signal-safe calls until exec: gRPC's threads run in the parent
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before the prctl
+    if (g_server_cpu >= 0) pin_to_cpu(g_server_cpu);
     ::execve(argv[0], argv.data(), environ);
     ::_exit(127);
   }
@@ -389,7 +482,7 @@ struct StreamSteps {
   }
 };
 
-int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
+int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::string& baseline) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
   std::snprintf(g_run_dir, sizeof g_run_dir, "%s", dir.c_str());
@@ -484,6 +577,17 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   auto echo_channel =
       grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(echo.port), grpc::InsecureChannelCredentials(), args);
   auto echo_stub = TensorGym::NewStub(echo_channel);
+  // The same echo on gRPC's generic API (the floor of earlier figures), to show what it adds.
+  Child generic_echo;
+  std::vector<std::string> generic_args = echo_args;
+  generic_args[2] = dir + "/generic_echo.port";
+  generic_args.push_back("--generic");
+  if (!spawn(generic_args, generic_args[2], &generic_echo)) {
+    std::fprintf(stderr, "cannot start the generic echo server\n");
+    return 1;
+  }
+  auto generic_stub = TensorGym::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(generic_echo.port),
+                                                                   grpc::InsecureChannelCredentials(), args));
 
   std::printf(
       "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
@@ -497,6 +601,30 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   Comparison unary = compare([&](int n) { return real_steps(n); },
                              [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
   std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", unary.a_us, unary.b_us, unary.ratio);
+
+  if (!baseline.empty()) {
+    Child other;
+    std::vector<std::string> other_serve = serve;
+    other_serve[0] = baseline;
+    other_serve[5] = dir + "/baseline.port";
+    if (!spawn(other_serve, dir + "/baseline.port", &other)) {
+      std::fprintf(stderr, "cannot start %s serve\n", baseline.c_str());
+      return 1;
+    }
+    auto other_stub = TensorGym::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(other.port), grpc::InsecureChannelCredentials(), args));
+    ActionSteps other_steps{*other_stub, "loop_nest"};
+    Comparison against_echo = compare([&](int n) { return other_steps(n); },
+                                      [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+    std::printf("| baseline build: unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", against_echo.a_us,
+                against_echo.b_us, against_echo.ratio);
+    Comparison builds =
+        compare([&](int n) { return real_steps(n); }, [&](int n) { return other_steps(n); }, rounds, calls);
+    std::printf("\n| measure | this build | baseline build | ratio |\n|---|---|---|---|\n");
+    std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", builds.a_us, builds.b_us,
+                builds.ratio);
+    return 0;
+  }
 
   // The same actions with the action_mask observation, which needs no lowering.
   ActionSteps real_mask_steps{*real_stub, "action_mask"};
@@ -513,6 +641,10 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
   Comparison nest = compare([&](int n) { return fixed_unary(*real_stub, nest_request, n); },
                             [&](int n) { return fixed_unary(*echo_stub, echo_nest_request, n); }, rounds, calls);
   std::printf("| unary Step (loop_nest, no action), us | %.1f | %.1f | %.3f |\n", nest.a_us, nest.b_us, nest.ratio);
+  Comparison generic = compare([&](int n) { return fixed_unary(*generic_stub, echo_request, n); },
+                               [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+  std::printf("| the echo on gRPC's generic API / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
+              generic.a_us, generic.b_us, generic.ratio);
 
   // Where an action step's round trip goes: the same episodes, each Step asking for the
   // server's own time (service/server_timing.h). The timing metadata makes these calls
@@ -563,6 +695,14 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
                                 [&](int n) { return echo_stream.run([&] { return echo_request; }, n); }, rounds, calls);
     std::printf("| Session stream step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", stream.a_us, stream.b_us,
                 stream.ratio);
+    StreamSteps generic_stream(*generic_stub), typed_stream(*echo_stub);
+    Comparison generic_vs_typed =
+        compare([&](int n) { return generic_stream.run([&] { return echo_request; }, n); },
+                [&](int n) { return typed_stream.run([&] { return echo_request; }, n); }, rounds, calls);
+    std::printf(
+        "| the echo on gRPC's generic API / this echo (stream message, action step's bytes), us | %.1f | %.1f | %.3f "
+        "|\n",
+        generic_vs_typed.a_us, generic_vs_typed.b_us, generic_vs_typed.ratio);
     // What the stream saves: TensorGym's stream step against TensorGym's unary Step.
     ActionSteps unary_steps{*real_stub, "loop_nest"};
     Comparison vs_unary = compare([&](int n) { return real_stream.run(real_next, n); },
@@ -735,19 +875,30 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake) {
 int main(int argc, char** argv) {
   if (argc >= 4 && std::strcmp(argv[1], "--echo-server") == 0) {
     std::vector<std::string> answers(argv + 3, argv + argc);
-    const auto awake = std::find(answers.begin(), answers.end(), "--keep-cores-awake");
-    const bool keep_cores_awake = awake != answers.end();
-    if (keep_cores_awake) answers.erase(awake);
-    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake);
+    auto take_flag = [&](const char* flag) {
+      const auto it = std::find(answers.begin(), answers.end(), flag);
+      if (it == answers.end()) return false;
+      answers.erase(it);
+      return true;
+    };
+    const bool keep_cores_awake = take_flag("--keep-cores-awake");
+    const bool generic = take_flag("--generic");
+    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic);
   }
   int rounds = 15, calls = 200;
   bool keep_cores_awake = false;
+  std::string baseline;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--keep-cores-awake") == 0) keep_cores_awake = true;
     if (std::strcmp(argv[i], "--busy-poll") == 0) tensorgym::g_busy_poll = true;
+    if (std::strcmp(argv[i], "--pin") == 0 && std::thread::hardware_concurrency() >= 2) {
+      tensorgym::pin_to_cpu(0);  // before any gRPC thread starts: they inherit it
+      tensorgym::g_server_cpu = 1;
+    }
     if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
   }
-  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake);
+  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake, baseline);
 }
