@@ -8,9 +8,10 @@
 // whose Step and Session answer every message with a canned StepResponse of the size
 // the real service sends), both as separate processes on 127.0.0.1, then interleaves
 // chunks of calls to each with the same generated stub and the same request bytes, and
-// prints medians and the median of the per-round ratios (docs/performance.md). A
-// second echo on gRPC's generic API (the floor of figures before 2026-12-04, 22:00
-// UTC) is compared with it. --keep-cores-awake starts the service with that option
+// prints medians and the median of the per-round ratios (docs/performance.md). Two
+// more echoes are compared with it: one on gRPC's generic API (the floor of figures
+// before 2026-12-04, 22:00 UTC), and one that spins 5 µs on each call, which shows
+// what that much server time costs a round trip on the machine at hand. --keep-cores-awake starts the service with that option
 // and gives the echo servers the same spinners; --busy-poll makes the client poll for
 // every unary answer, to both servers (client/polled_call.h). Also: the server's own
 // time in each action step (server timing), StartSession and ForkSession latency, the
@@ -144,6 +145,10 @@ class EchoService final : public grpc::CallbackGenericService {
 // costs gRPC more on every call.
 class TypedEchoService final : public TensorGym::CallbackService {
  public:
+  // Spins this long on each message before answering (--work-us): the server time of a
+  // step, without the step.
+  std::chrono::nanoseconds work{0};
+
   bool add(size_t request_size, const std::string& bytes) {
     proto::StepResponse& r = canned_[request_size];
     return r.ParseFromString(bytes) && r.SerializeAsString() == bytes;  // the same bytes on the wire
@@ -155,6 +160,7 @@ class TypedEchoService final : public TensorGym::CallbackService {
 
   grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                  proto::StepResponse* response) override {
+    spin();
     *response = answer_for(request->ByteSizeLong());
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
@@ -173,6 +179,7 @@ class TypedEchoService final : public TensorGym::CallbackService {
         Finish(grpc::Status::OK);
         return;
       }
+      service_.spin();
       out_ = service_.answer_for(in_.ByteSizeLong());
       StartWrite(&out_);
     }
@@ -191,12 +198,19 @@ class TypedEchoService final : public TensorGym::CallbackService {
     proto::StepResponse out_;
   };
 
+  void spin() const {
+    if (work.count() == 0) return;
+    const auto until = Clock::now() + work;
+    while (Clock::now() < until) {
+    }
+  }
+
   std::map<size_t, proto::StepResponse> canned_;
 };
 
 // answers: "REQUEST_SIZE=FILE" pairs; `typed`: TypedEchoService, else EchoService.
 int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool keep_cores_awake,
-                    bool typed) {
+                    bool typed, int work_us) {
   // The same spinners as the service's: a thread of one's own process takes over an
   // idle core more cheaply than another process's, so both sides get them.
   std::unique_ptr<service::CoreKeepAwake> awake;
@@ -210,6 +224,7 @@ int run_echo_server(const std::string& port_file, const std::vector<std::string>
   }
   EchoService service;
   TypedEchoService typed_service;
+  typed_service.work = std::chrono::microseconds(work_us);
   for (const std::string& a : answers) {
     const size_t eq = a.find('=');
     std::ifstream in(a.substr(eq + 1), std::ios::binary);
@@ -588,6 +603,19 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   }
   auto generic_stub = TensorGym::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(generic_echo.port),
                                                                    grpc::InsecureChannelCredentials(), args));
+  // And one that spins kEchoWorkUs on each call, about an action step's median time in
+  // the server: what that much work costs a round trip on this machine, step or not.
+  constexpr int kEchoWorkUs = 5;
+  Child working_echo;
+  std::vector<std::string> working_args = echo_args;
+  working_args[2] = dir + "/working_echo.port";
+  working_args.push_back("--work-us=" + std::to_string(kEchoWorkUs));
+  if (!spawn(working_args, working_args[2], &working_echo)) {
+    std::fprintf(stderr, "cannot start the working echo server\n");
+    return 1;
+  }
+  auto working_stub = TensorGym::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(working_echo.port),
+                                                                   grpc::InsecureChannelCredentials(), args));
 
   std::printf(
       "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
@@ -645,6 +673,10 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
                                [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
   std::printf("| the echo on gRPC's generic API / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
               generic.a_us, generic.b_us, generic.ratio);
+  Comparison working = compare([&](int n) { return fixed_unary(*working_stub, echo_request, n); },
+                               [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
+  std::printf("| the echo spinning %d us a call / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
+              kEchoWorkUs, working.a_us, working.b_us, working.ratio);
 
   // Where an action step's round trip goes: the same episodes, each Step asking for the
   // server's own time (service/server_timing.h). The timing metadata makes these calls
@@ -883,7 +915,15 @@ int main(int argc, char** argv) {
     };
     const bool keep_cores_awake = take_flag("--keep-cores-awake");
     const bool generic = take_flag("--generic");
-    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic);
+    int work_us = 0;
+    for (auto it = answers.begin(); it != answers.end(); ++it) {
+      if (it->rfind("--work-us=", 0) == 0) {
+        work_us = std::atoi(it->c_str() + 10);
+        answers.erase(it);
+        break;
+      }
+    }
+    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic, work_us);
   }
   int rounds = 15, calls = 200;
   bool keep_cores_awake = false;
