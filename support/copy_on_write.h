@@ -5,6 +5,7 @@
 // Like a std::vector, one object is not for writing from two threads at once.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
@@ -22,10 +23,16 @@ class CopyOnWrite {
   operator const T&() const { return get(); }  // NOLINT: reads as a T
 
   T& mutate() {
-    if (!value_)
+    if (!value_) {
       value_ = std::make_shared<T>();
-    else if (value_.use_count() > 1)  // only through this object could it grow back to 1 sharer: no race
+    } else if (value_.use_count() > 1) {
       value_ = std::make_shared<T>(*value_);
+    } else {
+      // The only holder: no other can appear but through this object. Whoever let go
+      // of the instance last read it before its release; order those reads before
+      // the writes that follow.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
     return *value_;
   }
 
