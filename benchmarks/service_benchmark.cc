@@ -1,7 +1,7 @@
 // The service against the transport's own floor, side by side in one run.
 //
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
-//                               [--baseline OTHER/tensorgym] [--pin]
+//                               [--baseline OTHER/tensorgym] [--pin | --pin-one-core]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -11,17 +11,18 @@
 // prints medians and the median of the per-round ratios (docs/performance.md). Two
 // more echoes are compared with it: one on gRPC's generic API (the floor of figures
 // before 2026-12-04, 22:00 UTC), and one that spins 5 µs on each call, which shows
-// what that much server time costs a round trip on the machine at hand. --keep-cores-awake starts the service with that option
-// and gives the echo servers the same spinners; --busy-poll makes the client poll for
-// every unary answer, to both servers (client/polled_call.h). Also: the server's own
-// time in each action step (server timing), StartSession and ForkSession latency, the
-// client library's Env::step (unary and streaming, each sleeping on or polling for its
+// what that much server time costs a round trip on the machine at hand. --keep-cores-awake starts the service with that
+// option and gives the echo servers the same spinners; --busy-poll makes the client poll for every unary answer, to
+// both servers (client/polled_call.h). Also: the server's own time in each action step (server timing), StartSession
+// and ForkSession latency, the client library's Env::step (unary and streaming, each sleeping on or polling for its
 // answers), throughput with 1 and 2 client threads, and the service's memory per idle
 // session.
 //
 // --pin runs this process (the client) on CPU 0 and every server on CPU 1: on this
 // VM a thread woken on the other core costs several times one woken on its own, and
 // where the kernel puts each process's threads otherwise differs from run to run.
+// --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
+// the placement where the server's work weighs most against it.
 //
 // --baseline starts a second service from another build's binary and compares the two
 // builds' action steps with each other, interleaved like the rest (and each with the
@@ -934,6 +935,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--pin") == 0 && std::thread::hardware_concurrency() >= 2) {
       tensorgym::pin_to_cpu(0);  // before any gRPC thread starts: they inherit it
       tensorgym::g_server_cpu = 1;
+    }
+    if (std::strcmp(argv[i], "--pin-one-core") == 0) {
+      tensorgym::pin_to_cpu(0);
+      tensorgym::g_server_cpu = 0;
     }
     if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
