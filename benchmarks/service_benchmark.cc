@@ -11,12 +11,13 @@
 // prints medians and the median of the per-round ratios (docs/performance.md). Two
 // more echoes are compared with it: one on gRPC's generic API (the floor of figures
 // before 2026-12-04, 22:00 UTC), and one that spins 5 µs on each call, which shows
-// what that much server time costs a round trip on the machine at hand. --keep-cores-awake starts the service with that
-// option and gives the echo servers the same spinners; --busy-poll makes the client poll for every unary answer, to
-// both servers (client/polled_call.h). Also: the server's own time in each action step (server timing), StartSession
-// and ForkSession latency, the client library's Env::step (unary and streaming, each sleeping on or polling for its
-// answers), throughput with 1 and 2 client threads, and the service's memory per idle
-// session.
+// what that much server time costs a round trip on the machine at hand.
+// --keep-cores-awake starts the service with that option and gives the echo servers
+// the same spinners; --busy-poll makes the client poll for every unary answer, to both
+// servers (client/polled_call.h). Also: the server's own time in each action step
+// (server timing), StartSession and ForkSession latency, the client library's
+// Env::step (unary and streaming, each sleeping on or polling for its answers),
+// throughput with 1 and 2 client threads, and the service's memory per idle session.
 //
 // --pin runs this process (the client) on CPU 0 and every server on CPU 1: on this
 // VM a thread woken on the other core costs several times one woken on its own, and
@@ -289,10 +290,7 @@ struct Child {
   }
 };
 
-// Starts args[0] with the child tied to this process: PR_SET_PDEATHSIG kills it when
-// the benchmark ends in any way (a crash, kill -9, fail() from a client thread), so no
-// server outlives a run.
-// --pin: the servers' CPU (the client takes CPU 0); -1 leaves placement to the kernel.
+// --pin, --pin-one-core: the servers' CPU; -1 leaves placement to the kernel.
 int g_server_cpu = -1;
 
 void pin_to_cpu(int cpu) {
@@ -302,6 +300,9 @@ void pin_to_cpu(int cpu) {
   ::sched_setaffinity(0, sizeof set, &set);
 }
 
+// Starts args[0] with the child tied to this process: PR_SET_PDEATHSIG kills it when
+// the benchmark ends in any way (a crash, kill -9, fail() from a client thread), so no
+// server outlives a run.
 bool spawn(std::vector<std::string> args, const std::string& port_file, Child* child) {
   std::remove(port_file.c_str());
   std::vector<char*> argv;
