@@ -511,19 +511,25 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   const std::string self = self_path();
   const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
 
-  Child real;
-  std::vector<std::string> serve = {tensorgym,     "serve",   "--port",         "0",     "--port-file", dir + "/real.port",
-                                    "--log-level", "warning", "--max-sessions", "100000"};
-  if (keep_cores_awake) serve.push_back("--keep-cores-awake");
-  if (!spawn(serve, dir + "/real.port", &real)) {
-    std::fprintf(stderr, "cannot start %s serve\n", tensorgym.c_str());
-    return 1;
-  }
+  // `binary serve`, its port file named `name`.
+  auto start_service = [&](const std::string& binary, const std::string& name, Child* child) {
+    const std::string port_file = dir + "/" + name + ".port";
+    std::vector<std::string> serve = {binary,        "serve",   "--port",         "0",     "--port-file", port_file,
+                                      "--log-level", "warning", "--max-sessions", "100000"};
+    if (keep_cores_awake) serve.push_back("--keep-cores-awake");
+    if (spawn(serve, port_file, child)) return true;
+    std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
+    return false;
+  };
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto real_channel =
-      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(real.port), grpc::InsecureChannelCredentials(), args);
-  auto real_stub = TensorGym::NewStub(real_channel);
+  auto stub_for = [&](const Child& child) {
+    return TensorGym::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(child.port), grpc::InsecureChannelCredentials(), args));
+  };
+  Child real;
+  if (!start_service(tensorgym, "real", &real)) return 1;
+  auto real_stub = stub_for(real);
 
   // The echo answers an action step with a real StepResponse of the median size of the
   // episode's answers for that observation.
@@ -574,50 +580,41 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
       {echo_action_mask_request.ByteSizeLong(), &action_step_mask_answer},
       {echo_mask_request.ByteSizeLong(), &mask_answer},
       {echo_nest_request.ByteSizeLong(), &nest_answer}};
-  Child echo;
-  std::vector<std::string> echo_args = {self, "--echo-server", dir + "/echo.port"};
+  std::vector<std::string> answer_args;  // "SIZE=FILE", for every echo server
   std::set<size_t> echo_sizes;
   for (const auto& [size, answer] : echo_answers) {
     if (!echo_sizes.insert(size).second) {
       std::fprintf(stderr, "two echo workloads have requests of the same size\n");
       return 1;
     }
-    const std::string file = dir + "/answer" + std::to_string(echo_args.size()) + ".bin";
+    const std::string file = dir + "/answer" + std::to_string(answer_args.size()) + ".bin";
     std::ofstream(file, std::ios::binary) << *answer;
-    echo_args.push_back(std::to_string(size) + "=" + file);
+    answer_args.push_back(std::to_string(size) + "=" + file);
   }
-  if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
-  if (!spawn(echo_args, dir + "/echo.port", &echo)) {
-    std::fprintf(stderr, "cannot start the echo server\n");
-    return 1;
-  }
-  auto echo_channel =
-      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(echo.port), grpc::InsecureChannelCredentials(), args);
-  auto echo_stub = TensorGym::NewStub(echo_channel);
+  // An echo server named `name` (its port file), with `flag` (empty for none).
+  auto start_echo = [&](const std::string& name, const std::string& flag, Child* child) {
+    const std::string port_file = dir + "/" + name + ".port";
+    std::vector<std::string> echo_args = {self, "--echo-server", port_file};
+    echo_args.insert(echo_args.end(), answer_args.begin(), answer_args.end());
+    if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
+    if (!flag.empty()) echo_args.push_back(flag);
+    if (spawn(echo_args, port_file, child)) return true;
+    std::fprintf(stderr, "cannot start the %s server\n", name.c_str());
+    return false;
+  };
+  Child echo;
+  if (!start_echo("echo", "", &echo)) return 1;
+  auto echo_stub = stub_for(echo);
   // The same echo on gRPC's generic API (the floor of earlier figures), to show what it adds.
   Child generic_echo;
-  std::vector<std::string> generic_args = echo_args;
-  generic_args[2] = dir + "/generic_echo.port";
-  generic_args.push_back("--generic");
-  if (!spawn(generic_args, generic_args[2], &generic_echo)) {
-    std::fprintf(stderr, "cannot start the generic echo server\n");
-    return 1;
-  }
-  auto generic_stub = TensorGym::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(generic_echo.port),
-                                                                   grpc::InsecureChannelCredentials(), args));
+  if (!start_echo("generic_echo", "--generic", &generic_echo)) return 1;
+  auto generic_stub = stub_for(generic_echo);
   // And one that spins kEchoWorkUs on each call, about an action step's median time in
   // the server: what that much work costs a round trip on this machine, step or not.
   constexpr int kEchoWorkUs = 5;
   Child working_echo;
-  std::vector<std::string> working_args = echo_args;
-  working_args[2] = dir + "/working_echo.port";
-  working_args.push_back("--work-us=" + std::to_string(kEchoWorkUs));
-  if (!spawn(working_args, working_args[2], &working_echo)) {
-    std::fprintf(stderr, "cannot start the working echo server\n");
-    return 1;
-  }
-  auto working_stub = TensorGym::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(working_echo.port),
-                                                                   grpc::InsecureChannelCredentials(), args));
+  if (!start_echo("working_echo", "--work-us=" + std::to_string(kEchoWorkUs), &working_echo)) return 1;
+  auto working_stub = stub_for(working_echo);
 
   std::printf(
       "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
@@ -634,15 +631,8 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
 
   if (!baseline.empty()) {
     Child other;
-    std::vector<std::string> other_serve = serve;
-    other_serve[0] = baseline;
-    other_serve[5] = dir + "/baseline.port";
-    if (!spawn(other_serve, dir + "/baseline.port", &other)) {
-      std::fprintf(stderr, "cannot start %s serve\n", baseline.c_str());
-      return 1;
-    }
-    auto other_stub = TensorGym::NewStub(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(other.port), grpc::InsecureChannelCredentials(), args));
+    if (!start_service(baseline, "baseline", &other)) return 1;
+    auto other_stub = stub_for(other);
     ActionSteps other_steps{*other_stub, "loop_nest"};
     Comparison against_echo = compare([&](int n) { return other_steps(n); },
                                       [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
