@@ -1,7 +1,8 @@
 // The service against the transport's own floor, side by side in one run.
 //
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
-//                               [--baseline OTHER/tensorgym] [--pin | --pin-one-core]
+//                               [--serve-binary PATH] [--baseline OTHER/tensorgym]
+//                               [--pin | --pin-one-core]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -25,6 +26,8 @@
 // --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
 // the placement where the server's work weighs most against it.
 //
+// --serve-binary runs the service from another build's tensorgym (default: the one next
+// to this program), e.g. build-release/bin/tensorgym (scripts/build-release).
 // --baseline starts a second service from another build's binary and compares the two
 // builds' action steps with each other, interleaved like the rest (and each with the
 // echo), then stops: a change to the step is measured against the build before it in
@@ -499,7 +502,8 @@ struct StreamSteps {
   }
 };
 
-int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::string& baseline) {
+int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::string& serve_binary,
+                  const std::string& baseline) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
   std::snprintf(g_run_dir, sizeof g_run_dir, "%s", dir.c_str());
@@ -509,7 +513,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     ~RemoveDir() { remove_run_dir(); }
   } remove_dir;
   const std::string self = self_path();
-  const std::string tensorgym = self.substr(0, self.rfind('/')) + "/tensorgym";
+  const std::string tensorgym = serve_binary.empty() ? self.substr(0, self.rfind('/')) + "/tensorgym" : serve_binary;
 
   // `binary serve`, its port file named `name`.
   auto start_service = [&](const std::string& binary, const std::string& name, Child* child) {
@@ -919,7 +923,7 @@ int main(int argc, char** argv) {
   }
   int rounds = 15, calls = 200;
   bool keep_cores_awake = false;
-  std::string baseline;
+  std::string baseline, serve_binary;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--keep-cores-awake") == 0) keep_cores_awake = true;
     if (std::strcmp(argv[i], "--busy-poll") == 0) tensorgym::g_busy_poll = true;
@@ -935,6 +939,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
+    if (std::strcmp(argv[i], "--serve-binary") == 0) serve_binary = argv[i + 1];
   }
-  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake, baseline);
+  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake, serve_binary, baseline);
 }
