@@ -2,7 +2,7 @@
 //
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
 //                               [--serve-binary PATH] [--baseline OTHER/tensorgym]
-//                               [--pin | --pin-one-core]
+//                               [--pin | --pin-one-core | --pin-servers CPU]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -24,7 +24,9 @@
 // VM a thread woken on the other core costs several times one woken on its own, and
 // where the kernel puts each process's threads otherwise differs from run to run.
 // --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
-// the placement where the server's work weighs most against it.
+// the placement where the server's work weighs most against it. --pin-servers CPU runs
+// every server on CPU and leaves this process to the kernel, as `taskset -c CPU
+// tensorgym serve` does for a service and its agent.
 //
 // --serve-binary runs the service from another build's tensorgym (default: the one next
 // to this program), e.g. build-release/bin/tensorgym (scripts/build-release).
@@ -293,7 +295,7 @@ struct Child {
   }
 };
 
-// --pin, --pin-one-core: the servers' CPU; -1 leaves placement to the kernel.
+// --pin, --pin-one-core, --pin-servers: the servers' CPU; -1 leaves placement to the kernel.
 int g_server_cpu = -1;
 
 void pin_to_cpu(int cpu) {
@@ -938,6 +940,7 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) continue;
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--pin-servers") == 0) tensorgym::g_server_cpu = std::max(0, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
     if (std::strcmp(argv[i], "--serve-binary") == 0) serve_binary = argv[i + 1];
   }
