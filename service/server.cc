@@ -1,6 +1,8 @@
 #include "service/server.h"
 
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,14 +11,13 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <mutex>
 #include <thread>
 
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "service/auth.h"
+#include "service/dispatch_cpu.h"
 #include "service/keep_awake.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
@@ -73,6 +74,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
+  TG_RETURN_IF_ERROR(check_dispatch_cpu(options.dispatch_cpu));
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
 

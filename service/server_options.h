@@ -49,6 +49,11 @@ struct ServerOptions {
   // (service/keep_awake.h). Lower step latency on VMs, at the idle cores' power.
   bool keep_cores_awake = false;
 
+  // Run the gRPC threads that serve calls on this CPU (service/dispatch_cpu.h); -1
+  // leaves them to the kernel. Steadier steps for one agent; for many agents, fast
+  // calls then share that core.
+  int dispatch_cpu = -1;
+
   // SIGTERM: calls in flight get this long to finish.
   double shutdown_grace_s = 10;
   // Exit when this process stops being our parent (managed mode). 0: no check.

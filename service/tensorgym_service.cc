@@ -13,6 +13,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "envs/replay.h"
+#include "service/dispatch_cpu.h"
 #include "service/log.h"
 #include "service/server_timing.h"
 #include "support/deferred_release.h"
@@ -116,6 +117,11 @@ bool TensorGymService::may_measure(const std::string& env, const std::vector<std
   return false;
 }
 
+Status TensorGymService::admit(const grpc::CallbackServerContext& ctx) const {
+  pin_dispatch_thread(options_.dispatch_cpu);
+  return auth_.check(ctx);
+}
+
 Status TensorGymService::check_benchmark_uri(const std::string& uri) const {
   if (!serve_files_ && uri.rfind("file:", 0) == 0)
     return Status(StatusCode::kPermissionDenied,
@@ -166,7 +172,7 @@ grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::GetVersion(grpc::CallbackServerContext* ctx,
                                                        const proto::GetVersionRequest*,
                                                        proto::GetVersionResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   response->set_service_version(TENSORGYM_VERSION);
   response->set_protocol_version(kProtocolVersion);
   response->set_instance_id(instance_id_);
@@ -177,7 +183,7 @@ grpc::ServerUnaryReactor* TensorGymService::GetVersion(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContext* ctx,
                                                       const proto::GetSpacesRequest* request,
                                                       proto::GetSpacesResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   auto it = spaces_.find(request->env());
   if (it == spaces_.end()) {
     std::string known;
@@ -191,7 +197,7 @@ grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* TensorGymService::ListDatasets(grpc::CallbackServerContext* ctx,
                                                          const proto::ListDatasetsRequest*,
                                                          proto::ListDatasetsResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   for (const Dataset* d : registry_of(*context_).datasets()) {
     proto::DatasetInfo* info = response->add_dataset();
     info->set_name(d->name());
@@ -204,7 +210,7 @@ grpc::ServerUnaryReactor* TensorGymService::ListDatasets(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerContext* ctx,
                                                            const proto::ListBenchmarksRequest* request,
                                                            proto::ListBenchmarksResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   if (request->page_size() < 0) return finish(ctx, invalid_argument("page_size must be >= 0"));
   const int64_t page_size = request->page_size() == 0 ? kDefaultPageSize : std::min(request->page_size(), kMaxPageSize);
   if (request->offset() < 0) return finish(ctx, invalid_argument("offset must be >= 0"));
@@ -233,7 +239,7 @@ grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerC
 grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerContext* ctx,
                                                          const proto::AddBenchmarkRequest* request,
                                                          proto::AddBenchmarkResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   if (int64_t(request->program().size()) > options_.max_program_bytes)
     return finish(ctx, invalid_argument("the program text is " + std::to_string(request->program().size()) +
                                         " bytes; the cap is " + std::to_string(options_.max_program_bytes) +
@@ -248,7 +254,7 @@ grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerContext* ctx,
                                                          const proto::StartSessionRequest* request,
                                                          proto::StartSessionResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   struct Args {
     std::string env, benchmark;
     ResetOptions reset;
@@ -324,7 +330,7 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
 
 grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                                  proto::StepResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   const ServerTiming timing(*ctx);
   // What the step drops is destroyed once the answer is written (step_messages.h).
   DeferredReleaseScope release_after_answer;
@@ -355,7 +361,7 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerContext* ctx,
                                                         const proto::ForkSessionRequest* request,
                                                         proto::ForkSessionResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   return with_session(ctx, request->session_id(), false, [this, response](service::Session& s, CallExecutor::Call*) {
     Expected<std::unique_ptr<Env>> fork = s.env->fork();
     if (!fork.ok()) return rpc::to_grpc(fork.status());
@@ -369,7 +375,7 @@ grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TensorGymService::EndSession(grpc::CallbackServerContext* ctx,
                                                        const proto::EndSessionRequest* request,
                                                        proto::EndSessionResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   if (!sessions_.remove(request->session_id())) return finish(ctx, session_not_found(request->session_id()));
   response->set_remaining_sessions(int32_t(sessions_.size()));
   return finish(ctx, grpc::Status::OK);
@@ -378,7 +384,7 @@ grpc::ServerUnaryReactor* TensorGymService::EndSession(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TensorGymService::GetState(grpc::CallbackServerContext* ctx,
                                                      const proto::GetStateRequest* request,
                                                      proto::GetStateResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   return with_session(ctx, request->session_id(), false, [response](service::Session& s, CallExecutor::Call*) {
     wire::episode_state_to_proto(s.env->state(), response->mutable_state());
     response->set_step_count(s.step_count);
@@ -389,7 +395,7 @@ grpc::ServerUnaryReactor* TensorGymService::GetState(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackServerContext* ctx,
                                                                  const proto::SendSessionParameterRequest* request,
                                                                  proto::SendSessionParameterResponse*) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   if (request->key().size() > kMaxParameterBytes || request->value().size() > kMaxParameterBytes)
     return finish(ctx, invalid_argument("a session parameter's key and value are at most " +
                                         std::to_string(kMaxParameterBytes) + " bytes each"));
@@ -402,7 +408,7 @@ grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackS
 grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext* ctx,
                                                      const proto::ValidateRequest* request,
                                                      proto::ValidateResponse* response) {
-  if (Status st = auth_.check(*ctx); !st.ok()) return finish(ctx, st);
+  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
   if (Status st = check_benchmark_uri(request->state().benchmark()); !st.ok()) return finish(ctx, st);
   auto state = std::make_shared<EpisodeState>(wire::episode_state_from_proto(request->state()));
   const double tolerance = request->tolerance() == 0 ? 0.25 : request->tolerance();
@@ -423,7 +429,7 @@ grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext
 class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse> {
  public:
   SessionStream(TensorGymService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
-    if (Status st = service_.auth_.check(*ctx); !st.ok()) {
+    if (Status st = service_.admit(*ctx); !st.ok()) {
       finished_ = true;
       Finish(rpc::to_grpc(st));
       return;
@@ -448,6 +454,8 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
   }
 
   void OnReadDone(bool ok) override {
+    // The next message may come on another of gRPC's threads.
+    pin_dispatch_thread(service_.options_.dispatch_cpu);
     {
       std::lock_guard<std::mutex> lock(mu_);
       reading_ = false;
@@ -591,6 +599,7 @@ void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {
 
 grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* TensorGymService::Evaluate(
     grpc::CallbackServerContext* ctx) {
+  pin_dispatch_thread(options_.dispatch_cpu);
   return new_evaluate_reactor(*evaluate_, auth_, ctx);
 }
 

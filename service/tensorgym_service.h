@@ -94,6 +94,9 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   template <class Fn>
   grpc::ServerUnaryReactor* run_slow(grpc::CallbackServerContext* ctx, Fn fn);
   Status check_benchmark_uri(const std::string& uri) const;
+  // Every call starts here: keeps this gRPC thread on --dispatch-cpu, then checks the
+  // caller's token.
+  Status admit(const grpc::CallbackServerContext& ctx) const;
 
   const ServerOptions options_;
   const std::shared_ptr<EnvContext> context_;

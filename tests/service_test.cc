@@ -382,6 +382,57 @@ TEST(Service, StartStepForkStateEnd) {
   EXPECT_EQ(detail.session_id(), fr.session_id());
 }
 
+// --dispatch-cpu: the threads that ran the calls are on that CPU; the caller's thread
+// (and so the rest of the process) keeps its own affinity.
+TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  int cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpu = c;  // the last one allowed
+  service::ServerOptions o = test_options();
+  o.dispatch_cpu = cpu;
+  TestServer server(o);
+  ASSERT_TRUE(server.stub);
+  // gRPC's threads take calls in turn: a few calls reach each of them.
+  for (int i = 0; i < 8; ++i) {
+    proto::GetVersionResponse v;
+    ASSERT_TRUE(server.stub->GetVersion(ctx().get(), {}, &v).ok());
+  }
+  const uint64_t id = start(*server.stub);
+  proto::StepResponse r;
+  ASSERT_TRUE(step(*server.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r).ok());
+  int pinned = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const pid_t tid = pid_t(std::stol(task.path().filename().string()));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(tid, sizeof set, &set) != 0) continue;  // the thread ended
+    if (CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set)) ++pinned;
+  }
+  EXPECT_GE(pinned, 1);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &allowed));
+}
+
+TEST(Service, DispatchCpuOutsideTheAllowedOnesIsRefused) {
+  service::ServerOptions o = test_options();
+  o.dispatch_cpu = CPU_SETSIZE + 3;
+  Expected<std::unique_ptr<service::Server>> s = service::Server::start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(s.status().message(), "--dispatch-cpu " + std::to_string(CPU_SETSIZE + 3));
+  EXPECT_CONTAINS(s.status().message(), "may run on CPUs");
+  o.dispatch_cpu = -2;
+  s = service::Server::start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+}
+
 // Server timing: asked for with request metadata, answered in trailing metadata, also
 // when the step fails or runs on the call threads; absent when not asked for.
 TEST(Service, StepReportsItsServerTimeWhenAsked) {
