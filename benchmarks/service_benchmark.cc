@@ -3,6 +3,7 @@
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
 //                               [--serve-binary PATH] [--baseline OTHER/tensorgym]
 //                               [--pin | --pin-one-core | --pin-servers CPU]
+//                               [--dispatch-cpu CPU]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -26,7 +27,9 @@
 // --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
 // the placement where the server's work weighs most against it. --pin-servers CPU runs
 // every server on CPU and leaves this process to the kernel, as `taskset -c CPU
-// tensorgym serve` does for a service and its agent.
+// tensorgym serve` does for a service and its agent. --dispatch-cpu CPU starts the
+// services with `--dispatch-cpu CPU` (only their call threads pinned) and runs the echo
+// servers on CPU, so that both sides keep their call threads together.
 //
 // --serve-binary runs the service from another build's tensorgym (default: the one next
 // to this program), e.g. build-release/bin/tensorgym (scripts/build-release).
@@ -297,6 +300,9 @@ struct Child {
 
 // --pin, --pin-one-core, --pin-servers: the servers' CPU; -1 leaves placement to the kernel.
 int g_server_cpu = -1;
+// --dispatch-cpu: the CPU of the service's call threads (serve --dispatch-cpu) and of
+// the echo servers (the whole process: it has nothing else to run); -1 for none.
+int g_dispatch_cpu = -1;
 
 void pin_to_cpu(int cpu) {
   cpu_set_t set;
@@ -523,6 +529,10 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::vector<std::string> serve = {binary,        "serve",   "--port",         "0",     "--port-file", port_file,
                                       "--log-level", "warning", "--max-sessions", "100000"};
     if (keep_cores_awake) serve.push_back("--keep-cores-awake");
+    if (g_dispatch_cpu >= 0) {
+      serve.push_back("--dispatch-cpu");
+      serve.push_back(std::to_string(g_dispatch_cpu));
+    }
     if (spawn(serve, port_file, child)) return true;
     std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
     return false;
@@ -603,6 +613,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::vector<std::string> echo_args = {self, "--echo-server", port_file};
     echo_args.insert(echo_args.end(), answer_args.begin(), answer_args.end());
     if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
+    if (g_dispatch_cpu >= 0) echo_args.push_back("--cpu=" + std::to_string(g_dispatch_cpu));
     if (!flag.empty()) echo_args.push_back(flag);
     if (spawn(echo_args, port_file, child)) return true;
     std::fprintf(stderr, "cannot start the %s server\n", name.c_str());
@@ -913,14 +924,18 @@ int main(int argc, char** argv) {
     };
     const bool keep_cores_awake = take_flag("--keep-cores-awake");
     const bool generic = take_flag("--generic");
-    int work_us = 0;
-    for (auto it = answers.begin(); it != answers.end(); ++it) {
-      if (it->rfind("--work-us=", 0) == 0) {
-        work_us = std::atoi(it->c_str() + 10);
+    // --name=N: an integer option, -1 when absent.
+    auto take_int = [&](const std::string& name) {
+      for (auto it = answers.begin(); it != answers.end(); ++it) {
+        if (it->rfind(name + "=", 0) != 0) continue;
+        const int v = std::atoi(it->c_str() + name.size() + 1);
         answers.erase(it);
-        break;
+        return v;
       }
-    }
+      return -1;
+    };
+    const int work_us = std::max(0, take_int("--work-us"));
+    if (const int cpu = take_int("--cpu"); cpu >= 0) tensorgym::pin_to_cpu(cpu);  // before gRPC starts threads
     return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic, work_us);
   }
   int rounds = 15, calls = 200;
@@ -941,6 +956,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--pin-servers") == 0) tensorgym::g_server_cpu = std::max(0, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--dispatch-cpu") == 0) tensorgym::g_dispatch_cpu = std::max(0, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
     if (std::strcmp(argv[i], "--serve-binary") == 0) serve_binary = argv[i + 1];
   }
