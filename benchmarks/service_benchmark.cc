@@ -304,6 +304,8 @@ int g_server_cpu = -1;
 // the echo servers (the whole process: it has nothing else to run); -1 for none.
 int g_dispatch_cpu = -1;
 
+// Raw calls, not support/cpu_affinity.h: a forked child calls it before exec, where
+// only async-signal-safe calls may run.
 void pin_to_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);

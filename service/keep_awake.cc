@@ -14,6 +14,8 @@
 #include <immintrin.h>
 #endif
 
+#include "support/cpu_affinity.h"
+
 namespace tensorgym::service {
 namespace {
 
@@ -27,11 +29,7 @@ void relax() {
 
 // Pins the calling thread to `core` and drops it to SCHED_IDLE; an error says why not.
 std::string make_idle_spinner(int core) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set))
-    return "cannot pin a spinner to core " + std::to_string(core) + ": " + std::strerror(e);
+  if (Status st = pin_this_thread(core); !st.ok()) return "spinner: " + st.message();
   sched_param p{};
   p.sched_priority = 0;
   if (int e = pthread_setschedparam(pthread_self(), SCHED_IDLE, &p))
@@ -42,13 +40,9 @@ std::string make_idle_spinner(int core) {
 }  // namespace
 
 Expected<std::unique_ptr<CoreKeepAwake>> CoreKeepAwake::start() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-    return internal_error(std::string("cannot read the CPU affinity mask: ") + std::strerror(errno));
+  TG_ASSIGN_OR_RETURN(std::vector<int> allowed, allowed_cpus());
   std::unique_ptr<CoreKeepAwake> k(new CoreKeepAwake());
-  for (int core = 0; core < CPU_SETSIZE; ++core) {
-    if (!CPU_ISSET(core, &allowed)) continue;
+  for (int core : allowed) {
     // The thread reports its id, or why it could not become an idle spinner (and then
     // returns without spinning).
     std::promise<std::pair<pid_t, std::string>> ready;

@@ -1,5 +1,6 @@
 // support/: copy on write, deferred release, the host's measured gather and scatter costs.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "support/copy_on_write.h"
+#include "support/cpu_affinity.h"
 #include "support/deferred_release.h"
 #include "support/host_caches.h"
 #include "support/host_memory_bandwidth.h"
@@ -183,6 +185,34 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
     EXPECT_EQ(a.gather_scatter_lane_cycles, 0);
   }
 #endif
+}
+
+TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOne) {
+  Expected<std::vector<int>> cpus = allowed_cpus();
+  ASSERT_TRUE(cpus.ok()) << cpus.status().to_string();
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  ASSERT_EQ(int(cpus->size()), CPU_COUNT(&mask));
+  EXPECT_TRUE(std::is_sorted(cpus->begin(), cpus->end()));
+  for (int c : *cpus) EXPECT_TRUE(CPU_ISSET(c, &mask)) << c;
+  // A new thread pins itself to the last allowed CPU; this one keeps its mask.
+  const int target = cpus->back();
+  cpu_set_t seen;
+  CPU_ZERO(&seen);
+  Status pinned;
+  std::thread([&] {
+    pinned = pin_this_thread(target);
+    sched_getaffinity(0, sizeof seen, &seen);
+  }).join();
+  ASSERT_TRUE(pinned.ok()) << pinned.to_string();
+  EXPECT_EQ(CPU_COUNT(&seen), 1);
+  EXPECT_TRUE(CPU_ISSET(target, &seen));
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  EXPECT_TRUE(CPU_EQUAL(&mine, &mask));
+  EXPECT_EQ(pin_this_thread(-1).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 #include "codegen/measure/runner_settings.h"
 
-#include <sched.h>
-
 #include <cmath>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "support/cpu_affinity.h"
 
 namespace tensorgym {
 namespace {
@@ -21,12 +22,7 @@ Status check_range(const char* name, double v, double max) {
 }  // namespace
 
 int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
+  if (Expected<std::vector<int>> cpus = allowed_cpus(); cpus.ok() && !cpus->empty()) return int(cpus->size());
   const unsigned hw = std::thread::hardware_concurrency();
   return hw > 0 ? int(hw) : 1;
 }
