@@ -3,7 +3,7 @@
 //   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
 //                               [--serve-binary PATH] [--baseline OTHER/tensorgym]
 //                               [--pin | --pin-one-core | --pin-servers CPU]
-//                               [--dispatch-cpu CPU]
+//                               [--dispatch-cpu auto|none|CPU]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -27,9 +27,10 @@
 // --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
 // the placement where the server's work weighs most against it. --pin-servers CPU runs
 // every server on CPU and leaves this process to the kernel, as `taskset -c CPU
-// tensorgym serve` does for a service and its agent. --dispatch-cpu CPU starts the
-// services with `--dispatch-cpu CPU` (only their call threads pinned) and runs the echo
-// servers on CPU, so that both sides keep their call threads together.
+// tensorgym serve` does for a service and its agent. --dispatch-cpu starts the
+// services with that placement of their call threads (default auto, the service's
+// default; the flag is passed only when it is not auto, which builds before it did not
+// know) and gives the echo servers the same one, so that both sides are placed alike.
 //
 // --serve-binary runs the service from another build's tensorgym (default: the one next
 // to this program), e.g. build-release/bin/tensorgym (scripts/build-release).
@@ -67,6 +68,7 @@
 #include "client/polled_call.h"
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
+#include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
 #include "service/server_timing.h"
 
@@ -101,10 +103,18 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 // gRPC's generic API, TypedEchoService (below) on the generated one.
 using CannedAnswers = std::map<size_t, grpc::ByteBuffer>;
 
+// Where the echo's call threads run: the service's placement (--dispatch-cpu), set
+// before the server starts.
+service::DispatchPlacement* g_echo_placement = nullptr;
+void place_echo_thread() {
+  if (g_echo_placement) g_echo_placement->on_call();
+}
+
 class EchoReactor final : public grpc::ServerGenericBidiReactor {
  public:
   EchoReactor(const CannedAnswers& canned, bool unary) : canned_(canned), unary_(unary) { StartRead(&in_); }
   void OnReadDone(bool ok) override {
+    place_echo_thread();
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
@@ -170,6 +180,7 @@ class TypedEchoService final : public TensorGym::CallbackService {
 
   grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                  proto::StepResponse* response) override {
+    place_echo_thread();
     spin();
     *response = answer_for(request->ByteSizeLong());
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
@@ -189,6 +200,7 @@ class TypedEchoService final : public TensorGym::CallbackService {
         Finish(grpc::Status::OK);
         return;
       }
+      place_echo_thread();
       service_.spin();
       out_ = service_.answer_for(in_.ByteSizeLong());
       StartWrite(&out_);
@@ -300,9 +312,27 @@ struct Child {
 
 // --pin, --pin-one-core, --pin-servers: the servers' CPU; -1 leaves placement to the kernel.
 int g_server_cpu = -1;
-// --dispatch-cpu: the CPU of the service's call threads (serve --dispatch-cpu) and of
-// the echo servers (the whole process: it has nothing else to run); -1 for none.
-int g_dispatch_cpu = -1;
+// --dispatch-cpu: where the services' call threads run (serve --dispatch-cpu), and the
+// echo servers' too.
+int g_dispatch_cpu = service::kDispatchCpuAuto;
+
+// The CPU that most of a process's threads pinned to one CPU are pinned to; -1 for none.
+int single_cpu_of_most_threads(pid_t pid) {
+  std::map<int, int> threads_on;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+      const std::string list = line.substr(line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:")));
+      if (!list.empty() && list.find_first_not_of("0123456789") == std::string::npos) ++threads_on[std::stoi(list)];
+    }
+  }
+  int best = -1;
+  for (const auto& [cpu, n] : threads_on)
+    if (best < 0 || n > threads_on[best]) best = cpu;
+  return best;
+}
 
 // Raw calls, not support/cpu_affinity.h: a forked child calls it before exec, where
 // only async-signal-safe calls may run.
@@ -531,9 +561,9 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::vector<std::string> serve = {binary,        "serve",   "--port",         "0",     "--port-file", port_file,
                                       "--log-level", "warning", "--max-sessions", "100000"};
     if (keep_cores_awake) serve.push_back("--keep-cores-awake");
-    if (g_dispatch_cpu >= 0) {
+    if (g_dispatch_cpu != service::kDispatchCpuAuto) {  // the default; builds before it take numbers only
       serve.push_back("--dispatch-cpu");
-      serve.push_back(std::to_string(g_dispatch_cpu));
+      serve.push_back(service::dispatch_cpu_name(g_dispatch_cpu));
     }
     if (spawn(serve, port_file, child)) return true;
     std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
@@ -609,13 +639,21 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::ofstream(file, std::ios::binary) << *answer;
     answer_args.push_back(std::to_string(size) + "=" + file);
   }
+  // The echoes' call threads are placed as the service's: under auto, on the CPU where
+  // the service gathered its own (it has served calls by now). Two servers that each
+  // chose for themselves could land one on the client's core and one off it, and a
+  // round trip within one core costs less than one across cores on this VM.
+  int echo_dispatch_cpu = g_dispatch_cpu;
+  if (g_dispatch_cpu == service::kDispatchCpuAuto) {
+    if (const int home = single_cpu_of_most_threads(real.pid); home >= 0) echo_dispatch_cpu = home;
+  }
   // An echo server named `name` (its port file), with `flag` (empty for none).
   auto start_echo = [&](const std::string& name, const std::string& flag, Child* child) {
     const std::string port_file = dir + "/" + name + ".port";
     std::vector<std::string> echo_args = {self, "--echo-server", port_file};
     echo_args.insert(echo_args.end(), answer_args.begin(), answer_args.end());
     if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
-    if (g_dispatch_cpu >= 0) echo_args.push_back("--cpu=" + std::to_string(g_dispatch_cpu));
+    echo_args.push_back("--dispatch-cpu=" + service::dispatch_cpu_name(echo_dispatch_cpu));
     if (!flag.empty()) echo_args.push_back(flag);
     if (spawn(echo_args, port_file, child)) return true;
     std::fprintf(stderr, "cannot start the %s server\n", name.c_str());
@@ -637,8 +675,9 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
 
   std::printf(
       "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
-      "action_mask step: request %zu B, response %zu B\n\n",
-      rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size());
+      "action_mask step: request %zu B, response %zu B; call threads: service --dispatch-cpu %s, echoes %s\n\n",
+      rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size(),
+      service::dispatch_cpu_name(g_dispatch_cpu).c_str(), service::dispatch_cpu_name(echo_dispatch_cpu).c_str());
   std::printf("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
 
   // 1. Unary Step: an action + the loop_nest observation.
@@ -937,7 +976,23 @@ int main(int argc, char** argv) {
       return -1;
     };
     const int work_us = std::max(0, take_int("--work-us"));
-    if (const int cpu = take_int("--cpu"); cpu >= 0) tensorgym::pin_to_cpu(cpu);  // before gRPC starts threads
+    // The same placement of the call threads as the service's.
+    std::string dispatch = "auto";
+    for (auto it = answers.begin(); it != answers.end(); ++it) {
+      if (it->rfind("--dispatch-cpu=", 0) != 0) continue;
+      dispatch = it->substr(std::strlen("--dispatch-cpu="));
+      answers.erase(it);
+      break;
+    }
+    tensorgym::Expected<int> cpu = tensorgym::service::parse_dispatch_cpu(dispatch);
+    if (!cpu.ok()) return 1;
+    tensorgym::Expected<std::unique_ptr<tensorgym::service::DispatchPlacement>> placement =
+        tensorgym::service::DispatchPlacement::create(*cpu);
+    if (!placement.ok()) {
+      std::fprintf(stderr, "%s\n", placement.status().to_string().c_str());
+      return 1;
+    }
+    tensorgym::g_echo_placement = placement->get();
     return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic, work_us);
   }
   int rounds = 15, calls = 200;
@@ -958,7 +1013,14 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--pin-servers") == 0) tensorgym::g_server_cpu = std::max(0, std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--dispatch-cpu") == 0) tensorgym::g_dispatch_cpu = std::max(0, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--dispatch-cpu") == 0) {
+      tensorgym::Expected<int> cpu = tensorgym::service::parse_dispatch_cpu(argv[i + 1]);
+      if (!cpu.ok()) {
+        std::fprintf(stderr, "%s\n", cpu.status().to_string().c_str());
+        return 2;
+      }
+      tensorgym::g_dispatch_cpu = *cpu;
+    }
     if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
     if (std::strcmp(argv[i], "--serve-binary") == 0) serve_binary = argv[i + 1];
   }

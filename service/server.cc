@@ -17,7 +17,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "service/auth.h"
-#include "service/dispatch_cpu.h"
+#include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
@@ -74,7 +74,8 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
-  TG_RETURN_IF_ERROR(check_dispatch_cpu(options.dispatch_cpu));
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<DispatchPlacement> placement,
+                      DispatchPlacement::create(options.dispatch_cpu, options.dispatch_limits));
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
 
@@ -86,7 +87,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   impl->context->threads = options.threads;
   impl->context->serialize_runs = options.exclusive_measure;
   (void)DatasetRegistry::global().datasets();  // built now, not in the first call
-  impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth));
+  impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth), std::move(placement));
   if (options.keep_cores_awake) {
     Expected<std::unique_ptr<CoreKeepAwake>> k = CoreKeepAwake::start();
     if (!k.ok()) return k.status();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "service/dispatch_placement.h"
 #include "service/log.h"
 
 namespace tensorgym::service {
@@ -49,10 +50,11 @@ struct ServerOptions {
   // (service/keep_awake.h). Lower step latency on VMs, at the idle cores' power.
   bool keep_cores_awake = false;
 
-  // Run the gRPC threads that serve calls on this CPU (service/dispatch_cpu.h); -1
-  // leaves them to the kernel. Steadier steps for one agent; for many agents, fast
-  // calls then share that core.
-  int dispatch_cpu = -1;
+  // Where the gRPC threads that serve calls run (service/dispatch_placement.h): a CPU,
+  // kDispatchCpuNone (the kernel's choice) or kDispatchCpuAuto (together on one CPU
+  // while their load fits in it).
+  int dispatch_cpu = kDispatchCpuAuto;
+  DispatchLoadLimits dispatch_limits;  // for auto
 
   // SIGTERM: calls in flight get this long to finish.
   double shutdown_grace_s = 10;

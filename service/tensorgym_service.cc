@@ -13,7 +13,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "envs/replay.h"
-#include "service/dispatch_cpu.h"
+#include "service/dispatch_placement.h"
 #include "service/log.h"
 #include "service/server_timing.h"
 #include "support/deferred_release.h"
@@ -66,8 +66,12 @@ class TensorGymService::SlowUnaryReactor final : public grpc::ServerUnaryReactor
 };
 
 TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context,
-                                   Authenticator auth)
-    : options_(options), context_(std::move(context)), auth_(std::move(auth)), sessions_(options.max_sessions) {
+                                   Authenticator auth, std::unique_ptr<DispatchPlacement> placement)
+    : options_(options),
+      context_(std::move(context)),
+      auth_(std::move(auth)),
+      placement_(std::move(placement)),
+      sessions_(options.max_sessions) {
   const int threads = options_.call_threads > 0 ? options_.call_threads : 2 * std::max(1, options_.workers) + 2;
   std::shared_ptr<EnvContext> ctx = context_;
   executor_ = std::make_unique<CallExecutor>(threads, [ctx](uint64_t job_id) { ctx->runner().cancel(job_id); });
@@ -118,7 +122,7 @@ bool TensorGymService::may_measure(const std::string& env, const std::vector<std
 }
 
 Status TensorGymService::admit(const grpc::CallbackServerContext& ctx) const {
-  pin_dispatch_thread(options_.dispatch_cpu);
+  placement_->on_call();
   return auth_.check(ctx);
 }
 
@@ -455,7 +459,7 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
 
   void OnReadDone(bool ok) override {
     // The next message may come on another of gRPC's threads.
-    pin_dispatch_thread(service_.options_.dispatch_cpu);
+    service_.placement_->on_call();
     {
       std::lock_guard<std::mutex> lock(mu_);
       reading_ = false;
@@ -599,7 +603,7 @@ void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {
 
 grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* TensorGymService::Evaluate(
     grpc::CallbackServerContext* ctx) {
-  pin_dispatch_thread(options_.dispatch_cpu);
+  placement_->on_call();
   return new_evaluate_reactor(*evaluate_, auth_, ctx);
 }
 

@@ -25,7 +25,8 @@ namespace tensorgym::service {
 
 class TensorGymService final : public proto::TensorGym::CallbackService {
  public:
-  TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context, Authenticator auth);
+  TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context, Authenticator auth,
+                   std::unique_ptr<DispatchPlacement> placement);
   ~TensorGymService() override;
 
   grpc::ServerUnaryReactor* GetVersion(grpc::CallbackServerContext* ctx, const proto::GetVersionRequest* request,
@@ -68,6 +69,8 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   SessionTable& sessions() { return sessions_; }
   CallExecutor& executor() { return *executor_; }
   EvaluatePool& evaluate_pool() { return *evaluate_; }
+  // The CPU the call threads are kept on now (--dispatch-cpu); -1: the kernel's choice.
+  int dispatch_home_cpu() const { return placement_->home_cpu(); }
 
  private:
   class SlowUnaryReactor;
@@ -94,13 +97,14 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   template <class Fn>
   grpc::ServerUnaryReactor* run_slow(grpc::CallbackServerContext* ctx, Fn fn);
   Status check_benchmark_uri(const std::string& uri) const;
-  // Every call starts here: keeps this gRPC thread on --dispatch-cpu, then checks the
+  // Every call starts here: places this gRPC thread (--dispatch-cpu), then checks the
   // caller's token.
   Status admit(const grpc::CallbackServerContext& ctx) const;
 
   const ServerOptions options_;
   const std::shared_ptr<EnvContext> context_;
   const Authenticator auth_;
+  const std::unique_ptr<DispatchPlacement> placement_;
   StepMessageAllocator step_messages_;  // Step's messages, and what a step drops (step_messages.h)
   SessionTable sessions_;
   std::unique_ptr<CallExecutor> executor_;

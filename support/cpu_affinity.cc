@@ -20,14 +20,20 @@ Expected<std::vector<int>> allowed_cpus() {
   return cpus;
 }
 
-Status pin_this_thread(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return invalid_argument("no CPU " + std::to_string(cpu));
+Status set_this_thread_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return invalid_argument("a thread needs at least one CPU to run on");
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return invalid_argument("no CPU " + std::to_string(cpu));
+    CPU_SET(cpu, &set);
+  }
   if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set))
-    return internal_error("cannot pin a thread to CPU " + std::to_string(cpu) + ": " + std::strerror(e));
+    return internal_error("cannot set a thread's CPUs (" + std::to_string(cpus.front()) +
+                          (cpus.size() > 1 ? ", ..." : "") + "): " + std::strerror(e));
   return Status();
 }
+
+Status pin_this_thread(int cpu) { return set_this_thread_cpus({cpu}); }
 
 }  // namespace tensorgym

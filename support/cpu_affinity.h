@@ -1,4 +1,4 @@
-// The CPUs this process may run on, and pinning a thread to one of them.
+// The CPUs this process may run on, and pinning a thread to one or more of them.
 #pragma once
 
 #include <vector>
@@ -10,8 +10,11 @@ namespace tensorgym {
 // The CPUs of this process's affinity mask, in increasing order.
 Expected<std::vector<int>> allowed_cpus();
 
-// Pins the calling thread to `cpu`; an error says why not. Threads it starts
-// afterwards inherit the pin.
+// Lets the calling thread run on `cpus` only; an error says why not. Threads it
+// starts afterwards inherit the mask.
+Status set_this_thread_cpus(const std::vector<int>& cpus);
+
+// Pins the calling thread to `cpu`.
 Status pin_this_thread(int cpu);
 
 }  // namespace tensorgym

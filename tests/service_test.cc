@@ -21,12 +21,14 @@
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
+#include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
 #include "service/server.h"
 #include "service/server_timing.h"
 #include "service/session_table.h"
 #include "service/step_messages.h"
 #include "service/tensorgym_service.h"
+#include "support/cpu_affinity.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
@@ -382,6 +384,19 @@ TEST(Service, StartStepForkStateEnd) {
   EXPECT_EQ(detail.session_id(), fr.session_id());
 }
 
+// How many of this process's threads may run on `cpu` only.
+int threads_pinned_to(int cpu) {
+  int pinned = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const pid_t tid = pid_t(std::stol(task.path().filename().string()));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(tid, sizeof set, &set) != 0) continue;  // the thread ended
+    if (CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set)) ++pinned;
+  }
+  return pinned;
+}
+
 // --dispatch-cpu: the threads that ran the calls are on that CPU; the caller's thread
 // (and so the rest of the process) keeps its own affinity.
 TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
@@ -404,15 +419,7 @@ TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
   const uint64_t id = start(*server.stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(*server.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r).ok());
-  int pinned = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    const pid_t tid = pid_t(std::stol(task.path().filename().string()));
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(tid, sizeof set, &set) != 0) continue;  // the thread ended
-    if (CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set)) ++pinned;
-  }
-  EXPECT_GE(pinned, 1);
+  EXPECT_GE(threads_pinned_to(cpu), 1);
   cpu_set_t mine;
   CPU_ZERO(&mine);
   ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
@@ -427,10 +434,128 @@ TEST(Service, DispatchCpuOutsideTheAllowedOnesIsRefused) {
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(s.status().message(), "--dispatch-cpu " + std::to_string(CPU_SETSIZE + 3));
   EXPECT_CONTAINS(s.status().message(), "may run on CPUs");
-  o.dispatch_cpu = -2;
+  o.dispatch_cpu = -3;
   s = service::Server::start(o);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+}
+
+// The default placement (auto): one agent's calls gather gRPC's call threads on one CPU.
+TEST(Service, AutoDispatchGathersOneAgentsCallThreads) {
+  Expected<std::vector<int>> allowed = allowed_cpus();
+  ASSERT_TRUE(allowed.ok());
+  if (allowed->size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  service::ServerOptions o = test_options();
+  ASSERT_EQ(o.dispatch_cpu, service::kDispatchCpuAuto);
+  TestServer server(o);
+  ASSERT_TRUE(server.stub);
+  const uint64_t id = start(*server.stub);
+  proto::StepResponse r;
+  for (const char* a : {"split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)"})
+    ASSERT_TRUE(step(*server.stub, id, {text(a)}, {"loop_nest"}, {}, &r).ok());
+  const int home = server.server->service().dispatch_home_cpu();
+  ASSERT_GE(home, 0);
+  EXPECT_NE(std::find(allowed->begin(), allowed->end(), home), allowed->end());
+  EXPECT_GE(threads_pinned_to(home), 1);
+}
+
+TEST(DispatchPlacement, DispatchCpuTakesAutoNoneOrACpuNumber) {
+  EXPECT_EQ(*service::parse_dispatch_cpu("auto"), service::kDispatchCpuAuto);
+  EXPECT_EQ(*service::parse_dispatch_cpu("none"), service::kDispatchCpuNone);
+  EXPECT_EQ(*service::parse_dispatch_cpu("3"), 3);
+  for (const char* bad : {"", "-1", "x", "1.5", "auto ", "12345678"}) {
+    Expected<int> cpu = service::parse_dispatch_cpu(bad);
+    ASSERT_FALSE(cpu.ok()) << bad;
+    EXPECT_EQ(cpu.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_CONTAINS(cpu.status().message(), "auto, none or a CPU number");
+  }
+  for (int cpu : {service::kDispatchCpuAuto, service::kDispatchCpuNone, 7})
+    EXPECT_EQ(*service::parse_dispatch_cpu(service::dispatch_cpu_name(cpu)), cpu);
+}
+
+// Together until `spread_after` loud windows in a row, spread until `gather_after` quiet
+// ones in a row; a window on the other side starts the count again.
+TEST(DispatchPlacement, LoadLetsGoAfterLoudWindowsAndGathersAfterQuietOnes) {
+  service::DispatchLoadLimits limits;
+  limits.spread_above = 0.9;
+  limits.spread_after = 2;
+  limits.gather_below = 0.5;
+  limits.gather_after = 3;
+  service::DispatchLoad load(limits);
+  EXPECT_TRUE(load.together());
+  EXPECT_TRUE(load.together_after(0.95));
+  EXPECT_TRUE(load.together_after(0.3));  // not in a row
+  EXPECT_TRUE(load.together_after(0.95));
+  EXPECT_FALSE(load.together_after(0.95));
+  EXPECT_FALSE(load.together_after(0.4));
+  EXPECT_FALSE(load.together_after(0.4));
+  EXPECT_FALSE(load.together_after(0.7));  // between the limits: neither
+  EXPECT_FALSE(load.together_after(0.4));
+  EXPECT_FALSE(load.together_after(0.4));
+  EXPECT_TRUE(load.together_after(0.4));
+  EXPECT_TRUE(load.together_after(0.7));
+}
+
+// A real thread under auto: pinned at its first call, let go once its own CPU time
+// fills the windows, gathered again after quiet ones; `none` leaves it alone.
+TEST(DispatchPlacement, AutoPinsACallThreadLetsItGoUnderLoadAndGathersItAgain) {
+  Expected<std::vector<int>> allowed = allowed_cpus();
+  ASSERT_TRUE(allowed.ok());
+  if (allowed->size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  service::DispatchLoadLimits limits;
+  limits.window = std::chrono::milliseconds(5);
+  limits.spread_above = 0.3;  // a spinning thread on a shared machine still gets this much
+  limits.spread_after = 1;
+  limits.gather_below = 0.1;
+  limits.gather_after = 2;
+  Expected<std::unique_ptr<service::DispatchPlacement>> placement =
+      service::DispatchPlacement::create(service::kDispatchCpuAuto, limits);
+  ASSERT_TRUE(placement.ok()) << placement.status().to_string();
+  service::DispatchPlacement& p = **placement;
+  auto my_cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof set, &set);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+  };
+  std::vector<int> first, loaded, gathered, untouched;
+  int home_first = -2, home_loaded = -2, home_gathered = -2;
+  std::thread([&] {
+    p.on_call();
+    first = my_cpus();
+    home_first = p.home_cpu();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(40);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    p.on_call();
+    loaded = my_cpus();
+    home_loaded = p.home_cpu();
+    for (int i = 0; i < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      p.on_call();
+    }
+    gathered = my_cpus();
+    home_gathered = p.home_cpu();
+  }).join();
+  ASSERT_GE(home_first, 0);
+  EXPECT_EQ(first, std::vector<int>{home_first});
+  EXPECT_EQ(home_loaded, -1);
+  EXPECT_EQ(loaded, *allowed);
+  ASSERT_GE(home_gathered, 0);
+  EXPECT_EQ(gathered, std::vector<int>{home_gathered});
+
+  Expected<std::unique_ptr<service::DispatchPlacement>> none =
+      service::DispatchPlacement::create(service::kDispatchCpuNone);
+  ASSERT_TRUE(none.ok());
+  std::thread([&] {
+    (*none)->on_call();
+    untouched = my_cpus();
+  }).join();
+  EXPECT_EQ(untouched, *allowed);
+  EXPECT_EQ((*none)->home_cpu(), -1);
 }
 
 // Server timing: asked for with request metadata, answered in trailing metadata, also

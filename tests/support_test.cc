@@ -187,7 +187,7 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
 #endif
 }
 
-TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOne) {
+TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOneAndBack) {
   Expected<std::vector<int>> cpus = allowed_cpus();
   ASSERT_TRUE(cpus.ok()) << cpus.status().to_string();
   cpu_set_t mask;
@@ -200,19 +200,26 @@ TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOne) {
   const int target = cpus->back();
   cpu_set_t seen;
   CPU_ZERO(&seen);
-  Status pinned;
+  cpu_set_t restored;
+  CPU_ZERO(&restored);
+  Status pinned, set_back;
   std::thread([&] {
     pinned = pin_this_thread(target);
     sched_getaffinity(0, sizeof seen, &seen);
+    set_back = set_this_thread_cpus(*cpus);  // and back to all of them
+    sched_getaffinity(0, sizeof restored, &restored);
   }).join();
   ASSERT_TRUE(pinned.ok()) << pinned.to_string();
   EXPECT_EQ(CPU_COUNT(&seen), 1);
   EXPECT_TRUE(CPU_ISSET(target, &seen));
+  ASSERT_TRUE(set_back.ok()) << set_back.to_string();
+  EXPECT_TRUE(CPU_EQUAL(&restored, &mask));
   cpu_set_t mine;
   CPU_ZERO(&mine);
   ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
   EXPECT_TRUE(CPU_EQUAL(&mine, &mask));
   EXPECT_EQ(pin_this_thread(-1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(set_this_thread_cpus({}).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace tensorgym::cli {
 void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<service::ServerOptions>();
   auto level = std::make_shared<std::string>("info");
+  auto dispatch = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve the environments over gRPC (sessions, steps, fork, state, validate; grpc.health.v1). Binds loopback "
@@ -53,20 +54,23 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--keep-cores-awake", o->keep_cores_awake,
                "Keep the cores from idling between requests (a SCHED_IDLE spinner per core): lower step latency on "
                "VMs, at the cost of the idle cores' power");
-  cmd->add_option("--dispatch-cpu", o->dispatch_cpu,
-                  "Run the gRPC threads that serve calls on this CPU (-1: where the kernel puts them): steadier step "
-                  "latency for one agent on a small machine; with many agents, fast calls share that core")
-      ->default_val(-1);
+  cmd->add_option("--dispatch-cpu", *dispatch,
+                  "Where the gRPC threads that serve calls run: auto (together on one CPU while their load fits in "
+                  "it, spread when it does not), none (where the kernel puts them), or a CPU number")
+      ->default_val("auto");
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds calls in flight get to finish after SIGTERM")
       ->default_val(10)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parent-pid", o->parent_pid, "Exit when this process is no longer the parent (managed mode)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-level", *level, "debug, info, warning, error or off (logs go to stderr)")->default_val("info");
-  cmd->callback([o, level] {
+  cmd->callback([o, level, dispatch] {
     Expected<service::LogLevel> l = service::parse_log_level(*level);
     if (!l.ok()) throw CLI::RuntimeError(report_error(l.status()));
     o->log_level = *l;
+    Expected<int> cpu = service::parse_dispatch_cpu(*dispatch);
+    if (!cpu.ok()) throw CLI::RuntimeError(report_error(cpu.status()));
+    o->dispatch_cpu = *cpu;
     const int status = service::run_server(*o);
     if (status != 0) throw CLI::RuntimeError(status);
   });
