@@ -87,6 +87,9 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   impl->context->threads = options.threads;
   impl->context->serialize_runs = options.exclusive_measure;
   (void)DatasetRegistry::global().datasets();  // built now, not in the first call
+  // Made here, not in a call: its spawn thread would inherit a call thread's pin
+  // (--dispatch-cpu), and so would every measurement worker it starts.
+  (void)impl->context->runner();
   impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth), std::move(placement));
   if (options.keep_cores_awake) {
     Expected<std::unique_ptr<CoreKeepAwake>> k = CoreKeepAwake::start();
