@@ -985,11 +985,10 @@ int main(int argc, char** argv) {
       break;
     }
     tensorgym::Expected<int> cpu = tensorgym::service::parse_dispatch_cpu(dispatch);
-    if (!cpu.ok()) return 1;
     tensorgym::Expected<std::unique_ptr<tensorgym::service::DispatchPlacement>> placement =
-        tensorgym::service::DispatchPlacement::create(*cpu);
+        cpu.ok() ? tensorgym::service::DispatchPlacement::create(*cpu) : cpu.status();
     if (!placement.ok()) {
-      std::fprintf(stderr, "%s\n", placement.status().to_string().c_str());
+      std::fprintf(stderr, "echo: %s\n", placement.status().to_string().c_str());
       return 1;
     }
     tensorgym::g_echo_placement = placement->get();
