@@ -74,8 +74,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
-  TG_ASSIGN_OR_RETURN(std::unique_ptr<DispatchPlacement> placement,
-                      DispatchPlacement::create(options.dispatch_cpu, options.dispatch_limits));
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<DispatchPlacement> placement, DispatchPlacement::create(options.dispatch_cpu));
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
 

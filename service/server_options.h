@@ -54,7 +54,6 @@ struct ServerOptions {
   // kDispatchCpuNone (the kernel's choice) or kDispatchCpuAuto (together on one CPU
   // while their load fits in it).
   int dispatch_cpu = kDispatchCpuAuto;
-  DispatchLoadLimits dispatch_limits;  // for auto
 
   // SIGTERM: calls in flight get this long to finish.
   double shutdown_grace_s = 10;
