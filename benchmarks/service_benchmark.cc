@@ -71,6 +71,7 @@
 #include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
 #include "service/server_timing.h"
+#include "support/cpu_affinity.h"
 
 extern char** environ;
 
@@ -321,12 +322,8 @@ int single_cpu_of_most_threads(pid_t pid) {
   std::map<int, int> threads_on;
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream status(task.path() / "status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
-      const std::string list = line.substr(line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:")));
-      if (!list.empty() && list.find_first_not_of("0123456789") == std::string::npos) ++threads_on[std::stoi(list)];
-    }
+    Expected<std::vector<int>> cpus = thread_cpus(pid_t(std::stol(task.path().filename().string())));
+    if (cpus.ok() && cpus->size() == 1) ++threads_on[cpus->front()];  // else the thread ended, or is not pinned
   }
   int best = -1;
   for (const auto& [cpu, n] : threads_on)

@@ -9,16 +9,19 @@
 
 namespace tensorgym {
 
-Expected<std::vector<int>> allowed_cpus() {
+Expected<std::vector<int>> thread_cpus(pid_t tid) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0)
-    return internal_error(std::string("cannot read the CPU affinity mask: ") + std::strerror(errno));
+  if (sched_getaffinity(tid, sizeof set, &set) != 0)
+    return internal_error("cannot read the CPU affinity mask of thread " + std::to_string(tid) + ": " +
+                          std::strerror(errno));
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
 }
+
+Expected<std::vector<int>> allowed_cpus() { return thread_cpus(0); }
 
 Status set_this_thread_cpus(const std::vector<int>& cpus) {
   if (cpus.empty()) return invalid_argument("a thread needs at least one CPU to run on");

@@ -388,11 +388,8 @@ TEST(Service, StartStepForkStateEnd) {
 int threads_pinned_to(int cpu) {
   int pinned = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    const pid_t tid = pid_t(std::stol(task.path().filename().string()));
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(tid, sizeof set, &set) != 0) continue;  // the thread ended
-    if (CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set)) ++pinned;
+    Expected<std::vector<int>> cpus = thread_cpus(pid_t(std::stol(task.path().filename().string())));
+    if (cpus.ok() && *cpus == std::vector<int>{cpu}) ++pinned;  // else the thread ended, or runs elsewhere
   }
   return pinned;
 }
@@ -513,13 +510,8 @@ TEST(DispatchPlacement, AutoPinsACallThreadLetsItGoUnderLoadAndGathersItAgain) {
   ASSERT_TRUE(placement.ok()) << placement.status().to_string();
   service::DispatchPlacement& p = **placement;
   auto my_cpus = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    sched_getaffinity(0, sizeof set, &set);
-    std::vector<int> cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
+    Expected<std::vector<int>> cpus = thread_cpus(0);
+    return cpus.ok() ? *cpus : std::vector<int>{};
   };
   std::vector<int> first, loaded, gathered, untouched;
   int home_first = -2, home_loaded = -2, home_gathered = -2;

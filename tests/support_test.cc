@@ -1,9 +1,12 @@
 // support/: copy on write, deferred release, the host's measured gather and scatter costs.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -220,6 +223,21 @@ TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOneAndBack) {
   EXPECT_TRUE(CPU_EQUAL(&mine, &mask));
   EXPECT_EQ(pin_this_thread(-1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(set_this_thread_cpus({}).code(), StatusCode::kInvalidArgument);
+  // Another thread's mask, read by its id while it waits pinned.
+  std::promise<pid_t> tid;
+  std::promise<void> done;
+  std::thread waiter([&] {
+    (void)pin_this_thread(target);
+    tid.set_value(pid_t(::syscall(SYS_gettid)));
+    done.get_future().wait();
+  });
+  Expected<std::vector<int>> other = thread_cpus(tid.get_future().get());
+  done.set_value();
+  waiter.join();
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  EXPECT_EQ(*other, std::vector<int>{target});
+  EXPECT_EQ(thread_cpus(0).value(), *cpus);
+  EXPECT_FALSE(thread_cpus(-7).ok());
 }
 
 }  // namespace
