@@ -394,7 +394,7 @@ std::unique_ptr<grpc::ClientContext> context() {
   return c;
 }
 
-uint64_t start_session(TensorGym::Stub& stub) {
+std::string start_session(TensorGym::Stub& stub) {
   proto::StartSessionRequest r;
   r.set_env("schedule-v0");
   r.set_benchmark(kBenchmark);
@@ -404,14 +404,14 @@ uint64_t start_session(TensorGym::Stub& stub) {
   return s.session_id();
 }
 
-void end_session(TensorGym::Stub& stub, uint64_t id) {
+void end_session(TensorGym::Stub& stub, const std::string& id) {
   proto::EndSessionRequest r;
   r.set_session_id(id);
   proto::EndSessionResponse e;
   (void)stub.EndSession(context().get(), r, &e);
 }
 
-proto::StepRequest step_request(uint64_t session, const std::string& action, const std::string& observation) {
+proto::StepRequest step_request(const std::string& session, const std::string& action, const std::string& observation) {
   proto::StepRequest r;
   r.set_session_id(session);
   if (!action.empty()) r.add_action()->set_string_value(action);
@@ -480,13 +480,13 @@ Comparison compare(const Workload& a, const Workload& b, int rounds, int calls) 
 struct ActionSteps {
   TensorGym::Stub& stub;
   std::string observation;
-  uint64_t session = 0;
+  std::string session;
   size_t next = 0;
   std::vector<double> operator()(int calls) {
     std::vector<double> t;
     for (int i = 0; i < calls; ++i) {
-      if (session == 0 || next == kActions.size()) {
-        if (session) end_session(stub, session);
+      if (session.empty() || next == kActions.size()) {
+        if (!session.empty()) end_session(stub, session);
         session = start_session(stub);
         next = 0;
       }
@@ -556,7 +556,8 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   auto start_service = [&](const std::string& binary, const std::string& name, Child* child) {
     const std::string port_file = dir + "/" + name + ".port";
     std::vector<std::string> serve = {binary,        "serve",   "--port",         "0",     "--port-file", port_file,
-                                      "--log-level", "warning", "--max-sessions", "100000"};
+                                      "--log-level", "warning", "--max-sessions", "100000",
+                                      "--max-sessions-per-client", "100000"};
     if (keep_cores_awake) serve.push_back("--keep-cores-awake");
     if (g_dispatch_cpu != service::kDispatchCpuAuto) {  // the default; builds before it take numbers only
       serve.push_back("--dispatch-cpu");
@@ -580,7 +581,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   // episode's answers for that observation.
   auto median_answer = [&](const std::string& observation) {
     std::vector<std::string> responses;
-    uint64_t s = start_session(*real_stub);
+    std::string s = start_session(*real_stub);
     for (const std::string& a : kActions) {
       proto::StepResponse out;
       grpc::ClientContext ctx;
@@ -595,11 +596,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   const std::string canned = median_answer("loop_nest");
   const std::string action_step_mask_answer = median_answer("action_mask");
   // The session ids of the real and the echo requests differ, but not their encoded size.
-  const uint64_t kEchoSession = 1ull << 50;
+  const std::string kEchoSession(32, 'e');  // the size of a real handle
   const size_t request_bytes = step_request(kEchoSession, kActions[0], "loop_nest").ByteSizeLong();
   const proto::StepRequest echo_action_mask_request = step_request(kEchoSession, kActions[0], "action_mask");
   std::string mask_answer;
-  uint64_t mask_session = start_session(*real_stub);
+  std::string mask_session = start_session(*real_stub);
   const proto::StepRequest mask_request = step_request(mask_session, "", "action_mask");
   {
     proto::StepResponse out;
@@ -731,11 +732,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   // apart. What the round trip adds beyond the server's time is gRPC and the kernel.
   {
     std::vector<std::vector<double>> round_trip(kActions.size()), in_server(kActions.size());
-    uint64_t session = 0;
+    std::string session;
     for (int i = 0; i < rounds * calls; ++i) {
       const size_t a = size_t(i) % kActions.size();
       if (a == 0) {
-        if (session) end_session(*real_stub, session);
+        if (!session.empty()) end_session(*real_stub, session);
         session = start_session(*real_stub);
       }
       const proto::StepRequest r = step_request(session, kActions[a], "loop_nest");
@@ -760,11 +761,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
   // 3. Session stream: one message each way, action + loop_nest.
   {
     StreamSteps real_stream(*real_stub), echo_stream(*echo_stub);
-    uint64_t session = 0;
+    std::string session;
     size_t next = 0;
     auto real_next = [&] {
-      if (session == 0 || next == kActions.size()) {
-        if (session) end_session(*real_stub, session);
+      if (session.empty() || next == kActions.size()) {
+        if (!session.empty()) end_session(*real_stub, session);
         session = start_session(*real_stub);
         next = 0;
       }
@@ -788,7 +789,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
                                   [&](int n) { return unary_steps(n); }, rounds, calls);
     std::printf("| TensorGym Session stream step / TensorGym unary Step (action + loop_nest), us | %.1f | %.1f (unary) | %.3f |\n",
                 vs_unary.a_us, vs_unary.b_us, vs_unary.ratio);
-    if (unary_steps.session) end_session(*real_stub, unary_steps.session);
+    if (!unary_steps.session.empty()) end_session(*real_stub, unary_steps.session);
   }
 
   // 4. The client library's Env::step (unary and streaming) against the raw stub.
@@ -826,7 +827,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
       std::printf("| client::Env::step%s%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
                   streaming ? " streaming" : "", busy_poll ? " with set_busy_poll(1000)" : "", c.a_us, c.b_us,
                   c.ratio);
-      if (raw.session) end_session(*real_stub, raw.session);
+      if (!raw.session.empty()) end_session(*real_stub, raw.session);
     }
   }
 
@@ -919,7 +920,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
           }
           steps += 10;
         }
-        if (w.session) end_session(*stub, w.session);
+        if (!w.session.empty()) end_session(*stub, w.session);
       });
     }
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -937,13 +938,13 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     const int n = 2000;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const int64_t before = rss_kib(real.pid);
-    std::vector<uint64_t> ids;
+    std::vector<std::string> ids;
     for (int i = 0; i < n; ++i) ids.push_back(start_session(*real_stub));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const int64_t after = rss_kib(real.pid);
     std::printf("| memory per idle session (%d sessions on gmm-1), KiB | %.1f | | |\n", n,
                 double(after - before) / n);
-    for (uint64_t id : ids) end_session(*real_stub, id);
+    for (const std::string& id : ids) end_session(*real_stub, id);
   }
   return 0;
 }

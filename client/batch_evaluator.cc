@@ -33,7 +33,8 @@ constexpr const char* kPreflightPrefix = "__preflight__/";
 
 // kRefused: the endpoint turned the stream down for good (a token it does not accept,
 // no Evaluate call), or a local service keeps exiting at start; retrying cannot help.
-// kDraining: the endpoint answered a job UNAVAILABLE (it is shutting down): no new jobs
+// kDraining: the endpoint answered a job UNAVAILABLE (it is shutting down, or the cache
+// of programs sent in jobs is held full by running jobs): no new jobs
 // until its stream ends, or a probe after kDrainProbeS finds it well after all.
 enum class State { kConnecting, kPreflight, kReady, kQuarantined, kDown, kRefused, kDraining };
 

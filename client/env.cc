@@ -65,7 +65,7 @@ struct Env::Impl {
 
   // The session on the service.
   bool has_session = false;
-  uint64_t session_id = 0;
+  std::string session_id;  // the server's handle
   size_t backend_index = 0;
   uint64_t epoch = 0;
   bool lost = false;       // gone with its server, or ended there: replay before use
@@ -86,7 +86,7 @@ struct Env::Impl {
   std::unique_ptr<grpc::ClientReaderWriter<proto::StepRequest, proto::StepResponse>> stream;
   std::unique_ptr<PolledStream> polled_stream;  // instead of `stream` when busy polling
   size_t stream_backend = 0;
-  uint64_t stream_session = 0;
+  std::string stream_session;
 
   Impl(std::shared_ptr<Connection> c, std::string n, EnvSpaces s)
       : connection(std::move(c)), conn(connection->impl()), name(std::move(n)), spaces(std::move(s)) {
@@ -252,7 +252,7 @@ struct Env::Impl {
       grpc::Status st = b.stub->StartSession(&ctx, start, &started_session);
       if (!st.ok()) return st;
     }
-    const uint64_t id = started_session.session_id();
+    const std::string id = started_session.session_id();
     uint64_t steps = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
       const Entry& e = entries[i];
@@ -521,7 +521,7 @@ void Env::set_streaming(bool on) {
   impl_->streaming = on;
   if (!on) impl_->close_stream();
 }
-uint64_t Env::session_id() const { return impl_->session_id; }
+const std::string& Env::session_id() const { return impl_->session_id; }
 const std::shared_ptr<Connection>& Env::connection() const { return impl_->connection; }
 
 Expected<std::vector<Event>> Env::reset(const std::string& benchmark, const ResetOptions& options,
@@ -586,7 +586,7 @@ Expected<std::unique_ptr<tensorgym::Env>> Env::fork() const {
   Impl& m = *impl_;
   if (!m.started) return failed_precondition("fork before reset");
   proto::ForkSessionResponse response;
-  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, uint64_t id) {
+  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, const std::string& id) {
     proto::ForkSessionRequest request;
     request.set_session_id(id);
     return b.stub->ForkSession(ctx, request, &response);
@@ -609,7 +609,7 @@ EpisodeState Env::state() const {
   fallback.benchmark = m.benchmark;
   fallback.action_space = m.reset_options.action_space;
   proto::GetStateResponse response;
-  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, uint64_t id) {
+  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, const std::string& id) {
     proto::GetStateRequest request;
     request.set_session_id(id);
     return b.stub->GetState(ctx, request, &response);
@@ -632,7 +632,7 @@ Status Env::set_parameter(const std::string& key, const std::string& value) {
     remember();
     return Status();
   }
-  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, uint64_t id) {
+  grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, const std::string& id) {
     proto::SendSessionParameterRequest request;
     request.set_session_id(id);
     request.set_key(key);

@@ -57,7 +57,8 @@ class Env final : public tensorgym::Env {
   // this many microseconds before sleeping on it (ConnectionOptions::busy_poll_us; 0:
   // sleep at once).
   void set_busy_poll(double microseconds);
-  uint64_t session_id() const;
+  // The server's handle of the session (32 hex digits); empty before reset.
+  const std::string& session_id() const;
   const std::shared_ptr<Connection>& connection() const;
 
  private:

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "client/content_hash.h"
+#include "support/sha256.h"
 #include "proto/provenance_json.h"
 #include "proto/tensorgym.pb.h"
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "datasets/benchmark.h"
+#include "datasets/file_access.h"
 
 namespace tensorgym {
 
@@ -22,11 +23,12 @@ class FileBenchmarkLoader {
   // becomes the expert schedule. The file is read every time; while its text is
   // unchanged the same ProgramPtr comes back. Thread-safe.
   //
+  // `files` says which files may be read (FileAccess::read and its errors).
   // Errors name the file: NOT_FOUND (no such file), PERMISSION_DENIED,
   // INVALID_ARGUMENT for something that is not a regular file and for program text
   // that does not parse ("PATH:line:column: message"), RESOURCE_EXHAUSTED for a
   // file over the text limit.
-  Expected<Benchmark> load(std::string_view path) const;
+  Expected<Benchmark> load(std::string_view path, const FileAccess& files) const;
 
  private:
   struct Cached {

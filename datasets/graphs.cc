@@ -118,18 +118,18 @@ bool is_graph_uri(std::string_view uri) {
   return uri.rfind("benchmark://graphs-v0/", 0) == 0 || uri.rfind("graphs-v0/", 0) == 0;
 }
 
-Expected<GraphBenchmark> resolve_graph(std::string_view uri_text) {
+Expected<GraphBenchmark> resolve_graph(std::string_view uri_text, const FileAccess& files) {
   TG_ASSIGN_OR_RETURN(BenchmarkUri uri, parse_benchmark_uri(uri_text));
   GraphBenchmark out;
   if (uri.scheme == "file") {
     out.uri = "file://" + uri.name;
     if (ends_with(uri.name, ".csv")) {
-      TG_ASSIGN_OR_RETURN(Instance inst, load_lifetimes_csv(uri.name));
+      TG_ASSIGN_OR_RETURN(Instance inst, load_lifetimes_csv(uri.name, files));
       out.instance = std::make_shared<const Instance>(std::move(inst));
       return out;
     }
     if (ends_with(uri.name, ".onnx")) {
-      TG_ASSIGN_OR_RETURN(Graph g, import_onnx_file(uri.name));
+      TG_ASSIGN_OR_RETURN(Graph g, import_onnx_file(uri.name, files));
       out.graph = std::make_shared<const Graph>(std::move(g));
       return out;
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "datasets/benchmark.h"
+#include "datasets/file_access.h"
 #include "memplan/graph.h"
 #include "memplan/instance.h"
 
@@ -30,7 +31,9 @@ struct GraphBenchmark {
   bool is_graph() const { return graph != nullptr; }
 };
 
-Expected<GraphBenchmark> resolve_graph(std::string_view uri);
+// A graph benchmark by URI; file:// URIs are read through `files` (the registry's
+// FileAccess where a server resolves them).
+Expected<GraphBenchmark> resolve_graph(std::string_view uri, const FileAccess& files = FileAccess::any());
 
 // Whether a URI names a graph benchmark (graphs-v0, or a file ending in .onnx/.csv).
 bool is_graph_uri(std::string_view uri);

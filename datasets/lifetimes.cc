@@ -40,23 +40,6 @@ bool parse_int(const std::string& s, int64_t* v) {
 
 }  // namespace
 
-Expected<std::string> read_file_capped(const std::string& path, int64_t max_bytes) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return not_found("cannot read " + path + ": no such file");
-    return not_found("cannot read " + path + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) return invalid_argument("cannot read " + path + ": not a regular file");
-  if (st.st_size > max_bytes)
-    return resource_exhausted(path + " is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                              std::to_string(max_bytes));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kPermissionDenied, "cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::string& source) {
   Instance inst;
   std::istringstream in(text);
@@ -95,8 +78,8 @@ Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::strin
   return inst;
 }
 
-Expected<Instance> load_lifetimes_csv(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(std::string text, read_file_capped(path, kMaxLifetimesFileBytes));
+Expected<Instance> load_lifetimes_csv(const std::string& path, const FileAccess& files) {
+  TG_ASSIGN_OR_RETURN(std::string text, files.read(path, kMaxLifetimesFileBytes));
   return parse_lifetimes_csv(text, path);
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "datasets/file_access.h"
 #include "memplan/instance.h"
 #include "support/status.h"
 
@@ -16,11 +17,8 @@ inline constexpr int64_t kMaxLifetimesFileBytes = int64_t(256) << 20;
 
 // Errors are INVALID_ARGUMENT "SOURCE:line: message".
 Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::string& source);
-// Reads a file (NOT_FOUND when missing; RESOURCE_EXHAUSTED past the cap).
-Expected<Instance> load_lifetimes_csv(const std::string& path);
+// Reads a file through `files` (NOT_FOUND when missing; RESOURCE_EXHAUSTED past the cap).
+Expected<Instance> load_lifetimes_csv(const std::string& path, const FileAccess& files = FileAccess::any());
 std::string lifetimes_to_csv(const Instance& instance);
-
-// Reads a whole file of at most `max_bytes` (used by the graph loaders too).
-Expected<std::string> read_file_capped(const std::string& path, int64_t max_bytes);
 
 }  // namespace tensorgym

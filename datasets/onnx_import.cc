@@ -354,8 +354,8 @@ Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& s
   return Importer(model, source).run();
 }
 
-Expected<Graph> import_onnx_file(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(std::string bytes, read_file_capped(path, kMaxOnnxFileBytes));
+Expected<Graph> import_onnx_file(const std::string& path, const FileAccess& files) {
+  TG_ASSIGN_OR_RETURN(std::string bytes, files.read(path, kMaxOnnxFileBytes));
   return import_onnx_bytes(bytes, path);
 }
 
@@ -371,7 +371,7 @@ Expected<Graph> import_onnx_bytes(const std::string&, const std::string& source)
   return unimplemented(source + ": this build has no ONNX import (install libonnx-dev and reconfigure)");
 }
 
-Expected<Graph> import_onnx_file(const std::string& path) { return import_onnx_bytes("", path); }
+Expected<Graph> import_onnx_file(const std::string& path, const FileAccess&) { return import_onnx_bytes("", path); }
 
 }  // namespace tensorgym
 

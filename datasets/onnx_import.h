@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "datasets/file_access.h"
 #include "memplan/graph.h"
 #include "support/status.h"
 
@@ -20,7 +21,8 @@ inline constexpr int64_t kMaxOnnxFileBytes = int64_t(1) << 30;
 // Whether this build has ONNX import (UNIMPLEMENTED from the functions below if not).
 bool onnx_import_available();
 
-Expected<Graph> import_onnx_file(const std::string& path);
+// Reads the file through `files` (FileAccess::read and its errors).
+Expected<Graph> import_onnx_file(const std::string& path, const FileAccess& files = FileAccess::any());
 // From serialized ModelProto bytes; `source` names it in errors.
 Expected<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source);
 

@@ -35,6 +35,9 @@ DatasetRegistry::DatasetRegistry() {
   auto user = std::make_unique<UserDataset>();
   user_ = user.get();
   datasets_.push_back(std::move(user));
+  auto inline_programs = std::make_unique<InlinePrograms>();
+  inline_ = inline_programs.get();
+  datasets_.push_back(std::move(inline_programs));
 }
 
 DatasetRegistry::~DatasetRegistry() = default;
@@ -72,7 +75,7 @@ Expected<Benchmark> DatasetRegistry::resolve(std::string_view uri_text) const {
       return invalid_argument("benchmark URI " + quote_uri(uri_text) +
                               " is a graph for memory planning, not a tensor program: use the memory-v0 "
                               "environment or `tensorgym memplan`");
-    return files_.load(uri.name);
+    return files_.load(uri.name, files_access_);
   }
 
   std::shared_lock<std::shared_mutex> lock(mu_);
@@ -116,8 +119,9 @@ Expected<Benchmark> DatasetRegistry::resolve(std::string_view uri_text) const {
   return dataset->get(uri.name);
 }
 
-Expected<std::string> DatasetRegistry::add_user_benchmark(std::string_view name, std::string_view program_text) {
-  return user_->add(name, program_text);
+Expected<std::string> DatasetRegistry::add_user_benchmark(std::string_view name, std::string_view program_text,
+                                                          const std::string& owner) {
+  return user_->add(name, program_text, owner);
 }
 
 Status DatasetRegistry::add_dataset(std::unique_ptr<Dataset> dataset) {

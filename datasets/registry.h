@@ -11,6 +11,7 @@
 
 #include "datasets/benchmark.h"
 #include "datasets/file_benchmark.h"
+#include "datasets/inline_programs.h"
 #include "datasets/user_dataset.h"
 
 namespace tensorgym {
@@ -44,7 +45,17 @@ class DatasetRegistry {
   // Adds a program to benchmark://user-v0 (UserDataset::add): the URI, or
   // INVALID_ARGUMENT (bad name; program text, with line:column), ALREADY_EXISTS (the
   // name holds a different text), RESOURCE_EXHAUSTED (too many).
-  Expected<std::string> add_user_benchmark(std::string_view name, std::string_view program_text);
+  // `owner` is whose caps it counts against (a server's client; "" in-process).
+  Expected<std::string> add_user_benchmark(std::string_view name, std::string_view program_text,
+                                           const std::string& owner = "");
+  UserDataset& user_benchmarks() { return *user_; }
+  // benchmark://inline-v0, the programs batch jobs send as text.
+  InlinePrograms& inline_programs() { return *inline_; }
+
+  // Which files file:// URIs may read (FileAccess::any() unless set); set it before
+  // the registry is shared.
+  void set_file_access(FileAccess files) { files_access_ = std::move(files); }
+  const FileAccess& file_access() const { return files_access_; }
 
   // Registers another dataset; ALREADY_EXISTS when its name is taken,
   // INVALID_ARGUMENT when it is not of the form scheme://name.
@@ -53,8 +64,10 @@ class DatasetRegistry {
  private:
   mutable std::shared_mutex mu_;  // guards datasets_ (the datasets guard themselves)
   std::vector<std::unique_ptr<Dataset>> datasets_;
-  UserDataset* user_ = nullptr;  // owned by datasets_
+  UserDataset* user_ = nullptr;      // owned by datasets_
+  InlinePrograms* inline_ = nullptr;  // owned by datasets_
   FileBenchmarkLoader files_;
+  FileAccess files_access_ = FileAccess::any();
 };
 
 }  // namespace tensorgym

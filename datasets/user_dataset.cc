@@ -46,10 +46,50 @@ Expected<Benchmark> UserDataset::get(std::string_view name) const {
                      " programs added with add_user_benchmark in this process)");
   }
   const Entry& e = entries_[it->second];
+  e.last_used = std::chrono::steady_clock::now();
   return Benchmark{std::string(kName) + "/" + e.name, e.text, e.program, "", e.shape};
 }
 
-Expected<std::string> UserDataset::add(std::string_view name, std::string_view program_text) {
+Status UserDataset::check_owner_room_locked(const std::string& owner, size_t text_bytes) const {
+  size_t count = 0;
+  int64_t bytes = 0;
+  for (const Entry& e : entries_) {
+    if (e.owner != owner) continue;
+    ++count;
+    bytes += int64_t(e.text.size());
+  }
+  if (count >= kMaxPerOwner)
+    return resource_exhausted("this client holds " + std::to_string(count) + " programs in " + kName +
+                              ", its cap; programs nobody uses are removed after a while");
+  if (bytes + int64_t(text_bytes) > kMaxBytesPerOwner)
+    return resource_exhausted("this client's programs in " + std::string(kName) + " hold " + std::to_string(bytes) +
+                              " bytes of text; with " + std::to_string(text_bytes) + " more they would pass its cap of " +
+                              std::to_string(kMaxBytesPerOwner));
+  return Status();
+}
+
+std::vector<std::string> UserDataset::expire_unused(std::chrono::nanoseconds idle) {
+  const auto cutoff = std::chrono::steady_clock::now() - idle;
+  std::vector<Entry> gone;  // destroyed outside the lock
+  std::vector<std::string> names;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry> kept;
+  for (Entry& e : entries_) {
+    if (e.last_used < cutoff) {
+      names.push_back(std::string(kName) + "/" + e.name);
+      gone.push_back(std::move(e));
+    } else {
+      kept.push_back(std::move(e));
+    }
+  }
+  if (gone.empty()) return names;
+  entries_ = std::move(kept);
+  index_.clear();
+  for (size_t i = 0; i < entries_.size(); ++i) index_.emplace(entries_[i].name, i);
+  return names;
+}
+
+Expected<std::string> UserDataset::add(std::string_view name, std::string_view program_text, const std::string& owner) {
   if (!is_valid_name(name)) {
     return invalid_argument("invalid user benchmark name " + quote_uri(name) +
                             ": a name has letters, digits, '_', '-' and '.', starts with a letter or '_' and has at "
@@ -60,14 +100,18 @@ Expected<std::string> UserDataset::add(std::string_view name, std::string_view p
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find(std::string(name));
     if (it != index_.end()) {
-      if (entries_[it->second].text == program_text) return uri;
-      return already_exists("user benchmark " + uri + " already exists with a different program text");
+      if (entries_[it->second].text != program_text)
+        return already_exists("user benchmark " + uri + " already exists with a different program text");
+      entries_[it->second].last_used = std::chrono::steady_clock::now();
+      return uri;
     }
+    TG_RETURN_IF_ERROR(check_owner_room_locked(owner, program_text.size()));
   }
   // Parsed outside the lock: user text can be large.
   Expected<Program> parsed = parse_program(program_text);
   if (!parsed.ok()) return Status(parsed.status().code(), uri + ":" + parsed.status().message());
-  Entry e{std::string(name), std::string(program_text), std::make_shared<const Program>(std::move(*parsed)), ""};
+  Entry e{std::string(name), std::string(program_text), std::make_shared<const Program>(std::move(*parsed)), "",
+          owner, std::chrono::steady_clock::now()};
   e.shape = describe_program_shapes(*e.program);
 
   std::lock_guard<std::mutex> lock(mu_);
@@ -76,6 +120,7 @@ Expected<std::string> UserDataset::add(std::string_view name, std::string_view p
     if (entries_[it->second].text == e.text) return uri;
     return already_exists("user benchmark " + uri + " already exists with a different program text");
   }
+  TG_RETURN_IF_ERROR(check_owner_room_locked(owner, e.text.size()));  // again: it may have added meanwhile
   if (entries_.size() >= kMaxBenchmarks) {
     return resource_exhausted("cannot add " + uri + ": " + kName + " already holds " +
                               std::to_string(kMaxBenchmarks) + " programs, its limit");

@@ -1,7 +1,11 @@
 // benchmark://user-v0: programs added at run time by their text, under a name the
-// user picks (DatasetRegistry::add_user_benchmark).
+// user picks (DatasetRegistry::add_user_benchmark). Each program belongs to the client
+// that added it (an owner key; "" in-process): a client holds at most
+// kMaxPerOwner programs and kMaxBytesPerOwner bytes of text, and a server ends
+// programs nobody used for a while (expire_unused), so that no client fills it for all.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -16,9 +20,12 @@ namespace tensorgym {
 class UserDataset : public Dataset {
  public:
   static constexpr const char* kName = "benchmark://user-v0";
-  // Caps: number of programs held, length of a name.
+  // Caps: number of programs held, length of a name, and per owner the programs and
+  // the bytes of their text.
   static constexpr size_t kMaxBenchmarks = 4096;
   static constexpr size_t kMaxNameLength = 128;
+  static constexpr size_t kMaxPerOwner = 256;
+  static constexpr int64_t kMaxBytesPerOwner = int64_t(64) << 20;
 
   std::string name() const override { return kName; }
   std::string description() const override { return "Programs added at run time by their text"; }
@@ -30,8 +37,12 @@ class UserDataset : public Dataset {
   // URI, "benchmark://user-v0/<name>". Adding the same text under the same name
   // again returns the URI. Errors: INVALID_ARGUMENT for a bad name or program text
   // ("benchmark://user-v0/<name>:line:column: message"), ALREADY_EXISTS when the name
-  // holds a different text, RESOURCE_EXHAUSTED past kMaxBenchmarks.
-  Expected<std::string> add(std::string_view name, std::string_view program_text);
+  // holds a different text, RESOURCE_EXHAUSTED past kMaxBenchmarks or the owner's caps.
+  Expected<std::string> add(std::string_view name, std::string_view program_text, const std::string& owner = "");
+
+  // Removes the programs not added or resolved for longer than `idle`; their names.
+  // (A session that holds one keeps its program.)
+  std::vector<std::string> expire_unused(std::chrono::nanoseconds idle);
 
   // Names are identifier-like: letters, digits, '_', '-' and '.', starting with a
   // letter or '_', at most kMaxNameLength characters.
@@ -43,7 +54,11 @@ class UserDataset : public Dataset {
     std::string text;
     ProgramPtr program;
     std::string shape;
+    std::string owner;
+    mutable std::chrono::steady_clock::time_point last_used;
   };
+  Status check_owner_room_locked(const std::string& owner, size_t text_bytes) const;
+
   mutable std::mutex mu_;
   std::vector<Entry> entries_;  // in the order they were added
   std::unordered_map<std::string, size_t> index_;

@@ -30,6 +30,7 @@ struct LoweredNest;
 // workers, and baselines already measured (so reset does not measure them again).
 struct EnvContext {
   DatasetRegistry* datasets = nullptr;  // the global registry when null
+  std::shared_ptr<DatasetRegistry> datasets_owner;  // keeps `datasets` alive where the context owns it
   int runner_workers = 1;
   std::string worker_binary;            // `tensorgym` for workers; empty: this executable
   int threads = 0;                      // threads for compiled runs (0: every core)

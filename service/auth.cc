@@ -4,8 +4,6 @@
 
 #include <grpcpp/server_context.h>
 
-#include "support/credential_files.h"
-
 namespace tensorgym::service {
 namespace {
 
@@ -23,28 +21,47 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+Expected<Authenticator> Authenticator::with_tokens(std::vector<NamedToken> tokens) {
+  for (const NamedToken& t : tokens) TG_RETURN_IF_ERROR(check_token(t.token, "of client '" + t.name + "'"));
+  Authenticator a;
+  a.tokens_ = std::move(tokens);
+  return a;
+}
+
 Expected<Authenticator> Authenticator::from_options(const ServerOptions& options) {
-  if (!options.auth_token.empty()) return Authenticator(options.auth_token);
+  if (!options.auth_token.empty()) return with_tokens({{"token", options.auth_token}});
   if (options.auth_token_file.empty()) return Authenticator();
-  TG_ASSIGN_OR_RETURN(std::string token, read_token_file(options.auth_token_file));
-  return Authenticator(std::move(token));
+  TG_ASSIGN_OR_RETURN(std::vector<NamedToken> tokens, read_token_list_file(options.auth_token_file));
+  return with_tokens(std::move(tokens));
 }
 
-Status Authenticator::check_header(std::string_view value) const {
-  if (token_.empty()) return Status();
+Expected<std::string> Authenticator::identify_header(std::string_view value) const {
+  if (tokens_.empty()) return std::string();
   constexpr std::string_view kBearer = "Bearer ";
-  if (value.empty()) return Status(StatusCode::kUnauthenticated, "this server requires a bearer token: send metadata 'authorization: Bearer <token>'");
-  if (value.substr(0, kBearer.size()) != kBearer || !constant_time_equal(value.substr(kBearer.size()), token_))
-    return Status(StatusCode::kUnauthenticated, "wrong bearer token in the 'authorization' metadata");
-  return Status();
+  if (value.empty())
+    return Status(StatusCode::kUnauthenticated,
+                  "this server requires a bearer token: send metadata 'authorization: Bearer <token>'");
+  if (value.substr(0, kBearer.size()) == kBearer) {
+    const std::string_view sent = value.substr(kBearer.size());
+    // Every token is compared, so the time taken does not say which one matched.
+    const NamedToken* match = nullptr;
+    for (const NamedToken& t : tokens_)
+      if (constant_time_equal(sent, t.token)) match = &t;
+    if (match) return "token:" + match->name;
+  }
+  return Status(StatusCode::kUnauthenticated, "wrong bearer token in the 'authorization' metadata");
 }
 
-Status Authenticator::check(const grpc::ServerContextBase& context) const {
-  if (token_.empty()) return Status();
+Expected<std::string> Authenticator::identify(const grpc::ServerContextBase& context) const {
+  if (tokens_.empty()) return std::string();
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) return check_header({});
-  return check_header(std::string_view(it->second.data(), it->second.size()));
+  if (it == md.end()) return identify_header({});
+  return identify_header(std::string_view(it->second.data(), it->second.size()));
+}
+
+std::string quota_key(const std::string& identity, const grpc::ServerContextBase& context) {
+  return identity.empty() ? "peer:" + context.peer() : identity;
 }
 
 bool is_loopback_host(const std::string& host) {

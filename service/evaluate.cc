@@ -8,7 +8,7 @@
 #include <cmath>
 #include <exception>
 
-#include "client/content_hash.h"
+#include "support/sha256.h"
 #include "client/jobs.h"
 #include "client/rpc_status.h"
 #include "codegen/measure/runner.h"
@@ -224,23 +224,24 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
     if (!known_space(env.reward_spaces(), r))
       return malformed("unknown reward '" + r + "' (" + env_name + " has " + space_names(env.reward_spaces()) + ")");
 
-  // The benchmark: a URI, or the job's own program text (kept in benchmark://user-v0
-  // under a name derived from its content, so the same text is added once).
+  // The benchmark: a URI, or the job's own program text (cached in
+  // benchmark://inline-v0 by its hash and held there while the job runs).
   std::string uri = job.benchmark();
+  InlinePrograms::Pin pin;
   if (!job.program().empty()) {
-    const std::string name = "eval_" + client::sha256_hex(job.program()).substr(0, 32);
-    Expected<std::string> added = registry_of(*context).add_user_benchmark(name, job.program());
+    Expected<InlinePrograms::Pin> added = registry_of(*context).inline_programs().add(job.program());
     if (!added.ok()) {
       std::string message = added.status().message();
       if (!job.benchmark().empty()) message = job.benchmark() + ": " + message;
-      return malformed("the job's program: " + message);
+      // A cache full of running jobs' programs is the server's state, not the job's fault.
+      return failure(std::move(out),
+                     added.status().code() == StatusCode::kUnavailable ? proto::JOB_UNAVAILABLE : proto::JOB_MALFORMED,
+                     "the job's program: " + message);
     }
-    uri = *added;
+    pin = std::move(*added);
+    uri = pin.uri;
   } else if (uri.empty()) {
     return malformed("a job needs a benchmark URI or a program");
-  } else if (!limits.serve_files && uri.rfind("file:", 0) == 0) {
-    return malformed("file:// benchmarks read the server's files and are served on loopback only; send the program "
-                     "text in the job instead");
   }
 
   for (const auto& [k, v] : job.parameters())
@@ -570,9 +571,9 @@ namespace {
 class EvaluateReactor final : public grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse> {
  public:
   EvaluateReactor(EvaluatePool& pool, const Authenticator& auth, grpc::CallbackServerContext* ctx) : pool_(pool) {
-    if (Status st = auth.check(*ctx); !st.ok()) {
+    if (Expected<std::string> caller = auth.identify(*ctx); !caller.ok()) {
       finished_ = true;
-      Finish(rpc::to_grpc(st));
+      Finish(rpc::to_grpc(caller.status()));
       return;
     }
     // Shutdown ends a stream that has nothing left to answer (it would otherwise stay

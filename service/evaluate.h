@@ -50,7 +50,6 @@ struct EvaluateLimits {
   int max_spaces = 256;                     // observations, rewards, parameters per job
   int max_actions = 4096;                   // actions per job
   int64_t max_program_bytes = int64_t(1) << 20;  // program text, and action text
-  bool serve_files = true;                  // file:// benchmarks (loopback servers only)
 };
 
 // Whether a job asks for a space that measures (compiles and runs in a worker).

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "codegen/measure/runner.h"
+#include "datasets/file_access.h"
 #include "datasets/registry.h"
 #include "service/auth.h"
 #include "service/dispatch_placement.h"
@@ -57,6 +58,7 @@ struct Server::Impl {
       if (stopping) break;
       lock.unlock();
       service->reap_idle_sessions();
+      service->expire_unused_benchmarks();
       lock.lock();
     }
   }
@@ -70,10 +72,16 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   set_log_level(options.log_level);
   TG_RETURN_IF_ERROR(check_bind_policy(options));
   TG_ASSIGN_OR_RETURN(Authenticator auth, Authenticator::from_options(options));
+  const bool tokens = auth.enabled();
   if (options.port < 0 || options.port > 65535) return invalid_argument("the port must be in 0..65535");
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
+  if (options.max_sessions_per_client <= 0) return invalid_argument("--max-sessions-per-client must be positive");
+  FileAccess files = FileAccess::none();
+  if (!options.allow_files.empty()) {
+    TG_ASSIGN_OR_RETURN(files, FileAccess::below(options.allow_files));
+  }
   TG_ASSIGN_OR_RETURN(std::unique_ptr<DispatchPlacement> placement, DispatchPlacement::create(options.dispatch_cpu));
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
@@ -81,11 +89,15 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->context = std::make_shared<EnvContext>();
+  // The server's own datasets: its clients' programs, and the files it may read for them.
+  auto datasets = std::make_shared<DatasetRegistry>();
+  datasets->set_file_access(std::move(files));
+  impl->context->datasets = datasets.get();
+  impl->context->datasets_owner = std::move(datasets);
   impl->context->runner_workers = std::max(1, options.workers);
   impl->context->worker_binary = options.worker_binary;
   impl->context->threads = options.threads;
   impl->context->serialize_runs = options.exclusive_measure;
-  (void)DatasetRegistry::global().datasets();  // built now, not in the first call
   // Made here, not in a call: its spawn thread would inherit a call thread's pin
   // (--dispatch-cpu), and so would every measurement worker it starts.
   (void)impl->context->runner();
@@ -129,8 +141,17 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
     health->SetServingStatus(kServiceName, true);
   Impl* raw = impl.get();
   impl->reaper = std::thread([raw] { raw->run_reaper(); });
-  log(LogLevel::kInfo, "listening on " + host_port(options.host, impl->port) + (options.auth_token.empty() && options.auth_token_file.empty() ? "" : " (token)") +
-                           (options.tls_cert_file.empty() ? "" : " (TLS)"));
+  const bool tls = !options.tls_cert_file.empty();
+  log(LogLevel::kInfo, "listening on " + host_port(options.host, impl->port) + (tokens ? " (token)" : "") +
+                           (tls ? " (TLS)" : ""));
+  if (tokens && !tls)
+    log(LogLevel::kWarning,
+        "WARNING: bearer tokens without TLS travel in plain text: anyone who can see this traffic can read a token "
+        "and call as its client. Configure --tls-cert and --tls-key, or keep the server on loopback");
+  std::string dirs;
+  for (const std::string& d : impl->context->datasets->file_access().dirs()) dirs += (dirs.empty() ? "" : ", ") + d;
+  log(LogLevel::kInfo, dirs.empty() ? std::string("file:// benchmarks: off (--allow-files DIR serves those below DIR)")
+                                    : "file:// benchmarks: below " + dirs);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

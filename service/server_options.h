@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "service/dispatch_placement.h"
 #include "service/log.h"
@@ -28,11 +29,13 @@ struct ServerOptions {
 
   // Caps.
   int max_sessions = 1024;
+  int max_sessions_per_client = 256;  // by token, or by connection without tokens (auth.h)
   int64_t max_message_bytes = int64_t(64) << 20;  // a request larger is RESOURCE_EXHAUSTED
   int64_t max_program_bytes = int64_t(1) << 20;   // AddBenchmark text larger is INVALID_ARGUMENT
   int max_actions_per_step = 4096;
   int max_spaces_per_call = 256;  // observation or reward names in one call
   double idle_timeout_s = 1800;   // sessions unused this long are ended (0: never)
+  double user_benchmark_ttl_s = 3600;  // AddBenchmark programs unused this long are removed (0: never)
 
   // Threads that run calls which may measure (the gRPC threads run the cheap ones).
   int call_threads = 0;  // 0: 2 * workers + 2
@@ -59,8 +62,9 @@ struct ServerOptions {
   double shutdown_grace_s = 10;
   // Exit when this process stops being our parent (managed mode). 0: no check.
   int parent_pid = 0;
-  // file:// benchmarks read the server's files: allowed on loopback only, unless set.
-  bool allow_file_benchmarks_remote = false;
+  // Directories file:// benchmarks may be read from (--allow-files, repeatable); none:
+  // clients read no file of the server's (datasets/file_access.h).
+  std::vector<std::string> allow_files;
 
   LogLevel log_level = LogLevel::kInfo;
 };

@@ -1,6 +1,10 @@
 #include "service/session_table.h"
 
-#include <random>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdlib>
+
 
 namespace tensorgym::service {
 namespace {
@@ -14,47 +18,93 @@ int64_t now_ns() {
 
 void Session::touch() { last_used_ns.store(now_ns(), std::memory_order_relaxed); }
 
-SessionTable::SessionTable(int max_sessions) : max_sessions_(max_sessions) {
-  // Ids start at a random point so that ids of a restarted server rarely name a
-  // session of the previous one (clients then see NOT_FOUND, not a stranger's episode).
-  std::random_device rd;
-  next_id_ = ((uint64_t(rd()) << 32) | rd()) & ((uint64_t(1) << 52) - 1);
-  if (next_id_ == 0) next_id_ = 1;
+std::string random_handle() {
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::abort();  // no kernel randomness: never hand out a guessable handle
+    got += size_t(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(2 * sizeof bytes, '0');
+  for (size_t i = 0; i < sizeof bytes; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return out;
 }
 
-Expected<std::shared_ptr<Session>> SessionTable::add(std::unique_ptr<Env> env, uint64_t step_count) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+SessionTable::SessionTable(int max_sessions, int max_per_client)
+    : max_sessions_(max_sessions), max_per_client_(max_per_client) {}
+
+Status SessionTable::check_room_locked(const std::string& quota_key) const {
   if (int(sessions_.size()) >= max_sessions_)
     return resource_exhausted("the server holds " + std::to_string(sessions_.size()) +
                               " sessions, its cap (--max-sessions); end sessions that are no longer used");
-  auto s = std::make_shared<Session>(next_id_++);
+  auto it = per_client_.find(quota_key);
+  if (it != per_client_.end() && it->second >= max_per_client_)
+    return resource_exhausted("this client holds " + std::to_string(it->second) +
+                              " sessions, the cap for one client (--max-sessions-per-client); end sessions that "
+                              "are no longer used");
+  return Status();
+}
+
+Status SessionTable::check_room(const std::string& quota_key) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return check_room_locked(quota_key);
+}
+
+Expected<std::shared_ptr<Session>> SessionTable::add(std::unique_ptr<Env> env, const std::string& owner,
+                                                     const std::string& quota_key, uint64_t step_count) {
+  auto s = std::make_shared<Session>(random_handle(), owner, quota_key);
   s->env_name = env->name();
   s->env = std::move(env);
   s->step_count = step_count;
   s->touch();
-  sessions_.emplace(s->id, s);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  TG_RETURN_IF_ERROR(check_room_locked(quota_key));
+  if (!sessions_.emplace(s->id, s).second) return internal_error("a session handle came out twice");
+  ++per_client_[quota_key];
   return s;
 }
 
-Status SessionTable::unknown_session(uint64_t id) {
-  return not_found("unknown session " + std::to_string(id) +
-                   " (never started, ended, or ended after being idle; start a new one)");
+bool is_handle(const std::string& id) {
+  if (id.size() != 32) return false;
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
 }
 
-Expected<std::shared_ptr<Session>> SessionTable::find(uint64_t id) const {
+Status SessionTable::unknown_session(const std::string& id) {
+  if (!is_handle(id))
+    return not_found("unknown session: a handle of " + std::to_string(id.size()) +
+                     " bytes that is not one this server gives (handles are 32 hex digits)");
+  return not_found("unknown session " + id +
+                   " (never started, ended, ended after being idle, or another client's; start a new one)");
+}
+
+Expected<std::shared_ptr<Session>> SessionTable::find(const std::string& id, const std::string& caller) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) return unknown_session(id);
+  if (it == sessions_.end() || it->second->owner != caller) return unknown_session(id);
   return it->second;
 }
 
-bool SessionTable::remove(uint64_t id) {
+void SessionTable::forget_locked(const Session& s) {
+  auto it = per_client_.find(s.quota_key);
+  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+}
+
+bool SessionTable::remove(const std::string& id, const std::string& caller) {
   std::shared_ptr<Session> gone;  // destroyed outside the lock
   std::unique_lock<std::shared_mutex> lock(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) return false;
+  if (it == sessions_.end() || it->second->owner != caller) return false;
   gone = std::move(it->second);
   sessions_.erase(it);
+  forget_locked(*gone);
   return true;
 }
 
@@ -63,10 +113,10 @@ size_t SessionTable::size() const {
   return sessions_.size();
 }
 
-std::vector<uint64_t> SessionTable::reap_idle(std::chrono::nanoseconds idle) {
+std::vector<std::string> SessionTable::reap_idle(std::chrono::nanoseconds idle) {
   const int64_t cutoff = now_ns() - idle.count();
   std::vector<std::shared_ptr<Session>> gone;
-  std::vector<uint64_t> ids;
+  std::vector<std::string> ids;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
@@ -75,6 +125,7 @@ std::vector<uint64_t> SessionTable::reap_idle(std::chrono::nanoseconds idle) {
       if (busy.owns_lock() && s.last_used_ns.load(std::memory_order_relaxed) < cutoff) {
         busy.unlock();
         ids.push_back(it->first);
+        forget_locked(s);
         gone.push_back(std::move(it->second));
         it = sessions_.erase(it);
       } else {
@@ -86,9 +137,10 @@ std::vector<uint64_t> SessionTable::reap_idle(std::chrono::nanoseconds idle) {
 }
 
 void SessionTable::clear() {
-  std::unordered_map<uint64_t, std::shared_ptr<Session>> gone;
+  std::unordered_map<std::string, std::shared_ptr<Session>> gone;
   std::unique_lock<std::shared_mutex> lock(mu_);
   gone.swap(sessions_);
+  per_client_.clear();
   lock.unlock();
 }
 

@@ -21,7 +21,7 @@
 namespace tensorgym::service {
 namespace {
 
-constexpr const char* kProtocolVersion = "1";
+constexpr const char* kProtocolVersion = "2";  // 2: session handles are strings
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 10000;
 constexpr size_t kMaxParameterBytes = 4096;
@@ -36,9 +36,9 @@ grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* ctx, const Status&
   return finish(ctx, rpc::to_grpc(status));
 }
 
-grpc::Status session_not_found(uint64_t id) {
+grpc::Status session_not_found(const std::string& id) {
   proto::SessionNotFound detail;
-  detail.set_session_id(id);
+  if (is_handle(id)) detail.set_session_id(id);
   return rpc::to_grpc(SessionTable::unknown_session(id), detail);
 }
 
@@ -71,11 +71,10 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
       context_(std::move(context)),
       auth_(std::move(auth)),
       placement_(std::move(placement)),
-      sessions_(options.max_sessions) {
+      sessions_(options.max_sessions, options.max_sessions_per_client) {
   const int threads = options_.call_threads > 0 ? options_.call_threads : 2 * std::max(1, options_.workers) + 2;
   std::shared_ptr<EnvContext> ctx = context_;
   executor_ = std::make_unique<CallExecutor>(threads, [ctx](uint64_t job_id) { ctx->runner().cancel(job_id); });
-  serve_files_ = is_loopback_host(options_.host) || options_.allow_file_benchmarks_remote;
   SetMessageAllocatorFor_Step(&step_messages_);
   std::random_device rd;
   char id[40];
@@ -90,7 +89,6 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
   eval.limits.max_spaces = options_.max_spaces_per_call;
   eval.limits.max_actions = options_.max_actions_per_step;
   eval.limits.max_program_bytes = options_.max_program_bytes;
-  eval.limits.serve_files = serve_files_;
   evaluate_ = std::make_unique<EvaluatePool>(std::move(eval), context_);
   for (const std::string& name : env_names()) {
     Expected<std::unique_ptr<Env>> env = make_env(name, context_);
@@ -121,17 +119,9 @@ bool TensorGymService::may_measure(const std::string& env, const std::vector<std
   return false;
 }
 
-Status TensorGymService::admit(const grpc::CallbackServerContext& ctx) const {
+Expected<std::string> TensorGymService::admit(const grpc::CallbackServerContext& ctx) const {
   placement_->on_call();
-  return auth_.check(ctx);
-}
-
-Status TensorGymService::check_benchmark_uri(const std::string& uri) const {
-  if (!serve_files_ && uri.rfind("file:", 0) == 0)
-    return Status(StatusCode::kPermissionDenied,
-                  "file:// benchmarks read the server's files and are served on loopback only; add the program "
-                  "with AddBenchmark and use its benchmark://user-v0 URI");
-  return Status();
+  return auth_.identify(ctx);
 }
 
 template <class Fn>
@@ -146,9 +136,10 @@ grpc::ServerUnaryReactor* TensorGymService::run_slow(grpc::CallbackServerContext
 }
 
 template <class Fn>
-grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerContext* ctx, uint64_t session_id,
+grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerContext* ctx,
+                                                         const std::string& session_id, const std::string& caller,
                                                          bool may_block, Fn fn) {
-  Expected<std::shared_ptr<service::Session>> found = sessions_.find(session_id);
+  Expected<std::shared_ptr<service::Session>> found = sessions_.find(session_id, caller);
   if (!found.ok()) return finish(ctx, session_not_found(session_id));
   return with_session(ctx, std::move(*found), may_block, std::move(fn));
 }
@@ -176,7 +167,8 @@ grpc::ServerUnaryReactor* TensorGymService::with_session(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::GetVersion(grpc::CallbackServerContext* ctx,
                                                        const proto::GetVersionRequest*,
                                                        proto::GetVersionResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   response->set_service_version(TENSORGYM_VERSION);
   response->set_protocol_version(kProtocolVersion);
   response->set_instance_id(instance_id_);
@@ -187,7 +179,8 @@ grpc::ServerUnaryReactor* TensorGymService::GetVersion(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContext* ctx,
                                                       const proto::GetSpacesRequest* request,
                                                       proto::GetSpacesResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   auto it = spaces_.find(request->env());
   if (it == spaces_.end()) {
     std::string known;
@@ -201,7 +194,8 @@ grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* TensorGymService::ListDatasets(grpc::CallbackServerContext* ctx,
                                                          const proto::ListDatasetsRequest*,
                                                          proto::ListDatasetsResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   for (const Dataset* d : registry_of(*context_).datasets()) {
     proto::DatasetInfo* info = response->add_dataset();
     info->set_name(d->name());
@@ -214,7 +208,8 @@ grpc::ServerUnaryReactor* TensorGymService::ListDatasets(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerContext* ctx,
                                                            const proto::ListBenchmarksRequest* request,
                                                            proto::ListBenchmarksResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   if (request->page_size() < 0) return finish(ctx, invalid_argument("page_size must be >= 0"));
   const int64_t page_size = request->page_size() == 0 ? kDefaultPageSize : std::min(request->page_size(), kMaxPageSize);
   if (request->offset() < 0) return finish(ctx, invalid_argument("offset must be >= 0"));
@@ -243,12 +238,14 @@ grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerC
 grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerContext* ctx,
                                                          const proto::AddBenchmarkRequest* request,
                                                          proto::AddBenchmarkResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   if (int64_t(request->program().size()) > options_.max_program_bytes)
     return finish(ctx, invalid_argument("the program text is " + std::to_string(request->program().size()) +
                                         " bytes; the cap is " + std::to_string(options_.max_program_bytes) +
                                         " (--max-program-bytes)"));
-  Expected<std::string> uri = registry_of(*context_).add_user_benchmark(request->name(), request->program());
+  Expected<std::string> uri =
+      registry_of(*context_).add_user_benchmark(request->name(), request->program(), quota_key(*caller, *ctx));
   if (!uri.ok()) return finish(ctx, uri.status());
   log(LogLevel::kDebug, "added " + *uri);
   response->set_uri(*uri);
@@ -258,7 +255,8 @@ grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerContext* ctx,
                                                          const proto::StartSessionRequest* request,
                                                          proto::StartSessionResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   struct Args {
     std::string env, benchmark;
     ResetOptions reset;
@@ -275,15 +273,13 @@ grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerCon
     return finish(ctx, st);
   if (Status st = names_from_proto(request->reward_space(), options_, "reward", &args->rewards); !st.ok())
     return finish(ctx, st);
-  if (Status st = check_benchmark_uri(args->benchmark); !st.ok()) return finish(ctx, st);
   if (request->parameter_size() > options_.max_spaces_per_call)
     return finish(ctx, invalid_argument("too many session parameters"));
   for (const auto& [k, v] : request->parameter()) args->parameters.emplace_back(k, v);
-  if (int(sessions_.size()) >= sessions_.max_sessions())
-    return finish(ctx, resource_exhausted("the server holds " + std::to_string(sessions_.size()) +
-                                          " sessions, its cap (--max-sessions); end sessions that are no longer used"));
+  const std::string quota = quota_key(*caller, *ctx);
+  if (Status st = sessions_.check_room(quota); !st.ok()) return finish(ctx, st);
 
-  auto start = [this, args, response](CallExecutor::Call* call) -> grpc::Status {
+  auto start = [this, args, response, owner = *caller, quota](CallExecutor::Call* call) -> grpc::Status {
     Expected<std::unique_ptr<Env>> env = make_env(args->env, context_);
     if (!env.ok()) return rpc::to_grpc(env.status());
     for (const auto& [k, v] : args->parameters)
@@ -298,11 +294,11 @@ grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerCon
       if (!r.error.ok()) return rpc::to_grpc(r.error);
     }
     if (call && call->cancelled()) return rpc::to_grpc(call->reason());
-    Expected<std::shared_ptr<service::Session>> session = sessions_.add(std::move(*env));
+    Expected<std::shared_ptr<service::Session>> session = sessions_.add(std::move(*env), owner, quota);
     if (!session.ok()) return rpc::to_grpc(session.status());
     response->set_session_id((*session)->id);
     events_to_proto(*obs, response->mutable_observation());
-    log(LogLevel::kDebug, "session " + std::to_string((*session)->id) + " started: " + args->benchmark);
+    log(LogLevel::kDebug, "session " + (*session)->id + " started: " + args->benchmark);
     return grpc::Status::OK;
   };
   if (may_measure(args->env, args->observations, args->rewards))
@@ -334,13 +330,14 @@ grpc::Status TensorGymService::step_session(service::Session& session, const Ste
 
 grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                                  proto::StepResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   const ServerTiming timing(*ctx);
   // What the step drops is destroyed once the answer is written (step_messages.h).
   DeferredReleaseScope release_after_answer;
   auto args = std::make_shared<StepArgs>();
   if (Status st = step_args_from_proto(*request, options_, args.get()); !st.ok()) return finish(ctx, st);
-  Expected<std::shared_ptr<service::Session>> found = sessions_.find(request->session_id());
+  Expected<std::shared_ptr<service::Session>> found = sessions_.find(request->session_id(), *caller);
   if (!found.ok()) return finish(ctx, session_not_found(request->session_id()));
   const bool slow = may_measure((*found)->env_name, args->observations, args->rewards);
   const bool error_in_response = request->error_in_response();
@@ -365,11 +362,14 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerContext* ctx,
                                                         const proto::ForkSessionRequest* request,
                                                         proto::ForkSessionResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
-  return with_session(ctx, request->session_id(), false, [this, response](service::Session& s, CallExecutor::Call*) {
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
+  const std::string quota = quota_key(*caller, *ctx);
+  return with_session(ctx, request->session_id(), *caller, false,
+                      [this, response, owner = *caller, quota](service::Session& s, CallExecutor::Call*) {
     Expected<std::unique_ptr<Env>> fork = s.env->fork();
     if (!fork.ok()) return rpc::to_grpc(fork.status());
-    Expected<std::shared_ptr<service::Session>> copy = sessions_.add(std::move(*fork), s.step_count);
+    Expected<std::shared_ptr<service::Session>> copy = sessions_.add(std::move(*fork), owner, quota, s.step_count);
     if (!copy.ok()) return rpc::to_grpc(copy.status());
     response->set_session_id((*copy)->id);
     return grpc::Status::OK;
@@ -379,8 +379,9 @@ grpc::ServerUnaryReactor* TensorGymService::ForkSession(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TensorGymService::EndSession(grpc::CallbackServerContext* ctx,
                                                        const proto::EndSessionRequest* request,
                                                        proto::EndSessionResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
-  if (!sessions_.remove(request->session_id())) return finish(ctx, session_not_found(request->session_id()));
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
+  if (!sessions_.remove(request->session_id(), *caller)) return finish(ctx, session_not_found(request->session_id()));
   response->set_remaining_sessions(int32_t(sessions_.size()));
   return finish(ctx, grpc::Status::OK);
 }
@@ -388,8 +389,9 @@ grpc::ServerUnaryReactor* TensorGymService::EndSession(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* TensorGymService::GetState(grpc::CallbackServerContext* ctx,
                                                      const proto::GetStateRequest* request,
                                                      proto::GetStateResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
-  return with_session(ctx, request->session_id(), false, [response](service::Session& s, CallExecutor::Call*) {
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
+  return with_session(ctx, request->session_id(), *caller, false, [response](service::Session& s, CallExecutor::Call*) {
     wire::episode_state_to_proto(s.env->state(), response->mutable_state());
     response->set_step_count(s.step_count);
     return grpc::Status::OK;
@@ -399,12 +401,13 @@ grpc::ServerUnaryReactor* TensorGymService::GetState(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackServerContext* ctx,
                                                                  const proto::SendSessionParameterRequest* request,
                                                                  proto::SendSessionParameterResponse*) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   if (request->key().size() > kMaxParameterBytes || request->value().size() > kMaxParameterBytes)
     return finish(ctx, invalid_argument("a session parameter's key and value are at most " +
                                         std::to_string(kMaxParameterBytes) + " bytes each"));
   std::string key = request->key(), value = request->value();
-  return with_session(ctx, request->session_id(), false, [key, value](service::Session& s, CallExecutor::Call*) {
+  return with_session(ctx, request->session_id(), *caller, false, [key, value](service::Session& s, CallExecutor::Call*) {
     return rpc::to_grpc(s.env->set_parameter(key, value));
   });
 }
@@ -412,8 +415,8 @@ grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackS
 grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext* ctx,
                                                      const proto::ValidateRequest* request,
                                                      proto::ValidateResponse* response) {
-  if (Status st = admit(*ctx); !st.ok()) return finish(ctx, st);
-  if (Status st = check_benchmark_uri(request->state().benchmark()); !st.ok()) return finish(ctx, st);
+  Expected<std::string> caller = admit(*ctx);
+  if (!caller.ok()) return finish(ctx, caller.status());
   auto state = std::make_shared<EpisodeState>(wire::episode_state_from_proto(request->state()));
   const double tolerance = request->tolerance() == 0 ? 0.25 : request->tolerance();
   return run_slow(ctx, [this, state, tolerance, response](CallExecutor::Call& call) {
@@ -433,11 +436,13 @@ grpc::ServerUnaryReactor* TensorGymService::Validate(grpc::CallbackServerContext
 class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse> {
  public:
   SessionStream(TensorGymService& service, grpc::CallbackServerContext* ctx) : service_(service), ctx_(ctx) {
-    if (Status st = service_.admit(*ctx); !st.ok()) {
+    Expected<std::string> caller = service_.admit(*ctx);
+    if (!caller.ok()) {
       finished_ = true;
-      Finish(rpc::to_grpc(st));
+      Finish(rpc::to_grpc(caller.status()));
       return;
     }
+    caller_ = std::move(*caller);
     std::lock_guard<std::mutex> registry(service_.streams_mu_);
     registered_ = true;
     service_.session_streams_.insert(this);
@@ -475,13 +480,13 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
     Status st = step_args_from_proto(request_, service_.options_, args.get());
     std::shared_ptr<service::Session> session;
     if (st.ok()) {
-      Expected<std::shared_ptr<service::Session>> found = service_.sessions_.find(request_.session_id());
+      Expected<std::shared_ptr<service::Session>> found = service_.sessions_.find(request_.session_id(), caller_);
       if (found.ok()) {
         session = std::move(*found);
       } else {
         st = found.status();
         proto::SessionNotFound detail;
-        detail.set_session_id(request_.session_id());
+        if (is_handle(request_.session_id())) detail.set_session_id(request_.session_id());
         response_.mutable_status()->add_details()->PackFrom(detail);
       }
     }
@@ -565,6 +570,7 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
 
   TensorGymService& service_;
   grpc::CallbackServerContext* ctx_;
+  std::string caller_;  // the client's identity (auth.h), fixed for the stream
   proto::StepRequest request_;
   proto::StepResponse response_;
   std::mutex mu_;
@@ -583,10 +589,18 @@ grpc::ServerBidiReactor<proto::StepRequest, proto::StepResponse>* TensorGymServi
 
 size_t TensorGymService::reap_idle_sessions() {
   if (options_.idle_timeout_s <= 0) return 0;
-  std::vector<uint64_t> ids =
+  std::vector<std::string> ids =
       sessions_.reap_idle(std::chrono::nanoseconds(int64_t(options_.idle_timeout_s * 1e9)));
-  for (uint64_t id : ids) log(LogLevel::kInfo, "session " + std::to_string(id) + " ended after being idle");
+  for (const std::string& id : ids) log(LogLevel::kInfo, "session " + id + " ended after being idle");
   return ids.size();
+}
+
+size_t TensorGymService::expire_unused_benchmarks() {
+  if (options_.user_benchmark_ttl_s <= 0) return 0;
+  std::vector<std::string> gone = registry_of(*context_).user_benchmarks().expire_unused(
+      std::chrono::nanoseconds(int64_t(options_.user_benchmark_ttl_s * 1e9)));
+  for (const std::string& uri : gone) log(LogLevel::kInfo, uri + " ended after being unused");
+  return gone.size();
 }
 
 void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {

@@ -62,6 +62,8 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
 
   // Ends idle sessions (the server calls this periodically); returns how many.
   size_t reap_idle_sessions();
+  // Removes the benchmark://user-v0 programs unused for --user-benchmark-ttl; how many.
+  size_t expire_unused_benchmarks();
   // Refuses new calls that may measure, gives those in flight `grace`, then cancels them;
   // ends the Session and Evaluate streams that wait for their client (UNAVAILABLE).
   void shutdown(std::chrono::steady_clock::duration grace);
@@ -87,8 +89,8 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   // Runs fn(session, call) holding the session: on this thread when the session is free
   // and !may_block, else on the executor. fn returns the call's status.
   template <class Fn>
-  grpc::ServerUnaryReactor* with_session(grpc::CallbackServerContext* ctx, uint64_t session_id, bool may_block,
-                                         Fn fn);
+  grpc::ServerUnaryReactor* with_session(grpc::CallbackServerContext* ctx, const std::string& session_id,
+                                         const std::string& caller, bool may_block, Fn fn);
   // The same with the session already looked up.
   template <class Fn>
   grpc::ServerUnaryReactor* with_session(grpc::CallbackServerContext* ctx, std::shared_ptr<service::Session> session,
@@ -96,10 +98,9 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   // Runs fn(call) on the executor and finishes the call with its status.
   template <class Fn>
   grpc::ServerUnaryReactor* run_slow(grpc::CallbackServerContext* ctx, Fn fn);
-  Status check_benchmark_uri(const std::string& uri) const;
   // Every call starts here: places this gRPC thread (--dispatch-cpu), then checks the
-  // caller's token.
-  Status admit(const grpc::CallbackServerContext& ctx) const;
+  // caller's token. The caller's identity (Authenticator::identify).
+  Expected<std::string> admit(const grpc::CallbackServerContext& ctx) const;
 
   const ServerOptions options_;
   const std::shared_ptr<EnvContext> context_;
@@ -115,7 +116,6 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   bool closing_streams_ = false;
   std::map<std::string, proto::GetSpacesResponse> spaces_;           // by env name
   std::map<std::string, std::unordered_set<std::string>> measuring_;  // env -> platform-dependent spaces
-  bool serve_files_ = true;
   std::string instance_id_;
 };
 

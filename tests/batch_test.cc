@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -675,7 +676,8 @@ TEST(Batch, SendsNoMoreThanTheServiceQueues) {
 // why, instead of being retried until the evaluator gives up.
 TEST(Batch, AWrongTokenFailsFastAndSaysWhy) {
   const std::string token = temp_path("token");
-  write_file(token, "right-token\n");
+  write_file(token, "right-token-0123456789\n");
+  ASSERT_EQ(::chmod(token.c_str(), 0600), 0);  // a token file others can read is refused
   std::vector<std::string> args = kServeArgs;
   args.insert(args.end(), {"--auth-token-file", token});
   Expected<std::unique_ptr<client::ManagedServer>> server = client::ManagedServer::start(kBinary, args, 60);

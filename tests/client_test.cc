@@ -476,7 +476,7 @@ TEST(Client, DeadlineExceededDuringASlowMeasurementKeepsTheEpisode) {
 
 TEST(Client, RemoteModeWithTokenAndDnsName) {
   service::ServerOptions so = server_options();
-  so.auth_token = "tok-123";
+  so.auth_token = "tok-123-0123456789";
   Expected<std::unique_ptr<service::Server>> server = service::Server::start(so);
   ASSERT_TRUE(server.ok());
   const std::string port = std::to_string((*server)->port());
@@ -485,7 +485,7 @@ TEST(Client, RemoteModeWithTokenAndDnsName) {
   o.startup_timeout_s = 2;
   Expected<std::shared_ptr<client::Connection>> denied = client::Connection::open(o);
   EXPECT_EQ(denied.status().code(), StatusCode::kUnauthenticated);
-  o.auth_token = "tok-123";
+  o.auth_token = "tok-123-0123456789";
   auto c = open(o);
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->managed());

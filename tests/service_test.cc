@@ -94,7 +94,7 @@ proto::Event index(int64_t i) {
   return e;
 }
 
-uint64_t start(TensorGym::Stub& stub, const std::string& benchmark = kGemm,
+std::string start(TensorGym::Stub& stub, const std::string& benchmark = kGemm,
                const std::vector<std::string>& observations = {}, proto::StartSessionResponse* out = nullptr) {
   proto::StartSessionRequest r;
   r.set_env("schedule-v0");
@@ -107,7 +107,7 @@ uint64_t start(TensorGym::Stub& stub, const std::string& benchmark = kGemm,
   return response.session_id();
 }
 
-grpc::Status step(TensorGym::Stub& stub, uint64_t session, const std::vector<proto::Event>& actions,
+grpc::Status step(TensorGym::Stub& stub, const std::string& session, const std::vector<proto::Event>& actions,
                   const std::vector<std::string>& observations, const std::vector<std::string>& rewards,
                   proto::StepResponse* response, bool error_in_response = false, double deadline_s = 60) {
   proto::StepRequest r;
@@ -119,7 +119,7 @@ grpc::Status step(TensorGym::Stub& stub, uint64_t session, const std::vector<pro
   return stub.Step(ctx(deadline_s).get(), r, response);
 }
 
-proto::EpisodeState get_state(TensorGym::Stub& stub, uint64_t session, uint64_t* step_count = nullptr) {
+proto::EpisodeState get_state(TensorGym::Stub& stub, const std::string& session, uint64_t* step_count = nullptr) {
   proto::GetStateRequest r;
   r.set_session_id(session);
   proto::GetStateResponse response;
@@ -129,7 +129,7 @@ proto::EpisodeState get_state(TensorGym::Stub& stub, uint64_t session, uint64_t*
   return response.state();
 }
 
-grpc::Status set_parameter(TensorGym::Stub& stub, uint64_t session, const std::string& key, const std::string& value) {
+grpc::Status set_parameter(TensorGym::Stub& stub, const std::string& session, const std::string& key, const std::string& value) {
   proto::SendSessionParameterRequest r;
   r.set_session_id(session);
   r.set_key(key);
@@ -167,7 +167,7 @@ TEST(Service, GetVersionNamesTheEnvironmentsAndTheInstance) {
   proto::GetVersionResponse v;
   ASSERT_TRUE(shared().stub->GetVersion(ctx().get(), {}, &v).ok());
   EXPECT_EQ(v.service_version(), TENSORGYM_VERSION);
-  EXPECT_EQ(v.protocol_version(), "1");
+  EXPECT_EQ(v.protocol_version(), "2");
   EXPECT_FALSE(v.instance_id().empty());
   bool schedule = false;
   for (const std::string& e : v.env()) schedule |= e == "schedule-v0";
@@ -329,7 +329,7 @@ TEST(Service, MalformedProgramTextIsInvalidArgumentWithItsPosition) {
 TEST(Service, StartStepForkStateEnd) {
   TensorGym::Stub& stub = *shared().stub;
   proto::StartSessionResponse s;
-  const uint64_t id = start(stub, "benchmark://ops-v0/gmm-4", {"schedule", "loop_nest"}, &s);  // has an expert schedule
+  const std::string id = start(stub, "benchmark://ops-v0/gmm-4", {"schedule", "loop_nest"}, &s);  // has an expert schedule
   ASSERT_EQ(s.observation_size(), 2);
   EXPECT_EQ(s.observation(0).string_value(), "");
 
@@ -413,7 +413,7 @@ TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
     proto::GetVersionResponse v;
     ASSERT_TRUE(server.stub->GetVersion(ctx().get(), {}, &v).ok());
   }
-  const uint64_t id = start(*server.stub);
+  const std::string id = start(*server.stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(*server.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r).ok());
   EXPECT_GE(threads_pinned_to(cpu), 1);
@@ -446,7 +446,7 @@ TEST(Service, AutoDispatchGathersOneAgentsCallThreads) {
   ASSERT_EQ(o.dispatch_cpu, service::kDispatchCpuAuto);
   TestServer server(o);
   ASSERT_TRUE(server.stub);
-  const uint64_t id = start(*server.stub);
+  const std::string id = start(*server.stub);
   proto::StepResponse r;
   for (const char* a : {"split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)"})
     ASSERT_TRUE(step(*server.stub, id, {text(a)}, {"loop_nest"}, {}, &r).ok());
@@ -554,7 +554,7 @@ TEST(DispatchPlacement, AutoPinsACallThreadLetsItGoUnderLoadAndGathersItAgain) {
 // when the step fails or runs on the call threads; absent when not asked for.
 TEST(Service, StepReportsItsServerTimeWhenAsked) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   auto timed_step = [&](bool ask, const std::string& action, grpc::Status* st,
                         const std::string& observation = "loop_nest") -> std::optional<double> {
     proto::StepRequest r;
@@ -590,7 +590,7 @@ TEST(Service, StepReportsItsServerTimeWhenAsked) {
 
 TEST(Service, InvalidActionIdsGiveTheirCodeAndLeaveTheSession) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(stub, id, {text("split(C.i, 32, io, ii)")}, {}, {}, &r).ok());
   // The conventional form: the step's error is the call's status.
@@ -657,11 +657,11 @@ TEST(Service, BadStartsSayWhatWasWrong) {
 
 TEST(Service, UnknownSessionsAreNotFoundEverywhere) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t ghost = 42;
+  const std::string ghost = "0123456789abcdef0123456789abcdef";
   proto::StepResponse r;
   grpc::Status st = step(stub, ghost, {}, {}, {}, &r);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_CONTAINS(st.error_message(), "unknown session 42");
+  EXPECT_CONTAINS(st.error_message(), "unknown session " + ghost);
   proto::ForkSessionRequest f;
   f.set_session_id(ghost);
   proto::ForkSessionResponse fr;
@@ -675,7 +675,7 @@ TEST(Service, UnknownSessionsAreNotFoundEverywhere) {
 
 TEST(Service, SessionParameters) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   EXPECT_TRUE(set_parameter(stub, id, "runner.repeat", "3").ok());
   grpc::Status st = set_parameter(stub, id, "runner.bogus", "3");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -685,7 +685,7 @@ TEST(Service, SessionParameters) {
 
 TEST(Service, ValidateReplaysAndChecks) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(stub, id, {text("split(C.j, 16, jo, ji)"), text("vectorize(C.ji)")}, {}, {"est_cycles"}, &r).ok());
   proto::ValidateRequest v;
@@ -712,7 +712,7 @@ TEST(Service, ValidateReplaysAndChecks) {
 
 TEST(Service, SessionStreamAnswersEveryStepInOrder) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   auto c = ctx();
   auto stream = stub.Session(c.get());
   const std::vector<std::string> actions = {"split(C.i, 32, io, ii)", "split(C.nope, 2, a, b)", "parallel(C.io)"};
@@ -732,7 +732,7 @@ TEST(Service, SessionStreamAnswersEveryStepInOrder) {
     EXPECT_EQ(out.step_count(), i + 1);
   }
   proto::StepRequest ghost;
-  ghost.set_session_id(4242);
+  ghost.set_session_id("4242");
   ASSERT_TRUE(stream->Write(ghost));
   proto::StepResponse out;
   ASSERT_TRUE(stream->Read(&out));
@@ -755,7 +755,7 @@ TEST(Service, CapsGiveResourceExhaustedOrInvalidArgument) {
   o.max_actions_per_step = 4;
   TestServer t(o);
   ASSERT_TRUE(t.stub);
-  const uint64_t a = start(*t.stub);
+  const std::string a = start(*t.stub);
   start(*t.stub);
   proto::StartSessionRequest r;
   r.set_env("schedule-v0");
@@ -801,8 +801,8 @@ TEST(Service, IdleSessionsAreReaped) {
   o.idle_timeout_s = 0.2;
   TestServer t(o);
   ASSERT_TRUE(t.stub);
-  const uint64_t id = start(*t.stub);
-  const uint64_t busy = start(*t.stub);
+  const std::string id = start(*t.stub);
+  const std::string busy = start(*t.stub);
   proto::StepResponse r;
   for (int i = 0; i < 8; ++i) {  // one session keeps working, the other idles
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -816,7 +816,7 @@ TEST(Service, IdleSessionsAreReaped) {
 
 TEST(Service, BearerTokenIsCheckedOnEveryCall) {
   service::ServerOptions o = test_options();
-  o.auth_token = "s3cret-token";
+  o.auth_token = "s3cret-token-012345678";
   TestServer t(o);
   ASSERT_TRUE(t.stub);
   proto::GetVersionResponse v;
@@ -824,7 +824,7 @@ TEST(Service, BearerTokenIsCheckedOnEveryCall) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_CONTAINS(st.error_message(), "bearer token");
   auto wrong = ctx();
-  wrong->AddMetadata("authorization", "Bearer s3cret-tokem");
+  wrong->AddMetadata("authorization", "Bearer s3cret-token-01234567x");
   EXPECT_EQ(t.stub->GetVersion(wrong.get(), {}, &v).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   proto::StartSessionRequest r;
   r.set_env("schedule-v0");
@@ -837,10 +837,10 @@ TEST(Service, BearerTokenIsCheckedOnEveryCall) {
   EXPECT_FALSE(stream->Read(&out));
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   auto right = ctx();
-  right->AddMetadata("authorization", "Bearer s3cret-token");
+  right->AddMetadata("authorization", "Bearer s3cret-token-012345678");
   EXPECT_TRUE(t.stub->GetVersion(right.get(), {}, &v).ok());
   auto right2 = ctx();
-  right2->AddMetadata("authorization", "Bearer s3cret-token");
+  right2->AddMetadata("authorization", "Bearer s3cret-token-012345678");
   EXPECT_TRUE(t.stub->StartSession(right2.get(), r, &s).ok());
 }
 
@@ -874,7 +874,7 @@ TEST(Service, OnlyLoopbackWithoutTlsOrToken) {
 
 TEST(Service, DeadlineCancelsASlowMeasurementAndTheSessionGoesOn) {
   TensorGym::Stub& stub = *shared().stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(stub, id, {text("split(C.j, 16, jo, ji)")}, {}, {}, &r).ok());
   // One timed repeat lasts at least a minute: far past the deadline.
@@ -913,7 +913,7 @@ TEST(Service, ExclusiveMeasureSetsTheRunner) {
   EXPECT_FALSE(parallel.server->context()->runner().options().serialize_runs);
   EXPECT_EQ(parallel.server->context()->runner().options().num_workers, 2);
   TensorGym::Stub& stub = *parallel.stub;
-  const uint64_t id = start(stub);
+  const std::string id = start(stub);
   ASSERT_TRUE(set_parameter(stub, id, "runner.repeat", "1").ok());
   proto::StepResponse r;
   grpc::Status st = step(stub, id, {text("split(C.j, 16, jo, ji)")}, {"runtime", "correct"}, {}, &r, false, 120);
@@ -939,7 +939,7 @@ TEST(Service, SixtyFourSessionsFromEightThreads) {
   const std::vector<std::string> benchmarks = {"benchmark://ops-v0/gmm-1", "benchmark://ops-v0/gmm-2",
                                                "benchmark://ops-v0/c1d-1", "benchmark://ops-v0/gmm-3"};
   struct Run {
-    uint64_t id = 0;
+    std::string id;
     std::string benchmark;
     std::vector<int64_t> actions;
   };
@@ -1010,7 +1010,7 @@ TEST(Service, SixtyFourSessionsFromEightThreads) {
 TEST(Service, ShutdownLetsCallsInFlightFinish) {
   TestServer t;
   ASSERT_TRUE(t.stub);
-  const uint64_t id = start(*t.stub);
+  const std::string id = start(*t.stub);
   std::atomic<bool> ok{false};
   std::thread caller([&] {
     proto::StepResponse r;
@@ -1165,7 +1165,7 @@ TEST(Service, KeepCoresAwakeServesStepsAndStopsItsSpinners) {
     TestServer s(o);
     ASSERT_TRUE(s.server);
     EXPECT_EQ(idle_threads(), before + allowed_cores()) << "one spinner per core";
-    const uint64_t id = start(*s.stub);
+    const std::string id = start(*s.stub);
     proto::StepResponse r;
     grpc::Status st = step(*s.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r);
     ASSERT_TRUE(st.ok()) << st.error_message();

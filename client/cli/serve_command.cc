@@ -27,10 +27,21 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--tls-cert", o->tls_cert_file, "TLS certificate chain (PEM); with --tls-key");
   cmd->add_option("--tls-key", o->tls_key_file, "TLS private key (PEM)");
   cmd->add_option("--auth-token-file", o->auth_token_file,
-                  "File whose first line is the bearer token every call must send ('authorization: Bearer <token>')");
+                  "File of bearer tokens, one client each ('TOKEN' or 'NAME TOKEN' a line, at least 16 bytes, the file "
+                  "not readable by others); every call must send one ('authorization: Bearer <token>')");
+  cmd->add_option("--allow-files", o->allow_files,
+                  "Directory file:// benchmarks may be read from (repeatable); without it clients read no file");
   cmd->add_option("--max-sessions", o->max_sessions, "Most sessions held at once (RESOURCE_EXHAUSTED past it)")
       ->default_val(1024)
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-sessions-per-client", o->max_sessions_per_client,
+                  "Most sessions one client holds (by token; without tokens, by connection)")
+      ->default_val(256)
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--user-benchmark-ttl", o->user_benchmark_ttl_s,
+                  "Remove AddBenchmark programs unused for this many seconds (0: never)")
+      ->default_val(3600)
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-message-bytes", o->max_message_bytes, "Largest request accepted (RESOURCE_EXHAUSTED past it)")
       ->default_val(int64_t(64) << 20)
       ->check(CLI::Range(int64_t(1024), (int64_t(1) << 31) - 1));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "datasets/registry.h"
 #include "envs/parameters.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
@@ -312,7 +313,8 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
   for (const std::string& n : names)
     if (!find_observation(n)) return invalid_argument("unknown observation space '" + n + "'");
-  TG_ASSIGN_OR_RETURN(GraphBenchmark bench, resolve_graph(benchmark));
+  const DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();
+  TG_ASSIGN_OR_RETURN(GraphBenchmark bench, resolve_graph(benchmark, registry.file_access()));
   TG_ASSIGN_OR_RETURN(MemoryEpisode ep, MemoryEpisode::start(bench, settings, controlled));
   episode_ = std::move(ep);
   options_ = options;

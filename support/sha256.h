@@ -1,5 +1,5 @@
-// Content hashes: SHA-256 (FIPS 180-4), for keys that name what a batch job
-// evaluates. Small and dependency-free: the client library needs no crypto library.
+// SHA-256 (FIPS 180-4): content hashes for keys that name what a batch job or a
+// cached program is. Small and dependency-free: nothing needs a crypto library.
 #pragma once
 
 #include <array>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace tensorgym::client {
+namespace tensorgym {
 
 class Sha256 {
  public:
@@ -27,4 +27,4 @@ class Sha256 {
 // The lower-case hex of SHA-256(bytes).
 std::string sha256_hex(std::string_view bytes);
 
-}  // namespace tensorgym::client
+}  // namespace tensorgym

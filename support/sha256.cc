@@ -1,9 +1,9 @@
-#include "client/content_hash.h"
+#include "support/sha256.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace tensorgym::client {
+namespace tensorgym {
 namespace {
 
 constexpr uint32_t kRound[64] = {
@@ -98,4 +98,4 @@ std::string sha256_hex(std::string_view bytes) {
   return out;
 }
 
-}  // namespace tensorgym::client
+}  // namespace tensorgym
