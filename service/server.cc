@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/auth_metadata_processor.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -33,6 +35,27 @@ std::string host_port(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
+
+// With TLS, gRPC checks a call's token as its metadata arrives, before it reads the
+// request's body, so an unauthenticated flood costs no request memory. (gRPC offers no
+// such hook without TLS: there the handlers check it, after the body.)
+class BearerTokenProcessor final : public grpc::AuthMetadataProcessor {
+ public:
+  explicit BearerTokenProcessor(Authenticator auth) : auth_(std::move(auth)) {}
+  bool IsBlocking() const override { return false; }  // a few compares: run it inline
+  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext*, OutputMetadata*,
+                       OutputMetadata*) override {
+    auto it = metadata.find("authorization");
+    const std::string_view value = it == metadata.end() ? std::string_view()
+                                                        : std::string_view(it->second.data(), it->second.size());
+    Expected<std::string> who = auth_.identify_header(value);
+    if (!who.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, who.status().message());
+    return grpc::Status::OK;
+  }
+
+ private:
+  const Authenticator auth_;
+};
 
 }  // namespace
 
@@ -73,9 +96,13 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   TG_RETURN_IF_ERROR(check_bind_policy(options));
   TG_ASSIGN_OR_RETURN(Authenticator auth, Authenticator::from_options(options));
   const bool tokens = auth.enabled();
+  const Authenticator early_auth = auth;  // for the TLS metadata check
   if (options.port < 0 || options.port > 65535) return invalid_argument("the port must be in 0..65535");
   if (options.max_message_bytes <= 0 || options.max_message_bytes > (int64_t(1) << 31) - 1)
     return invalid_argument("--max-message-bytes must be in 1..2147483647");
+  if (options.max_memory_in_flight_bytes < options.max_message_bytes)
+    return invalid_argument("--max-memory-in-flight must be at least --max-message-bytes (one request must fit)");
+  if (options.max_streams_per_connection <= 0) return invalid_argument("--max-streams-per-connection must be positive");
   if (options.max_sessions <= 0) return invalid_argument("--max-sessions must be positive");
   if (options.max_sessions_per_client <= 0) return invalid_argument("--max-sessions-per-client must be positive");
   FileAccess files = FileAccess::none();
@@ -116,6 +143,7 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
     credentials = grpc::SslServerCredentials(ssl);
+    if (tokens) credentials->SetAuthMetadataProcessor(std::make_shared<BearerTokenProcessor>(early_auth));
   } else {
     credentials = grpc::InsecureServerCredentials();
   }
@@ -127,6 +155,12 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   builder.RegisterService(impl->service.get());
   builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
+  // Request bytes held at once, across connections: past it gRPC shrinks flow-control
+  // windows and refuses new streams; and a connection opens a bounded number of calls.
+  grpc::ResourceQuota quota("tensorgym-requests");
+  quota.Resize(size_t(options.max_memory_in_flight_bytes));
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   // A port already in use is an error, not a second server sharing it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Batch clients ping every second to notice a dead server (or network) in about two;

@@ -31,6 +31,8 @@ struct ServerOptions {
   int max_sessions = 1024;
   int max_sessions_per_client = 256;  // by token, or by connection without tokens (auth.h)
   int64_t max_message_bytes = int64_t(64) << 20;  // a request larger is RESOURCE_EXHAUSTED
+  int64_t max_memory_in_flight_bytes = int64_t(512) << 20;  // gRPC's memory for requests, all connections
+  int max_streams_per_connection = 100;                     // calls open at once on one connection
   int64_t max_program_bytes = int64_t(1) << 20;   // AddBenchmark text larger is INVALID_ARGUMENT
   int max_actions_per_step = 4096;
   int max_spaces_per_call = 256;  // observation or reward names in one call

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <csignal>
@@ -417,6 +418,113 @@ TEST(Security, ATokenWithoutTlsIsWarnedAboutAtStart) {
   const std::string said = read_file(log);
   EXPECT_CONTAINS(said, "WARNING: bearer tokens without TLS travel in plain text");
   EXPECT_CONTAINS(said, "file:// benchmarks: off");
+}
+
+// ---- 5. an unauthenticated flood ------------------------------------------------------------
+
+// Peak resident memory of a process, in bytes (VmHWM).
+int64_t peak_rss(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// A `tensorgym serve` of its own, so that its memory is its own.
+struct ServeProcess {
+  int pid = -1;
+  std::string address, log;
+  ServeProcess(const std::string& name, const std::string& flags) {
+    const std::string dir = temp_dir() + "/" + name;
+    std::filesystem::create_directories(dir);
+    const std::string port = dir + "/port", pidf = dir + "/pid";
+    log = dir + "/log";
+    std::filesystem::remove(port);
+    const std::string cmd = "( " + kBinary + " serve --port 0 --port-file " + port + " " + flags + " > " + log +
+                            " 2>&1 & echo $! > " + pidf + " )";
+    if (std::system(cmd.c_str()) != 0) return;
+    for (int i = 0; i < 300 && !std::filesystem::exists(port); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pid = std::stoi(read_file(pidf));
+    if (std::filesystem::exists(port)) address = "127.0.0.1:" + read_file(port);
+  }
+  ~ServeProcess() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+};
+
+// Eight clients without a token, each sending two requests of 62 MB at once (the probe
+// took the server from 72 MiB to 551 MiB before refusing them); how much the server's
+// peak resident memory grew.
+int64_t flood(const ServeProcess& serve, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+              const std::string& target, std::atomic<int>* refused) {
+  const int64_t before = peak_rss(serve.pid);
+  const std::string big(62 << 20, 'x');
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      grpc::ChannelArguments args;
+      args.SetInt("tensorgym.test.client", c);  // a connection of its own
+      args.SetMaxSendMessageSize(-1);
+      auto stub = TensorGym::NewStub(grpc::CreateCustomChannel(target, credentials, args));
+      for (int i = 0; i < 2; ++i) {
+        proto::StartSessionRequest r;
+        r.set_env("schedule-v0");
+        r.set_benchmark(big);
+        proto::StartSessionResponse s;
+        const grpc::StatusCode code = stub->StartSession(ctx().get(), r, &s).error_code();
+        // Refused for its token, or by the memory cap before it was read whole.
+        if (code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::RESOURCE_EXHAUSTED) ++*refused;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  return peak_rss(serve.pid) - before;
+}
+
+// With TLS the token is checked as a call's metadata arrives, before its body is read:
+// the flood costs the server no request memory.
+TEST(Security, AnUnauthenticatedFloodIsRefusedBeforeItsBodiesAreRead) {
+  const std::string dir = temp_dir() + "/tls";
+  std::filesystem::create_directories(dir);
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem", tokens = dir + "/tokens";
+  const std::string openssl = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                              "-addext subjectAltName=DNS:localhost -keyout " + key + " -out " + cert +
+                              " > /dev/null 2>&1";
+  if (std::system(openssl.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate here";
+  write_file(tokens, kAliceToken + "\n");
+  ServeProcess serve("flood-tls", "--host localhost --tls-cert " + cert + " --tls-key " + key + " --auth-token-file " +
+                                      tokens);
+  ASSERT_FALSE(serve.address.empty()) << read_file(serve.log);
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = read_file(cert);
+  const std::string target = "localhost:" + serve.address.substr(serve.address.rfind(':') + 1);
+  std::atomic<int> refused{0};
+  const int64_t grown = flood(serve, grpc::SslCredentials(tls), target, &refused);
+  EXPECT_EQ(refused.load(), 16);
+  std::printf("TLS: peak RSS grew by %lld MiB for 16 refused requests of 62 MB\n", (long long)(grown >> 20));
+  EXPECT_LT(grown, int64_t(62) << 20) << "a refused request's body was read";
+  // The server still serves a client with the token.
+  auto stub = TensorGym::NewStub(grpc::CreateChannel(target, grpc::SslCredentials(tls)));
+  proto::GetVersionResponse v;
+  EXPECT_TRUE(stub->GetVersion(ctx(kAliceToken).get(), {}, &v).ok());
+}
+
+// Without TLS gRPC reads a unary call's body before any check can run; the requests in
+// flight are bounded by --max-memory-in-flight (gRPC's resource quota, a soft bound), and
+// every call is still refused. The growth is printed, not asserted: the quota is gRPC's.
+TEST(Security, WithoutTlsAnUnauthenticatedFloodIsStillRefused) {
+  const std::string tokens = temp_dir() + "/flood-tokens";
+  write_file(tokens, kAliceToken + "\n");
+  ServeProcess serve("flood", "--auth-token-file " + tokens + " --max-memory-in-flight " + std::to_string(128 << 20));
+  ASSERT_FALSE(serve.address.empty()) << read_file(serve.log);
+  std::atomic<int> refused{0};
+  const int64_t grown = flood(serve, grpc::InsecureChannelCredentials(), serve.address, &refused);
+  EXPECT_EQ(refused.load(), 16);
+  std::printf("plain text: peak RSS grew by %lld MiB for 16 refused requests of 62 MB\n", (long long)(grown >> 20));
+  auto stub = TensorGym::NewStub(grpc::CreateChannel(serve.address, grpc::InsecureChannelCredentials()));
+  proto::GetVersionResponse v;
+  EXPECT_TRUE(stub->GetVersion(ctx(kAliceToken).get(), {}, &v).ok());
 }
 
 }  // namespace

@@ -45,6 +45,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-message-bytes", o->max_message_bytes, "Largest request accepted (RESOURCE_EXHAUSTED past it)")
       ->default_val(int64_t(64) << 20)
       ->check(CLI::Range(int64_t(1024), (int64_t(1) << 31) - 1));
+  cmd->add_option("--max-memory-in-flight", o->max_memory_in_flight_bytes,
+                  "Bytes gRPC may hold for requests across all connections (its resource quota)")
+      ->default_val(int64_t(512) << 20)
+      ->check(CLI::Range(int64_t(1) << 20, int64_t(1) << 40));
+  cmd->add_option("--max-streams-per-connection", o->max_streams_per_connection,
+                  "Calls one connection may have open at once")
+      ->default_val(100)
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-program-bytes", o->max_program_bytes, "Largest AddBenchmark program text (INVALID_ARGUMENT past it)")
       ->default_val(int64_t(1) << 20)
       ->check(CLI::PositiveNumber);
