@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "datasets/benchmark_uri.h"
+
 namespace tensorgym {
 namespace {
 
@@ -79,7 +81,7 @@ Status FileAccess::denied(const std::string& path) const {
   std::string list;
   for (const std::string& d : dirs_) list += (list.empty() ? "" : ", ") + d;
   return Status(StatusCode::kPermissionDenied,
-                "file://" + path + " is not below a directory this server reads benchmarks from (" + list + ")");
+                quote_uri("file://" + path) + " is not below a directory this server reads benchmarks from (" + list + ")");
 }
 
 Expected<int> FileAccess::open_for_reading(const std::string& path) const {
