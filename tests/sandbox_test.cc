@@ -1,15 +1,19 @@
 // What a job may take: the lowered program's buffers against the total cap before
-// anything compiles.
+// anything compiles, in-process and with real worker processes (the built
+// `tensorgym worker`).
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/runner.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
+
+const char* const kCli = TENSORGYM_BINARY_DIR "/bin/tensorgym";
 
 // The reproduction: four 1 GiB tensors (the parser's 4 GiB total, exactly at
 // the cap) and six top-level cache stages, each another 1 GiB copy.
@@ -25,6 +29,32 @@ const char* kBombSchedule =
     "cache_write(C, C_w)\n"
     "cache_read(C, D, C_r)\n"
     "cache_write(D, D_w)\n";
+
+const char* kGemm32 =
+    "input A: f32[32, 32]\n"
+    "input B: f32[32, 32]\n"
+    "C[i, j] += A[i, k] * B[k, j]\n";
+
+proto::MeasureRequest request(const std::string& program, const std::string& schedule) {
+  proto::MeasureRequest r;
+  r.set_program(program);
+  r.set_schedule(schedule);
+  proto::RunnerSettings* s = r.mutable_settings();
+  s->set_repeat(2);
+  s->set_min_repeat_ms(1);
+  s->set_threads(1);
+  s->set_compile_timeout_s(60);
+  s->set_run_timeout_s(60);
+  return r;
+}
+
+proto::MeasureRequest gemm() { return request(kGemm32, "split(C.j, 8, jo, ji)\nvectorize(C.ji)"); }
+
+RunnerOptions runner_options() {
+  RunnerOptions o;
+  o.worker_binary = kCli;
+  return o;
+}
 
 // ---- the lowered program's buffers against max_total_bytes ---------------------------
 
@@ -48,6 +78,23 @@ TEST(MemoryCapTest, EachCacheStageCountsTowardsTheTotal) {
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), StatusCode::kResourceExhausted);
   EXPECT_CONTAINS(job.status().message(), "A_r (allocated, 1073741824 bytes)");
+}
+
+TEST(MemoryCapTest, TheCacheBombIsResourceExhaustedInProcessBeforeCompiling) {
+  proto::MeasureResult r = run_measure_job(request(kBomb, kBombSchedule));
+  ASSERT_EQ(r.error(), proto::RESOURCE_EXHAUSTED) << r.error_message();
+  EXPECT_CONTAINS(r.error_message(), "max_total_bytes");
+  EXPECT_EQ(r.compile_ms(), 0);
+}
+
+TEST(MemoryCapTest, TheCacheBombIsResourceExhaustedThroughTheRunner) {
+  Runner runner(runner_options());
+  proto::MeasureResult r = runner.measure(request(kBomb, kBombSchedule));
+  ASSERT_EQ(r.error(), proto::RESOURCE_EXHAUSTED) << r.error_message();
+  EXPECT_CONTAINS(r.error_message(), "max_total_bytes");
+  EXPECT_EQ(r.compile_ms(), 0);
+  proto::MeasureResult next = runner.measure(gemm());
+  EXPECT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
 }
 
 }  // namespace

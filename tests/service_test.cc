@@ -324,6 +324,40 @@ TEST(Service, MalformedProgramTextIsInvalidArgumentWithItsPosition) {
   EXPECT_TRUE(shared().stub->GetVersion(ctx().get(), {}, &v).ok());
 }
 
+// The lowered program's buffers past max_total_bytes (six 1 GiB cache stages over a
+// program at the 4 GiB cap): refused before compiling, as its own class.
+TEST(Service, AJobPastTheMemoryCapIsResourceExhausted) {
+  proto::AddBenchmarkRequest r;
+  r.set_name("cache_bomb");
+  r.set_program(
+      "input A: f32[16384, 16384]\nB[i, j] = A[i, j] * 2.0\nC[i, j] = B[i, j] + 1.0\nD[i, j] = C[i, j] * 3.0\n");
+  proto::AddBenchmarkResponse a;
+  grpc::Status st = shared().stub->AddBenchmark(ctx().get(), r, &a);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto c = ctx(120);
+  auto stream = shared().stub->Evaluate(c.get());
+  proto::EvaluateResponse hello;
+  ASSERT_TRUE(stream->Read(&hello));
+  proto::EvaluateRequest request;
+  proto::EvaluateJob* job = request.add_job();
+  job->set_key("bomb");
+  job->set_benchmark(a.uri());
+  job->set_actions(
+      "cache_read(A, B, A_r)\ncache_write(B, B_w)\ncache_read(B, C, B_r)\ncache_write(C, C_w)\n"
+      "cache_read(C, D, C_r)\ncache_write(D, D_w)");
+  job->add_observations("runtime");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  proto::EvaluateResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_EQ(answer.result_size(), 1);
+  EXPECT_EQ(answer.result(0).error(), proto::JOB_RESOURCE_EXHAUSTED) << answer.result(0).error_message();
+  EXPECT_CONTAINS(answer.result(0).error_message(), "max_total_bytes");
+  while (stream->Read(&answer)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 // ---- sessions ----------------------------------------------------------------------------
 
 TEST(Service, StartStepForkStateEnd) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <vector>
 
 #include "codegen/analysis/op_count.h"
@@ -85,7 +86,11 @@ MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::Ru
                            const MeasureJobHooks& hooks, KernelCache* cache, Phase& phase) {
   phase = Phase::kInstantiate;
   Expected<InstantiatedJob> job = instantiate_job(request.program(), request.schedule());
-  if (!job.ok()) return error_result(proto::INSTANTIATION, job.status().message());
+  if (!job.ok()) {
+    // Past a cap of the program or of its lowered buffers: RESOURCE_EXHAUSTED.
+    const bool cap = job.status().code() == StatusCode::kResourceExhausted;
+    return error_result(cap ? proto::RESOURCE_EXHAUSTED : proto::INSTANTIATION, job.status().message());
+  }
   const Program& program = *job->program;
   const LoopNest& nest = job->nest;
 
@@ -245,8 +250,11 @@ proto::MeasureResult run_measure_job(const proto::MeasureRequest& request, const
     Phase phase = Phase::kInstantiate;
     try {
       result = run_pipeline(request, settings, hooks, cache, phase);
+    } catch (const std::bad_alloc& e) {
+      // A host buffer or the evaluator did not get its memory.
+      result = error_result(proto::RESOURCE_EXHAUSTED, std::string("out of memory: ") + e.what());
     } catch (const std::exception& e) {
-      // Allocation failures and other exceptions: the phase decides the class.
+      // Other exceptions: the phase decides the class.
       const proto::MeasureError error = phase == Phase::kRun       ? proto::RUNTIME_CRASH
                                         : phase == Phase::kCompile ? proto::COMPILE
                                                                    : proto::INSTANTIATION;
