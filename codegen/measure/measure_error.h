@@ -13,8 +13,9 @@
 //                  caller cancelled the job; the worker was killed
 //   WORKER_LOST    the worker could not start, died while idle, or broke the protocol
 //   RESOURCE_EXHAUSTED  past a memory cap: the program's or its lowered buffers'
-//                  (ProgramLimits, before compiling), or a failed allocation. A
-//                  property of the job: not worth running again
+//                  (ProgramLimits, before compiling), or the worker's hard limit
+//                  (sandbox.h); the worker is replaced. A property of the job: not
+//                  worth running again
 #pragma once
 
 #include <string>

@@ -84,6 +84,8 @@ class WorkerProcess {
 
   // The tail of what the worker wrote to stderr during the last job.
   const std::string& stderr_tail() const { return stderr_tail_; }
+  // What the worker said it runs under, from its hello (sandbox.h).
+  const std::string& sandbox() const { return sandbox_; }
 
  private:
   enum class Phase { kStartup, kCompile, kRun };
@@ -130,6 +132,7 @@ class WorkerProcess {
   std::string out_frame_;
   char stderr_buf_[4096] = {};
   std::string stderr_tail_;
+  std::string sandbox_;
   proto::MeasureResult compiled_;  // the kCompiled frame's content
   proto::MeasureResult result_;
 };
