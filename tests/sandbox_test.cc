@@ -119,8 +119,10 @@ TEST(MemoryCapTest, TheCacheBombIsResourceExhaustedThroughTheRunner) {
   ASSERT_EQ(r.error(), proto::RESOURCE_EXHAUSTED) << r.error_message();
   EXPECT_CONTAINS(r.error_message(), "max_total_bytes");
   EXPECT_EQ(r.compile_ms(), 0);
+  // Nothing was allocated: the same worker measures the next job.
   proto::MeasureResult next = runner.measure(gemm());
   EXPECT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
+  EXPECT_EQ(next.provenance().worker_pid(), r.provenance().worker_pid());
 }
 
 // ---- the worker's hard memory limit --------------------------------------------------

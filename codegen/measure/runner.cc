@@ -130,7 +130,7 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
       ++stats_.workers_lost;
     } else if ((options_.max_jobs_per_worker > 0 && worker->jobs_done() >= options_.max_jobs_per_worker) ||
                (options_.max_worker_rss_bytes > 0 && worker->resident_bytes() > options_.max_worker_rss_bytes) ||
-               result.error() == proto::RESOURCE_EXHAUSTED) {
+               (result.error() == proto::RESOURCE_EXHAUSTED && worker->last_job_ran())) {
       retired = std::move(s.worker);
       ++stats_.workers_recycled;
     }

@@ -9,8 +9,9 @@
 // deadline or breaks the protocol is killed (SIGKILL) and reaped; the next call gets a
 // fresh one. Workers are recycled after max_jobs_per_worker jobs, when their resident
 // memory passes max_worker_rss_bytes (JIT-heavy processes grow) or after a job that
-// ran out of memory (RESOURCE_EXHAUSTED); each runs under a hard memory limit and a
-// sandbox (sandbox.h). Every
+// ran out of memory in its run phase (RESOURCE_EXHAUSTED; one refused before
+// compiling costs nothing); each runs under a hard memory limit and a sandbox
+// (sandbox.h). Every
 // result carries provenance; errors are values (measure_error.h), never exceptions.
 #pragma once
 
@@ -48,7 +49,7 @@ struct RunnerOptions {
   int max_jobs_per_worker = 200;                    // 0: never recycle by count
   int64_t max_worker_rss_bytes = int64_t(2) << 30;  // 0: never recycle by memory
   // Each worker's hard memory limit (RLIMIT_DATA; sandbox.h); 0: none. A job that
-  // passes it ends as RESOURCE_EXHAUSTED and its worker is replaced.
+  // passes it ends as RESOURCE_EXHAUSTED and costs its worker.
   int64_t worker_memory_limit_bytes = default_worker_memory_limit();
   bool serialize_runs = true;
   double startup_timeout_s = 30;

@@ -65,6 +65,8 @@ class WorkerProcess {
   // False once the process has ended (it is then reaped).
   bool alive();
   int jobs_done() const { return jobs_done_; }
+  // Whether the last job got the go for its run phase (it allocated its buffers).
+  bool last_job_ran() const { return phase_ == Phase::kRun; }
   // Resident memory of the process from /proc/PID/statm; 0 when unknown.
   int64_t resident_bytes() const;
 
