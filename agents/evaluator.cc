@@ -8,6 +8,7 @@
 #include "codegen/analysis/cost_model.h"
 #include "codegen/analysis/op_count.h"
 #include "codegen/lower/lower.h"
+#include "codegen/measure/measure_error.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "proto/provenance_json.h"
@@ -119,7 +120,7 @@ class RunnerEvaluator : public Evaluator {
       StatusCode code = result.error() == proto::INSTANTIATION ? StatusCode::kInvalidArgument
                         : result.error() == proto::TIMEOUT     ? StatusCode::kDeadlineExceeded
                                                                : StatusCode::kFailedPrecondition;
-      e.status = Status(code, std::string(proto::MeasureError_Name(result.error())) + ": " + result.error_message());
+      e.status = measure_error_status(result, code);
       return e;
     }
     e.cost = result.runtime().median_s();

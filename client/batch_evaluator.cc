@@ -53,7 +53,8 @@ const char* state_name(State s) {
 
 std::string class_name(proto::JobError error) { return job_error_class(error); }
 
-// Failures that say nothing about the job itself: it is sent again.
+// Failures that say nothing about the job itself: it is sent again. (Not
+// RESOURCE_EXHAUSTED: a job past a memory cap passes it wherever it runs.)
 bool worker_level(proto::JobError error) {
   return error == proto::JOB_WORKER_LOST || error == proto::JOB_UNAVAILABLE;
 }

@@ -70,7 +70,7 @@ struct BatchResult {
   std::string key;
   // The error class: "OK", or MALFORMED, NOT_FOUND, INVALID_ACTION, OBSERVATION_FAILED,
   // INSTANTIATION, COMPILE, RUNTIME_CRASH, WRONG_ANSWER, TIMEOUT, WORKER_LOST,
-  // UNAVAILABLE, INTERNAL (docs/protocol.md).
+  // UNAVAILABLE, INTERNAL, RESOURCE_EXHAUSTED (docs/protocol.md).
   std::string error = "OK";
   std::string message;
   std::string benchmark;

@@ -77,7 +77,8 @@ struct MeasureClass {
 constexpr MeasureClass kMeasureClasses[] = {
     {"INSTANTIATION", proto::JOB_INSTANTIATION}, {"COMPILE", proto::JOB_COMPILE},
     {"RUNTIME_CRASH", proto::JOB_RUNTIME_CRASH}, {"WRONG_ANSWER", proto::JOB_WRONG_ANSWER},
-    {"TIMEOUT", proto::JOB_TIMEOUT},             {"WORKER_LOST", proto::JOB_WORKER_LOST}};
+    {"TIMEOUT", proto::JOB_TIMEOUT},             {"WORKER_LOST", proto::JOB_WORKER_LOST},
+    {"RESOURCE_EXHAUSTED", proto::JOB_RESOURCE_EXHAUSTED}};
 
 // The measurement class an environment's error carries: the environment reports a
 // failed measurement as FAILED_PRECONDITION "observation runtime: COMPILE: ...", the
@@ -139,6 +140,8 @@ void classify_step_error(const Status& st, proto::JobResult* out) {
     error = proto::JOB_WORKER_LOST;
     message += " [the worker was killed from outside: WORKER_LOST]";
   }
+  // Past a memory cap outside a measurement (lowering an observation): as in one.
+  if (error == proto::JOB_OK && st.code() == StatusCode::kResourceExhausted) error = proto::JOB_RESOURCE_EXHAUSTED;
   if (error == proto::JOB_OK) error = proto::JOB_OBSERVATION_FAILED;
   out->set_error(error);
   out->set_worker_pid(worker_pid_in(message));

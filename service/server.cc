@@ -292,6 +292,7 @@ int run_server(const ServerOptions& options) {
   std::thread warm([context] {
     Status st = context->runner().start_workers();
     if (!st.ok()) log(LogLevel::kWarning, "measurement workers did not start: " + st.to_string());
+    else log(LogLevel::kInfo, "measurement workers run under: " + context->runner().worker_sandbox());
   });
 
   for (;;) {

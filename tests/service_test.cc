@@ -324,6 +324,62 @@ TEST(Service, MalformedProgramTextIsInvalidArgumentWithItsPosition) {
   EXPECT_TRUE(shared().stub->GetVersion(ctx().get(), {}, &v).ok());
 }
 
+// A program at the 4 GiB cap, and six 1 GiB cache stages that take its lowered
+// buffers past max_total_bytes.
+const char* kAtTheMemoryCap =
+    "input A: f32[16384, 16384]\nB[i, j] = A[i, j] * 2.0\nC[i, j] = B[i, j] + 1.0\nD[i, j] = C[i, j] * 3.0\n";
+const char* kCacheStagesPastTheCap[] = {"cache_read(A, B, A_r)", "cache_write(B, B_w)",   "cache_read(B, C, B_r)",
+                                        "cache_write(C, C_w)",   "cache_read(C, D, C_r)", "cache_write(D, D_w)"};
+
+std::string add_benchmark(const std::string& name, const std::string& program) {
+  proto::AddBenchmarkRequest r;
+  r.set_name(name);
+  r.set_program(program);
+  proto::AddBenchmarkResponse a;
+  grpc::Status st = shared().stub->AddBenchmark(ctx().get(), r, &a);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return a.uri();
+}
+
+// Refused before compiling, as its own class.
+TEST(Service, AJobPastTheMemoryCapIsResourceExhausted) {
+  const std::string uri = add_benchmark("cache_bomb", kAtTheMemoryCap);
+  auto c = ctx(120);
+  auto stream = shared().stub->Evaluate(c.get());
+  proto::EvaluateResponse hello;
+  ASSERT_TRUE(stream->Read(&hello));
+  proto::EvaluateRequest request;
+  proto::EvaluateJob* job = request.add_job();
+  job->set_key("bomb");
+  job->set_benchmark(uri);
+  std::string actions;
+  for (const char* a : kCacheStagesPastTheCap) actions += std::string(a) + "\n";
+  job->set_actions(actions);
+  job->add_observations("runtime");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  proto::EvaluateResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  ASSERT_EQ(answer.result_size(), 1);
+  EXPECT_EQ(answer.result(0).error(), proto::JOB_RESOURCE_EXHAUSTED) << answer.result(0).error_message();
+  EXPECT_CONTAINS(answer.result(0).error_message(), "max_total_bytes");
+  while (stream->Read(&answer)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// A step whose measurement passes the cap fails with the gRPC code RESOURCE_EXHAUSTED.
+TEST(Service, AStepPastTheMemoryCapIsResourceExhausted) {
+  const std::string uri = add_benchmark("cache_bomb_step", kAtTheMemoryCap);
+  const uint64_t session = start(*shared().stub, uri);
+  std::vector<proto::Event> actions;
+  for (const char* a : kCacheStagesPastTheCap) actions.push_back(text(a));
+  proto::StepResponse response;
+  grpc::Status st = step(*shared().stub, session, actions, {"runtime"}, {}, &response);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_CONTAINS(st.error_message(), "max_total_bytes");
+}
+
 // ---- sessions ----------------------------------------------------------------------------
 
 TEST(Service, StartStepForkStateEnd) {

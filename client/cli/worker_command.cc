@@ -20,6 +20,10 @@ void add_worker_command(CLI::App& app) {
   cmd->add_option("--parent-pid", opts->parent_pid,
                   "Pid of the runner; the worker exits at once if its parent is not this process");
   cmd->add_option("--kernel-cache", opts->kernel_cache, "Compiled kernels kept for repeated requests (0: none)");
+  cmd->add_option("--memory-limit", opts->memory_limit_bytes,
+                  "RLIMIT_DATA in bytes: an allocation past it ends the worker, and its job is RESOURCE_EXHAUSTED "
+                  "(0: none; sanitizer builds leave it off)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([opts, fd] {
     WorkerOptions o = *opts;
     if (*fd >= 0) o.in_fd = o.out_fd = *fd;

@@ -11,9 +11,13 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <thread>
 
 #include "codegen/cpu/runtime.h"
@@ -60,6 +64,13 @@ Expected<JitEngine*> JitEngine::get() {
 }
 
 Status JitEngine::init() {
+  // LLVM out of memory: the process's new handler when it has one (a measurement
+  // worker exits with its out-of-memory status), else LLVM's own report and abort.
+  llvm::install_bad_alloc_error_handler([](void*, const char* reason, bool) {
+    if (std::new_handler handler = std::get_new_handler()) handler();
+    std::fprintf(stderr, "LLVM ERROR: out of memory: %s\n", reason ? reason : "");
+    std::abort();
+  });
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::InitializeNativeTargetAsmParser();

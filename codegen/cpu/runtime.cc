@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -149,7 +150,15 @@ void tg_parallel_for(void (*body)(void*, int32_t, int32_t), void* closure, int32
   }
 }
 
-void* tg_alloc(int64_t bytes) { return tensorgym::workspace_allocate(bytes > 0 ? size_t(bytes) : 64); }
+void* tg_alloc(int64_t bytes) {
+  void* p = tensorgym::workspace_allocate(bytes > 0 ? size_t(bytes) : 64);
+  // Out of memory: what operator new would do, so a process with a new handler (a
+  // measurement worker) treats it alike; without one the kernel gets null.
+  if (!p) {
+    if (std::new_handler handler = std::get_new_handler()) handler();
+  }
+  return p;
+}
 
 void tg_free(void* p) { tensorgym::workspace_free(p); }
 }

@@ -31,7 +31,7 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   // way (storage_flatten.cc: one flat index per access, one extent per Allocate).
   Stmt body = build_loop_nest(ctx, nest);
   body = mark_auto_unroll(body, ctx);           // auto_unroll.cc: pragma(auto_unroll_max_step)
-  TG_RETURN_IF_ERROR(check_allocations(body));  // storage_flatten.cc: sizes within caps
+  TG_RETURN_IF_ERROR(check_allocations(body, nest));  // storage_flatten.cc: sizes within caps
   if (options.simplify) body = simplify(body);  // codegen/ir/simplify.cc
   nest.body = body;
   return nest;

@@ -59,7 +59,9 @@ Stmt build_loop_nest(LoweringContext& ctx, const LoopNest& nest);  // nest: its 
 Stmt mark_auto_unroll(const Stmt& s, const LoweringContext& ctx);
 // Unrolling within a statement budget; nested parallel loops run serially.
 Stmt limit_code_size(const Stmt& s, int64_t max_unrolled_statements);
-// Every local buffer within the program's tensor size cap (padding can grow them).
-Status check_allocations(const Stmt& s);
+// Every local buffer within the program's tensor size cap (padding can grow them), and
+// every buffer of the nest (inputs, outputs, each Allocate: intermediate and cache
+// stages, local buffers) together within the total cap (ProgramLimits).
+Status check_allocations(const Stmt& s, const LoopNest& nest);
 
 }  // namespace tensorgym

@@ -3,6 +3,9 @@
 // the strides it names; each Allocate gets one extent, its element count.
 // build_loop_nest.cc emits flat accesses directly through BufferLayouts, so the nest
 // is built once instead of built and then rebuilt.
+#include <algorithm>
+#include <string_view>
+
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -90,18 +93,41 @@ Expr BufferLayouts::flat_index(const Layout& layout, const std::vector<Expr>& in
   return flat.defined() ? flat : make_int(0);
 }
 
-Status check_allocations(const Stmt& s) {
-  ProgramLimits limits;
+Status check_allocations(const Stmt& s, const LoopNest& nest) {
+  const ProgramLimits limits;
+  struct Buffer {
+    const char* kind;
+    std::string_view name;
+    int64_t bytes;
+  };
+  std::vector<Buffer> buffers;
+  for (const BufferArg& a : nest.inputs) buffers.push_back({"input", a.name, num_elements(a.shape) * a.dtype.bytes()});
+  for (const BufferArg& a : nest.outputs)
+    buffers.push_back({"output", a.name, num_elements(a.shape) * a.dtype.bytes()});
   Status status;
   auto check = [&](const Allocate* a) {
-    int64_t bytes = a->num_elements() * a->dtype.bytes();
+    const int64_t bytes = a->num_elements() * a->dtype.bytes();
     if (status.ok() && bytes > limits.max_tensor_bytes)
       status = resource_exhausted("local buffer " + a->name + " would take " + std::to_string(bytes) +
                                   " bytes, over the limit of " + std::to_string(limits.max_tensor_bytes) +
                                   " (storage_align padding or a large cache)");
+    buffers.push_back({"allocated", a->name, bytes});
   };
   visit_allocates(s, check);
-  return status;
+  TG_RETURN_IF_ERROR(status);
+  // Each buffer counts once, whether its Allocate sits at the root or in a loop.
+  int64_t total = 0;
+  for (const Buffer& b : buffers) total += b.bytes;  // each is under 2^30, and there are few
+  if (total <= limits.max_total_bytes) return Status();
+  std::sort(buffers.begin(), buffers.end(), [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
+  std::string biggest;
+  for (size_t i = 0; i < buffers.size() && i < 4; ++i)
+    biggest += (i ? ", " : "") + std::string(buffers[i].name) + " (" + buffers[i].kind + ", " +
+               std::to_string(buffers[i].bytes) + " bytes)";
+  return resource_exhausted("the lowered program's " + std::to_string(buffers.size()) + " buffers take " +
+                            std::to_string(total) + " bytes together, over the limit of " +
+                            std::to_string(limits.max_total_bytes) +
+                            " bytes (max_total_bytes); the biggest: " + biggest);
 }
 
 }  // namespace tensorgym

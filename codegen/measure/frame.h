@@ -26,7 +26,7 @@
 namespace tensorgym {
 
 enum class FrameType : uint8_t {
-  kHello = 1,     // worker: started and ready (empty payload)
+  kHello = 1,     // worker: started and ready; the payload says what it runs under (sandbox.h)
   kRequest = 2,   // runner: MeasureRequest
   kCompiled = 3,  // worker: MeasureResult holding compile_ms (and llvm_ir when asked)
   kGo = 4,        // runner: start the run phase (empty payload)

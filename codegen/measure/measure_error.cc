@@ -20,6 +20,11 @@ proto::MeasureResult error_result(proto::MeasureError error, std::string message
   return r;
 }
 
+Status measure_error_status(const proto::MeasureResult& result, StatusCode code) {
+  if (result.error() == proto::RESOURCE_EXHAUSTED) code = StatusCode::kResourceExhausted;
+  return Status(code, measure_error_name(result.error()) + ": " + result.error_message());
+}
+
 std::string signal_name(int sig) {
   switch (sig) {
     case SIGHUP: return "SIGHUP";

@@ -12,11 +12,16 @@
 //   TIMEOUT        compile or run passed its deadline (which one is said), or the
 //                  caller cancelled the job; the worker was killed
 //   WORKER_LOST    the worker could not start, died while idle, or broke the protocol
+//   RESOURCE_EXHAUSTED  past a memory cap: the program's or its lowered buffers'
+//                  (ProgramLimits, before compiling), or the worker's hard limit
+//                  (sandbox.h); the worker is replaced. A property of the job: not
+//                  worth running again
 #pragma once
 
 #include <string>
 
 #include "proto/tensorgym.pb.h"
+#include "support/status.h"
 
 namespace tensorgym {
 
@@ -25,6 +30,10 @@ std::string measure_error_name(proto::MeasureError error);
 
 // A result holding only an error class and its message.
 proto::MeasureResult error_result(proto::MeasureError error, std::string message);
+
+// A failed measurement as a status: "CLASS: message" with `code`, except that
+// RESOURCE_EXHAUSTED keeps its own code.
+Status measure_error_status(const proto::MeasureResult& result, StatusCode code);
 
 // "SIGSEGV" (or "signal 42" for one without a name).
 std::string signal_name(int sig);

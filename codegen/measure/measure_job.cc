@@ -1,12 +1,17 @@
 #include "codegen/measure/measure_job.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "codegen/analysis/op_count.h"
@@ -43,7 +48,41 @@ double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock:
   for (;;) std::abort();  // not reached
 }
 
-void inject_fault(proto::TestFault fault, bool compile_phase) {
+// Allocates (without touching) until an allocation fails: in a worker its memory
+// limit ends the process (sandbox.h); elsewhere std::bad_alloc ends the job.
+std::string allocate_for_real() {
+  constexpr size_t kBlock = size_t(256) << 20;
+  std::vector<std::unique_ptr<char[]>> blocks;
+  for (int i = 0; i < 4096; ++i) {
+    blocks.emplace_back(new char[kBlock]);
+    // Seen by the optimizer as used, so the allocation is not elided.
+    asm volatile("" : : "r"(blocks.back().get()) : "memory");
+  }
+  return "test fault ALLOCATE_IN_RUN: allocated " + std::to_string(blocks.size() * kBlock) + " bytes, no limit reached";
+}
+
+// What the sandbox must deny: running another program, opening a socket.
+std::string exec_and_socket_for_real() {
+  char path[] = "/bin/true";
+  char* const argv[] = {path, nullptr};
+  char* const envp[] = {nullptr};
+  std::string out = "test fault EXEC_IN_RUN: execve: ";
+  execve(path, argv, envp);  // returns only when it failed
+  out += std::strerror(errno);
+  out += "; socket: ";
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0) {
+    out += "opened";
+    close(fd);
+  } else {
+    out += std::strerror(errno);
+  }
+  return out;
+}
+
+// Runs the request's fault for this phase. Faults that do not end the process return
+// the message the job fails with (RUNTIME_CRASH); empty: carry on.
+std::string inject_fault(proto::TestFault fault, bool compile_phase) {
   using proto::TestFault;
   if (compile_phase) {
     if (fault == TestFault::CRASH_IN_COMPILE) crash_for_real();
@@ -56,7 +95,10 @@ void inject_fault(proto::TestFault fault, bool compile_phase) {
       std::fflush(stderr);
       _exit(3);
     }
+    if (fault == TestFault::ALLOCATE_IN_RUN) return allocate_for_real();
+    if (fault == TestFault::EXEC_IN_RUN) return exec_and_socket_for_real();
   }
+  return "";
 }
 
 void corrupt(HostBuffer& out) {
@@ -85,13 +127,18 @@ MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::Ru
                            const MeasureJobHooks& hooks, KernelCache* cache, Phase& phase) {
   phase = Phase::kInstantiate;
   Expected<InstantiatedJob> job = instantiate_job(request.program(), request.schedule());
-  if (!job.ok()) return error_result(proto::INSTANTIATION, job.status().message());
+  if (!job.ok()) {
+    // Past a cap of the program or of its lowered buffers: RESOURCE_EXHAUSTED.
+    const bool cap = job.status().code() == StatusCode::kResourceExhausted;
+    return error_result(cap ? proto::RESOURCE_EXHAUSTED : proto::INSTANTIATION, job.status().message());
+  }
   const Program& program = *job->program;
   const LoopNest& nest = job->nest;
 
   // ---- compile -----------------------------------------------------------------
   phase = Phase::kCompile;
-  inject_fault(request.test_fault(), /*compile_phase=*/true);
+  if (std::string failed = inject_fault(request.test_fault(), /*compile_phase=*/true); !failed.empty())
+    return error_result(proto::COMPILE, failed);
   MeasureResult result;
   std::shared_ptr<const CpuKernel> kernel;
   const std::string key = cache ? KernelCache::key(request) : std::string();
@@ -125,7 +172,11 @@ MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::Ru
 
   // ---- run: the warm-up run is also the correctness run --------------------------
   phase = Phase::kRun;
-  inject_fault(request.test_fault(), /*compile_phase=*/false);
+  if (std::string failed = inject_fault(request.test_fault(), /*compile_phase=*/false); !failed.empty()) {
+    MeasureResult r = error_result(proto::RUNTIME_CRASH, failed);
+    r.set_compile_ms(result.compile_ms());
+    return r;
+  }
   std::vector<HostBuffer> inputs = make_random_inputs(program, settings.seed());
   std::vector<HostBuffer> outputs = make_output_buffers(nest);
   if (inputs.size() != nest.inputs.size()) {
@@ -245,8 +296,12 @@ proto::MeasureResult run_measure_job(const proto::MeasureRequest& request, const
     Phase phase = Phase::kInstantiate;
     try {
       result = run_pipeline(request, settings, hooks, cache, phase);
+    } catch (const std::bad_alloc& e) {
+      // A host buffer or the evaluator did not get its memory (in a worker, operator
+      // new and the kernel's allocations end the process instead: sandbox.h).
+      result = error_result(proto::RESOURCE_EXHAUSTED, std::string("out of memory: ") + e.what());
     } catch (const std::exception& e) {
-      // Allocation failures and other exceptions: the phase decides the class.
+      // Other exceptions: the phase decides the class.
       const proto::MeasureError error = phase == Phase::kRun       ? proto::RUNTIME_CRASH
                                         : phase == Phase::kCompile ? proto::COMPILE
                                                                    : proto::INSTANTIATION;

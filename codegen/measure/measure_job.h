@@ -2,6 +2,7 @@
 // runs for each MeasureRequest (and that tests and `eval --emit llvm` call directly).
 //
 //   instantiate  parse the program, apply the schedule, lower      -> INSTANTIATION
+//                (past a size cap, e.g. the lowered buffers' total   -> RESOURCE_EXHAUSTED)
 //   compile      compile_cpu_kernel (test faults *_IN_COMPILE here)  -> COMPILE
 //   -- hooks.on_compiled: the worker reports progress and waits for the go --
 //   run          seeded random inputs, poisoned outputs, one run that is both the
@@ -12,7 +13,7 @@
 //
 // Crashes, hangs and exits are not caught here: they take the process down, which is
 // why workers run this, and why the runner classifies a dead worker by the phase it
-// was in.
+// was in. std::bad_alloc (a host buffer, the evaluator) is RESOURCE_EXHAUSTED.
 #pragma once
 
 #include <cstddef>

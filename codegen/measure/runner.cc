@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <exception>
+#include <thread>
 #include <utility>
 
+#include "codegen/ir/program.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/runner_settings.h"
@@ -22,6 +24,11 @@ proto::MeasureResult finish_result(proto::MeasureResult r, const proto::MeasureR
 }
 
 }  // namespace
+
+int64_t default_worker_memory_limit() {
+  const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  return ProgramLimits{}.max_total_bytes + (int64_t(3) << 30) + threads * (int64_t(72) << 20);
+}
 
 Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
   slots_.resize(size_t(std::max(1, options_.num_workers)));
@@ -92,6 +99,7 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
     }
     std::lock_guard<std::mutex> lock(mu_);
     s.worker = std::move(started).value();
+    sandbox_ = s.worker->sandbox();
     ++stats_.workers_started;
   }
   WorkerProcess* worker = s.worker.get();
@@ -121,7 +129,8 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
       retired = std::move(s.worker);
       ++stats_.workers_lost;
     } else if ((options_.max_jobs_per_worker > 0 && worker->jobs_done() >= options_.max_jobs_per_worker) ||
-               (options_.max_worker_rss_bytes > 0 && worker->resident_bytes() > options_.max_worker_rss_bytes)) {
+               (options_.max_worker_rss_bytes > 0 && worker->resident_bytes() > options_.max_worker_rss_bytes) ||
+               (result.error() == proto::RESOURCE_EXHAUSTED && worker->last_job_ran())) {
       retired = std::move(s.worker);
       ++stats_.workers_recycled;
     }
@@ -134,6 +143,10 @@ WorkerLaunch Runner::launch() const {
   WorkerLaunch launch;
   launch.binary = options_.worker_binary;
   launch.extra_args = options_.worker_args;
+  if (options_.worker_memory_limit_bytes > 0) {
+    launch.extra_args.push_back("--memory-limit");
+    launch.extra_args.push_back(std::to_string(options_.worker_memory_limit_bytes));
+  }
   launch.startup_timeout_s = options_.startup_timeout_s;
   launch.stderr_tail_bytes = options_.stderr_tail_bytes;
   return launch;
@@ -153,6 +166,7 @@ Status Runner::start_workers() {
       std::lock_guard<std::mutex> lock(mu_);
       if (started.ok()) {
         slots_[i].worker = std::move(started).value();
+        sandbox_ = slots_[i].worker->sandbox();
         ++stats_.workers_started;
       }
       slots_[i].busy = false;
@@ -222,6 +236,11 @@ void Runner::shutdown() {
     }
   }
   workers.clear();  // kills and reaps each
+}
+
+std::string Runner::worker_sandbox() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sandbox_;
 }
 
 std::vector<pid_t> Runner::worker_pids() const {

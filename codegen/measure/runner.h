@@ -7,8 +7,11 @@
 // each other while compilations still overlap), sends the request and waits under the
 // compile deadline, then the run deadline. A worker that crashes, hangs past a
 // deadline or breaks the protocol is killed (SIGKILL) and reaped; the next call gets a
-// fresh one. Workers are recycled after max_jobs_per_worker jobs or when their
-// resident memory passes max_worker_rss_bytes (JIT-heavy processes grow). Every
+// fresh one. Workers are recycled after max_jobs_per_worker jobs, when their resident
+// memory passes max_worker_rss_bytes (JIT-heavy processes grow) or after a job that
+// ran out of memory in its run phase (RESOURCE_EXHAUSTED; one refused before
+// compiling costs nothing); each runs under a hard memory limit and a sandbox
+// (sandbox.h). Every
 // result carries provenance; errors are values (measure_error.h), never exceptions.
 #pragma once
 
@@ -30,6 +33,13 @@
 
 namespace tensorgym {
 
+// The default RLIMIT_DATA of a worker: the kernel's buffers (ProgramLimits::
+// max_total_bytes, which lowering enforces), 3 GiB for the rest of the job (up to
+// 2 GiB held from earlier jobs before the worker is recycled, LLVM and the JIT'd code,
+// the reference evaluator's tables, host-side copies) and 72 MiB per hardware thread
+// (the parallel runtime's 64 MiB thread stacks and each thread's malloc arena).
+int64_t default_worker_memory_limit();
+
 struct RunnerOptions {
   int num_workers = 1;
   // The tensorgym executable to run as `tensorgym worker`; empty means
@@ -38,6 +48,9 @@ struct RunnerOptions {
   std::vector<std::string> worker_args;             // extra `tensorgym worker` flags
   int max_jobs_per_worker = 200;                    // 0: never recycle by count
   int64_t max_worker_rss_bytes = int64_t(2) << 30;  // 0: never recycle by memory
+  // Each worker's hard memory limit (RLIMIT_DATA; sandbox.h); 0: none. A job that
+  // passes it ends as RESOURCE_EXHAUSTED and costs its worker.
+  int64_t worker_memory_limit_bytes = default_worker_memory_limit();
   bool serialize_runs = true;
   double startup_timeout_s = 30;
   size_t stderr_tail_bytes = 8192;
@@ -69,6 +82,9 @@ class Runner {
 
   // Pids of the live workers (started lazily, on first use).
   std::vector<pid_t> worker_pids() const;
+  // What the last worker started said it runs under (sandbox.h); empty before one
+  // started.
+  std::string worker_sandbox() const;
 
   struct Stats {
     int64_t jobs = 0;
@@ -106,6 +122,7 @@ class Runner {
   int busy_ = 0;
   uint64_t next_job_id_ = 1;
   Stats stats_;
+  std::string sandbox_;
 
   std::mutex run_mu_;
   std::condition_variable run_free_;

@@ -10,6 +10,7 @@
 
 #include "codegen/measure/frame.h"
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/sandbox.h"
 #include "proto/tensorgym.pb.h"
 
 namespace tensorgym {
@@ -43,7 +44,15 @@ int run_worker(WorkerOptions options) {
   }
   const int in = options.in_fd, out = options.out_fd;
 
-  if (Status st = write_frame(out, FrameType::kHello, ""); !st.ok()) {
+  SandboxOptions sandbox;
+  sandbox.memory_limit_bytes = options.memory_limit_bytes;
+  sandbox.parent_pid = options.parent_pid;
+  Expected<std::string> sandboxed = apply_sandbox(sandbox);
+  if (!sandboxed.ok()) {
+    log_error("cannot sandbox the worker: " + sandboxed.status().message());
+    return 1;
+  }
+  if (Status st = write_frame(out, FrameType::kHello, *sandboxed); !st.ok()) {
     log_error("cannot greet the runner: " + st.message());
     return 1;
   }

@@ -4,7 +4,8 @@
 //
 // A worker dies with its parent: it arms PR_SET_PDEATHSIG(SIGKILL) first thing and
 // then checks that its parent is still the process that started it (the parent may
-// have died before the signal was armed).
+// have died before the signal was armed). Then it sandboxes itself (sandbox.h) and
+// says hello with one line saying what it runs under.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,8 @@ struct WorkerOptions {
   int64_t parent_pid = 0;
   // Compiled kernels kept for repeated requests (0 disables the cache).
   size_t kernel_cache = 8;
+  // RLIMIT_DATA of the worker in bytes (sandbox.h); 0: none.
+  int64_t memory_limit_bytes = 0;
 };
 
 // The worker's main loop; returns the process exit status (0 when the runner closed

@@ -21,6 +21,7 @@
 
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/provenance.h"
+#include "codegen/measure/sandbox.h"
 
 extern char** environ;
 
@@ -236,6 +237,7 @@ void WorkerProcess::on_frame() {
   switch (phase_) {
     case Phase::kStartup:
       if (frame_type_ != FrameType::kHello) return unexpected();
+      sandbox_ = payload_;
       return finish(Outcome::kResult);
     case Phase::kCompile:
       if (frame_type_ == FrameType::kResult) return take_result();
@@ -406,7 +408,11 @@ proto::MeasureResult WorkerProcess::failure_result(const proto::MeasureRequest& 
                                            ")" + stderr_report());
       break;
     case Outcome::kChannelClosed:
-      if (compiling) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == kOutOfMemoryExitStatus) {
+        r = error_result(proto::RESOURCE_EXHAUSTED, std::string("the job passed the worker's memory limit while ") +
+                                                        (compiling ? "compiling" : "running") + " (" + pid + ")" +
+                                                        stderr_report());
+      } else if (compiling) {
         r = error_result(proto::COMPILE, "the worker died while compiling: " + describe_wait_status(status) + " (" +
                                              pid + ")" + stderr_report());
       } else {

@@ -65,6 +65,8 @@ class WorkerProcess {
   // False once the process has ended (it is then reaped).
   bool alive();
   int jobs_done() const { return jobs_done_; }
+  // Whether the last job got the go for its run phase (it allocated its buffers).
+  bool last_job_ran() const { return phase_ == Phase::kRun; }
   // Resident memory of the process from /proc/PID/statm; 0 when unknown.
   int64_t resident_bytes() const;
 
@@ -84,6 +86,8 @@ class WorkerProcess {
 
   // The tail of what the worker wrote to stderr during the last job.
   const std::string& stderr_tail() const { return stderr_tail_; }
+  // What the worker said it runs under, from its hello (sandbox.h).
+  const std::string& sandbox() const { return sandbox_; }
 
  private:
   enum class Phase { kStartup, kCompile, kRun };
@@ -130,6 +134,7 @@ class WorkerProcess {
   std::string out_frame_;
   char stderr_buf_[4096] = {};
   std::string stderr_tail_;
+  std::string sandbox_;
   proto::MeasureResult compiled_;  // the kCompiled frame's content
   proto::MeasureResult result_;
 };

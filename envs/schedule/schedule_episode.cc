@@ -67,9 +67,7 @@ Expected<proto::MeasureResult> DerivedState::run_worker(bool compile_only) {
   }
   proto::MeasureResult result = context_->runner().measure(request);
   if (token && token->cancelled()) return cancelled_measurement();
-  if (result.error() != proto::MEASURE_OK)
-    return Status(StatusCode::kFailedPrecondition,
-                  std::string(proto::MeasureError_Name(result.error())) + ": " + result.error_message());
+  if (result.error() != proto::MEASURE_OK) return measure_error_status(result, StatusCode::kFailedPrecondition);
   return result;
 }
 
