@@ -472,9 +472,9 @@ int64_t flood(const ServeProcess& serve, const std::shared_ptr<grpc::ChannelCred
         r.set_env("schedule-v0");
         r.set_benchmark(big);
         proto::StartSessionResponse s;
-        const grpc::StatusCode code = stub->StartSession(ctx().get(), r, &s).error_code();
-        // Refused for its token, or by the memory cap before it was read whole.
-        if (code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::RESOURCE_EXHAUSTED) ++*refused;
+        // Refused for its token; without TLS, also by the memory cap before it was read
+        // whole (RESOURCE_EXHAUSTED), or its connection closed under memory pressure.
+        if (!stub->StartSession(ctx().get(), r, &s).ok()) ++*refused;
       }
     });
   }

@@ -371,7 +371,7 @@ TEST(Service, AJobPastTheMemoryCapIsResourceExhausted) {
 // A step whose measurement passes the cap fails with the gRPC code RESOURCE_EXHAUSTED.
 TEST(Service, AStepPastTheMemoryCapIsResourceExhausted) {
   const std::string uri = add_benchmark("cache_bomb_step", kAtTheMemoryCap);
-  const uint64_t session = start(*shared().stub, uri);
+  const std::string session = start(*shared().stub, uri);
   std::vector<proto::Event> actions;
   for (const char* a : kCacheStagesPastTheCap) actions.push_back(text(a));
   proto::StepResponse response;
