@@ -872,6 +872,58 @@ TEST(Service, OnlyLoopbackWithoutTlsOrToken) {
   EXPECT_TRUE(service::check_bind_policy(o).ok());
 }
 
+// ---- errors quote what the caller sent, bounded ------------------------------------------
+
+// An action of 6 KB, and ones of 8 MB, come back as their real error with a message of
+// bounded size: quoted whole, a 6 KB action overflowed the client's metadata limit and
+// the caller got RESOURCE_EXHAUSTED instead. (Not timed: an echo of megabytes that
+// made the answer slow would also make the message long.)
+TEST(Service, ALongActionGivesItsErrorInABoundedMessage) {
+  TensorGym::Stub& stub = *shared().stub;
+  const uint64_t id = start(stub);
+  for (size_t bytes : {size_t(6) << 10, size_t(8) << 20}) {
+    std::string primitives;  // one primitive after another: one action is one primitive
+    while (primitives.size() < bytes) primitives += "split(C.i, 4, io, ii); ";
+    const std::vector<std::string> actions = {
+        std::string(bytes, 'y'),                               // a name that never ends
+        "split(C.i, 4, " + std::string(bytes, 'x') + ", ii)",  // an argument too long for a name
+        primitives,
+    };
+    for (const std::string& action : actions) {
+      proto::StepResponse r;
+      grpc::Status st = step(stub, id, {text(action)}, {}, {}, &r);
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message().substr(0, 400);
+      EXPECT_LT(st.error_message().size(), 800u) << st.error_message().substr(0, 400);
+      EXPECT_CONTAINS(st.error_message(), " bytes)");
+      // In the response too, when asked for there.
+      grpc::Status in_response = step(stub, id, {text(action)}, {}, {}, &r, /*error_in_response=*/true);
+      ASSERT_TRUE(in_response.ok()) << in_response.error_message().substr(0, 400);
+      EXPECT_EQ(r.status().code(), int(StatusCode::kInvalidArgument));
+      EXPECT_LT(r.status().message().size(), 800u);
+    }
+  }
+  // The session is unchanged.
+  EXPECT_EQ(get_state(stub, id).actions_size(), 0);
+}
+
+// Names a caller sends are quoted bounded too: an environment, an observation, a page token.
+TEST(Service, LongNamesAreQuotedBounded) {
+  const std::string name(64 << 10, 'n');
+  proto::GetSpacesRequest r;
+  r.set_env(name);
+  proto::GetSpacesResponse s;
+  grpc::Status st = shared().stub->GetSpaces(ctx().get(), r, &s);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LT(st.error_message().size(), 800u);
+  EXPECT_CONTAINS(st.error_message(), "(65536 bytes)");
+  const uint64_t id = start(*shared().stub);
+  proto::StepResponse response;
+  st = step(*shared().stub, id, {}, {name}, {}, &response);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(st.error_message().size(), 800u);
+  EXPECT_CONTAINS(st.error_message(), "(65536 bytes)");
+}
+
 // ---- deadlines ---------------------------------------------------------------------------
 
 TEST(Service, DeadlineCancelsASlowMeasurementAndTheSessionGoesOn) {

@@ -1,4 +1,5 @@
-// support/: copy on write, deferred release, the host's measured gather and scatter costs.
+// support/: copy on write, deferred release, the host's measured gather and scatter costs,
+// quoting text in messages.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "support/host_caches.h"
 #include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
+#include "support/quote.h"
 #include "support/shared_vector.h"
 
 namespace tensorgym {
@@ -196,6 +198,37 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
     EXPECT_EQ(a.scatter_lane_cycles, 0);
     EXPECT_EQ(a.gather_scatter_lane_cycles, 0);
   }
+}
+
+TEST(QuoteText, ShortTextIsQuotedWhole) {
+  EXPECT_EQ(quote_text("split(C.i, 4, io, ii)"), "'split(C.i, 4, io, ii)'");
+  EXPECT_EQ(quote_text(""), "''");
+  EXPECT_EQ(excerpt_text("split(C.i, 4, io, ii)"), "split(C.i, 4, io, ii)");
+  // Exactly the limit: whole, no marker.
+  const std::string limit(kMaxQuotedBytes, 'a');
+  EXPECT_EQ(quote_text(limit), "'" + limit + "'");
+}
+
+TEST(QuoteText, BytesOtherThanPrintableAsciiAreEscaped) {
+  EXPECT_EQ(quote_text(std::string("a\nb\0c", 5)), "'a\\x0ab\\x00c'");
+  EXPECT_EQ(quote_text("it's a\\b"), "'it\\x27s a\\x5cb'");
+  EXPECT_EQ(quote_text("\xc3\xa9\x7f"), "'\\xc3\\xa9\\x7f'");
+  EXPECT_EQ(excerpt_text("tab\there"), "tab\\x09here");
+}
+
+TEST(QuoteText, LongTextShowsABoundedPrefixAndItsWholeLength) {
+  const std::string action = "split(C.i, 4, io, ii) " + std::string(6 << 10, 'x');
+  const std::string q = quote_text(action);
+  EXPECT_EQ(q, "'" + action.substr(0, kMaxQuotedBytes) + "...' (" + std::to_string(action.size()) + " bytes)");
+  EXPECT_LT(q.size(), kMaxQuotedBytes + 40);
+  EXPECT_EQ(excerpt_text(action),
+            action.substr(0, kMaxQuotedBytes) + "... (" + std::to_string(action.size()) + " bytes)");
+  EXPECT_EQ(quote_text(action, 5), "'split...' (" + std::to_string(action.size()) + " bytes)");
+  // Escapes count against the shown bytes, not the output: 20 MB of control bytes
+  // still quote in a few hundred bytes.
+  const std::string binary(20 << 20, '\x01');
+  EXPECT_LT(quote_text(binary).size(), 4 * kMaxQuotedBytes + 40);
+  EXPECT_NE(quote_text(binary).find("(20971520 bytes)"), std::string::npos);
 }
 
 TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOneAndBack) {
