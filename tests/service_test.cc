@@ -21,6 +21,7 @@
 #include "envs/env.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
+#include "service/convert.h"
 #include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
 #include "service/server.h"
@@ -904,6 +905,23 @@ TEST(Service, ALongActionGivesItsErrorInABoundedMessage) {
   }
   // The session is unchanged.
   EXPECT_EQ(get_state(stub, id).actions_size(), 0);
+}
+
+// Whatever an error says, its message crosses the wire cut to a size every client
+// accepts, with its code and a note of the whole length.
+TEST(Service, StatusMessagesAreCutForTheWire) {
+  const std::string long_message(100000, 'm');
+  grpc::Status st = rpc::to_grpc(Status(StatusCode::kInvalidArgument, long_message));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(st.error_message().size(), rpc::kMaxStatusMessageBytes + 64);
+  EXPECT_EQ(st.error_message().rfind(std::string(rpc::kMaxStatusMessageBytes, 'm'), 0), 0u);
+  EXPECT_CONTAINS(st.error_message(), "... (message cut; it was 100000 bytes)");
+  EXPECT_EQ(rpc::from_grpc(st).code(), StatusCode::kInvalidArgument);
+  const std::string fits(rpc::kMaxStatusMessageBytes, 'f');
+  EXPECT_EQ(rpc::to_grpc(Status(StatusCode::kNotFound, fits)).error_message(), fits);
+  proto::RpcStatus in_response;
+  service::status_to_proto(Status(StatusCode::kInvalidArgument, long_message), &in_response);
+  EXPECT_EQ(in_response.message(), st.error_message());
 }
 
 // Names a caller sends are quoted bounded too: an environment, an observation, a page token.
