@@ -3,12 +3,14 @@
 // over action sequences). They use the Env for what is legal (action_mask), for
 // lookahead (fork) and for the canonical text of each action; candidates are the
 // episodes' action lists as schedule traces, evaluated by the search's Evaluator.
+#include "agents/env_agents.h"
+
 #include <algorithm>
 #include <limits>
 #include <set>
 
-#include "agents/env_agents.h"
 #include "agents/serial.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -44,7 +46,7 @@ Expected<std::unique_ptr<Env>> env_at(SearchContext& ctx, const std::string& tra
   (void)obs;
   for (const std::string& a : actions_of(trace)) {
     StepResult r = env->step({Event(a)}, {}, {});
-    if (!r.error.ok()) return Status(r.error.code(), "replaying '" + a + "': " + r.error.message());
+    if (!r.error.ok()) return Status(r.error.code(), "replaying " + quote_text(a) + ": " + r.error.message());
   }
   return env;
 }

@@ -4,18 +4,25 @@
 
 namespace tensorgym::rpc {
 
+std::string wire_message(const std::string& message) {
+  if (message.size() <= kMaxStatusMessageBytes) return message;
+  return message.substr(0, kMaxStatusMessageBytes) + "... (message cut; it was " + std::to_string(message.size()) +
+         " bytes)";
+}
+
 grpc::Status to_grpc(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message());
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), wire_message(status.message()));
 }
 
 grpc::Status to_grpc(const Status& status, const google::protobuf::Message& detail) {
   if (status.ok()) return grpc::Status::OK;
   proto::RpcStatus s;
   s.set_code(int(status.code()));
-  s.set_message(status.message());
+  const std::string message = wire_message(status.message());
+  s.set_message(message);
   s.add_details()->PackFrom(detail);
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), status.message(), s.SerializeAsString());
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), message, s.SerializeAsString());
 }
 
 Status from_grpc(const grpc::Status& status) {

@@ -7,9 +7,21 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+#include <string>
+
 #include "support/status.h"
 
 namespace tensorgym::rpc {
+
+// Longest message a status carries across the wire: the message travels in the
+// response's trailing metadata, which a default client caps at 8 KB (past it the caller
+// gets RESOURCE_EXHAUSTED, not the error). Longer messages are cut, saying so; errors
+// quote what a caller sent in bounded excerpts (support/quote.h) and stay below it.
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
+
+// The message as it may cross the wire: cut past kMaxStatusMessageBytes, saying so.
+std::string wire_message(const std::string& message);
 
 grpc::Status to_grpc(const Status& status);
 // The same, with `detail` packed into the status details.

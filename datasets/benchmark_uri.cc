@@ -1,12 +1,11 @@
 #include "datasets/benchmark_uri.h"
 
-#include <cstdio>
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
 
 constexpr std::string_view kSeparator = "://";
-constexpr size_t kMaxQuoted = 160;
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -49,24 +48,7 @@ std::string BenchmarkUri::to_string() const {
   return dataset_uri() + "/" + name;
 }
 
-std::string quote_uri(std::string_view uri) {
-  std::string out = "'";
-  size_t shown = 0;
-  for (char c : uri) {
-    if (shown++ == kMaxQuoted) {
-      out += "...";
-      break;
-    }
-    if (c >= ' ' && c < 127 && c != '\\' && c != '\'') {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(static_cast<unsigned char>(c)));
-      out += buf;
-    }
-  }
-  return out + "'";
-}
+std::string quote_uri(std::string_view uri) { return quote_text(uri); }
 
 Expected<BenchmarkUri> parse_benchmark_uri(std::string_view uri) {
   if (uri.empty()) return malformed(uri, "it is empty");

@@ -32,8 +32,7 @@ Expected<BenchmarkUri> parse_benchmark_uri(std::string_view uri);
 // starting with a letter or digit ("ops-v0").
 bool is_valid_dataset_name(std::string_view s);
 
-// The URI in single quotes for messages: bytes that are not printable ASCII escaped
-// as \xNN, long ones cut with "...".
+// The URI in single quotes for messages, bounded and escaped (support/quote.h).
 std::string quote_uri(std::string_view uri);
 
 }  // namespace tensorgym

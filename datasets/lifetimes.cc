@@ -9,6 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "support/quote.h"
+
 namespace tensorgym {
 namespace {
 
@@ -55,21 +57,21 @@ Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::strin
     std::vector<std::string> f = split_csv(line);
     if (!header) {
       if (f.size() < 4 || f[0] != "id" || f[1] != "lower" || f[2] != "upper" || f[3] != "size")
-        return invalid_argument(where + "expected the header 'id,lower,upper,size', got '" + line + "'");
+        return invalid_argument(where + "expected the header 'id,lower,upper,size', got " + quote_text(line));
       header = true;
       continue;
     }
-    if (f.size() < 4) return invalid_argument(where + "expected 'id,lower,upper,size', got '" + line + "'");
+    if (f.size() < 4) return invalid_argument(where + "expected 'id,lower,upper,size', got " + quote_text(line));
     Buffer b;
     b.id = f[0];
     if (b.id.empty()) return invalid_argument(where + "the id is empty");
     if (!parse_int(f[1], &b.lower) || !parse_int(f[2], &b.upper) || !parse_int(f[3], &b.size))
-      return invalid_argument(where + "lower, upper and size must be integers, got '" + line + "'");
+      return invalid_argument(where + "lower, upper and size must be integers, got " + quote_text(line));
     if (b.lower < 0 || b.upper <= b.lower)
       return invalid_argument(where + "the lifetime [" + f[1] + ", " + f[2] + ") is empty or negative");
     if (b.size < 0 || b.size > kMaxBufferBytes)
       return invalid_argument(where + "the size " + f[3] + " is out of range");
-    if (!ids.insert(b.id).second) return invalid_argument(where + "the id '" + b.id + "' appears twice");
+    if (!ids.insert(b.id).second) return invalid_argument(where + "the id " + quote_text(b.id) + " appears twice");
     if (int64_t(inst.buffers.size()) >= kMaxBuffers)
       return resource_exhausted(where + "more than " + std::to_string(kMaxBuffers) + " buffers");
     inst.buffers.push_back(std::move(b));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "memplan/graph_builder.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -131,7 +132,8 @@ class Importer {
     }
     for (const onnx::ValueInfoProto& v : g.input()) {
       if (value_.count(v.name())) continue;  // an initializer listed as an input
-      if (!v.type().has_tensor_type()) return invalid_argument(source_ + ": input '" + v.name() + "' is not a tensor");
+      if (!v.type().has_tensor_type())
+        return invalid_argument(source_ + ": input " + quote_text(v.name()) + " is not a tensor");
       value_[v.name()] = b_.input(v.name(), shape_of(v), dtype_of(v.type().tensor_type().elem_type()));
     }
     for (const onnx::ValueInfoProto& v : g.value_info()) declared_[v.name()] = shape_of(v);
@@ -139,7 +141,8 @@ class Importer {
     for (int i = 0; i < g.node_size(); ++i) TG_RETURN_IF_ERROR(node(g.node(i), i));
     for (const onnx::ValueInfoProto& v : g.output()) {
       auto it = value_.find(v.name());
-      if (it == value_.end()) return invalid_argument(source_ + ": output '" + v.name() + "' is never produced");
+      if (it == value_.end())
+        return invalid_argument(source_ + ": output " + quote_text(v.name()) + " is never produced");
       b_.mark_output(it->second);
     }
     Expected<Graph> graph = b_.finish();
@@ -152,7 +155,8 @@ class Importer {
     if (k >= n.input_size() || n.input(k).empty())
       return invalid_argument(where(n) + "input " + std::to_string(k) + " is missing");
     auto it = value_.find(n.input(k));
-    if (it == value_.end()) return invalid_argument(where(n) + "reads '" + n.input(k) + "' before it is defined");
+    if (it == value_.end())
+      return invalid_argument(where(n) + "reads " + quote_text(n.input(k)) + " before it is defined");
     return it->second;
   }
   std::string where(const onnx::NodeProto& n) const {
@@ -183,8 +187,8 @@ class Importer {
     value_[name] = tensor;
     auto it = declared_.find(name);
     if (it != declared_.end() && !it->second.empty() && it->second != b_.shape(tensor))
-      return invalid_argument(where(n) + "'" + name + "' is declared " + shape_text(it->second) + " but computes to " +
-                              shape_text(b_.shape(tensor)));
+      return invalid_argument(where(n) + quote_text(name) + " is declared " + shape_text(it->second) +
+                              " but computes to " + shape_text(b_.shape(tensor)));
     return Status();
   }
 

@@ -6,6 +6,7 @@
 #include "datasets/benchmark_uri.h"
 #include "datasets/graphs.h"
 #include "datasets/suites.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -90,7 +91,7 @@ Expected<Benchmark> DatasetRegistry::resolve(std::string_view uri_text) const {
       if (schemes.find(s_uri) == std::string::npos) schemes += s_uri + ", ";
     }
     if (!known_scheme) {
-      return invalid_argument("unknown scheme '" + uri.scheme + "' in benchmark URI " + quote_uri(uri_text) +
+      return invalid_argument("unknown scheme " + quote_text(uri.scheme) + " in benchmark URI " + quote_uri(uri_text) +
                               " (expected " + schemes + "or file://)");
     }
   }

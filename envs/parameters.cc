@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "support/quote.h"
+
 namespace tensorgym {
 
 Expected<int64_t> parse_int_parameter(const std::string& key, const std::string& value, int64_t lo, int64_t hi) {
@@ -10,7 +12,7 @@ Expected<int64_t> parse_int_parameter(const std::string& key, const std::string&
   const auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) {
     return invalid_argument("parameter " + key + " must be an integer in " + std::to_string(lo) + ".." +
-                            std::to_string(hi) + ", got '" + value + "'");
+                            std::to_string(hi) + ", got " + quote_text(value));
   }
   return v;
 }

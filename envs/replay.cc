@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "support/quote.h"
+
 namespace tensorgym {
 namespace {
 
@@ -33,8 +35,8 @@ Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& mak
   for (size_t i = 0; i < state.actions.size(); ++i) {
     StepResult r = out.env->step({Event(state.actions[i])}, {}, rewards);
     if (!r.error.ok())
-      return Status(r.error.code(),
-                    "action " + std::to_string(i + 1) + " (" + state.actions[i] + "): " + r.error.message());
+      return Status(r.error.code(), "action " + std::to_string(i + 1) + " (" + excerpt_text(state.actions[i]) +
+                                        "): " + r.error.message());
     for (size_t k = 0; k < rewards.size(); ++k) out.cumulative[rewards[k]] += r.rewards[k];
   }
   return out;

@@ -1,5 +1,7 @@
 #include "service/convert.h"
 
+#include "client/rpc_status.h"
+
 namespace tensorgym::service {
 
 Status names_from_proto(const google::protobuf::RepeatedPtrField<std::string>& names, const ServerOptions& limits,
@@ -50,7 +52,7 @@ void move_step_result_to_proto(StepResult* result, proto::StepResponse* out) {
 
 void status_to_proto(const Status& status, proto::RpcStatus* out) {
   out->set_code(int(status.code()));
-  out->set_message(status.message());
+  out->set_message(rpc::wire_message(status.message()));
 }
 
 void spaces_to_proto(const Env& env, proto::GetSpacesResponse* out) {

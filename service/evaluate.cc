@@ -17,6 +17,7 @@
 #include "service/auth.h"
 #include "service/convert.h"
 #include "service/log.h"
+#include "support/quote.h"
 
 namespace tensorgym::service {
 namespace {
@@ -222,10 +223,12 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
   Env& env = **made;
   for (const std::string& o : job.observations())
     if (!known_space(env.observation_spaces(), o))
-      return malformed("unknown observation '" + o + "' (" + env_name + " has " + space_names(env.observation_spaces()) + ")");
+      return malformed("unknown observation " + quote_text(o) + " (" + env_name + " has " +
+                       space_names(env.observation_spaces()) + ")");
   for (const std::string& r : job.rewards())
     if (!known_space(env.reward_spaces(), r))
-      return malformed("unknown reward '" + r + "' (" + env_name + " has " + space_names(env.reward_spaces()) + ")");
+      return malformed("unknown reward " + quote_text(r) + " (" + env_name + " has " +
+                       space_names(env.reward_spaces()) + ")");
 
   // The benchmark: a URI, or the job's own program text (cached in
   // benchmark://inline-v0 by its hash and held there while the job runs).

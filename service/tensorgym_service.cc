@@ -17,6 +17,7 @@
 #include "service/log.h"
 #include "service/server_timing.h"
 #include "support/deferred_release.h"
+#include "support/quote.h"
 
 namespace tensorgym::service {
 namespace {
@@ -185,7 +186,7 @@ grpc::ServerUnaryReactor* TensorGymService::GetSpaces(grpc::CallbackServerContex
   if (it == spaces_.end()) {
     std::string known;
     for (const auto& [name, s] : spaces_) known += (known.empty() ? "" : ", ") + name;
-    return finish(ctx, not_found("unknown environment '" + request->env() + "' (known: " + known + ")"));
+    return finish(ctx, not_found("unknown environment " + quote_text(request->env()) + " (known: " + known + ")"));
   }
   *response = it->second;
   return finish(ctx, grpc::Status::OK);
@@ -218,7 +219,7 @@ grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerC
   if (!token.empty()) {
     auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), offset);
     if (ec != std::errc() || end != token.data() + token.size() || offset < 0)
-      return finish(ctx, invalid_argument("page_token '" + token + "' is not one this server gave"));
+      return finish(ctx, invalid_argument("page_token " + quote_text(token) + " is not one this server gave"));
   }
   Expected<const Dataset*> dataset = registry_of(*context_).find_dataset(request->dataset());
   if (!dataset.ok()) return finish(ctx, dataset.status());

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "proto/tensorgym.pb.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -312,7 +313,8 @@ Expected<Space> Space::from_proto(const proto::Space& p) {
   Space s;
   switch (p.value_case()) {
     case proto::Space::kDiscrete:
-      if (p.discrete().n() < 0) return invalid_argument("space " + p.name() + ": discrete size is negative");
+      if (p.discrete().n() < 0)
+        return invalid_argument("space " + quote_text(p.name()) + ": discrete size is negative");
       s = discrete(p.name(), p.discrete().n());
       break;
     case proto::Space::kNamedDiscrete:
@@ -355,7 +357,7 @@ Expected<Space> Space::from_proto(const proto::Space& p) {
                                                           : std::numeric_limits<int64_t>::max());
       break;
     case proto::Space::kBoolean: s = boolean(p.name()); break;
-    case proto::Space::VALUE_NOT_SET: return invalid_argument("space " + p.name() + " has no type");
+    case proto::Space::VALUE_NOT_SET: return invalid_argument("space " + quote_text(p.name()) + " has no type");
   }
   s.deterministic_ = p.deterministic();
   s.platform_dependent_ = p.platform_dependent();

@@ -52,8 +52,9 @@ HostMemoryBandwidth measure() {
   const double cycles_per_byte =
       probe_cycles_per_unit([&] { sink = stream_sum(data, size_t(bytes) / sizeof(float)); }, double(bytes));
   std::free(data);
-  // Whole bytes: the probe's jitter is in the fraction.
-  if (cycles_per_byte > 0) b.l3_bytes_per_cycle = std::round(1 / cycles_per_byte);
+  // Whole bytes: the probe's jitter is in the fraction. At least 1, so that a
+  // measured figure never reads as "unknown" (0).
+  if (cycles_per_byte > 0) b.l3_bytes_per_cycle = std::max(1.0, std::round(1 / cycles_per_byte));
   return b;
 }
 

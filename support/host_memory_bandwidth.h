@@ -7,8 +7,9 @@ namespace tensorgym {
 
 struct HostMemoryBandwidth {
   // Bytes a core cycle that one core reads streaming from L3 (a buffer four times
-  // the L2, at most half the L3); 0 where the caches are unknown or the host is not
-  // x86-64.
+  // the L2, at most half the L3), in whole bytes, at least 1; 0 where the caches are
+  // unknown, the L3 is not at least four times the L2, or the host is not x86-64
+  // with AVX.
   double l3_bytes_per_cycle = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "support/host_vector_costs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -56,10 +57,12 @@ __attribute__((target("avx512f,avx512vl"))) void gathers_and_scatters(int64_t ro
   }
 }
 
-// Cycles a lane, to one decimal: the probe's jitter is in the second.
+// Cycles a lane, to one decimal: the probe's jitter is in the second. At least 0.1,
+// so that a measured figure never reads as "no such instruction" (0).
 template <typename Probe>
 double cycles_per_lane(Probe probe, double lanes) {
-  return std::round(probe_cycles_per_unit(probe, lanes) * 10) / 10;
+  const double cycles = probe_cycles_per_unit(probe, lanes);
+  return cycles > 0 ? std::max(0.1, std::round(cycles * 10) / 10) : 0;
 }
 
 HostVectorCosts measure() {

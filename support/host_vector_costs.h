@@ -8,7 +8,8 @@ namespace tensorgym {
 
 struct HostVectorCosts {
   // Core cycles per lane of an 8-lane vector gather (AVX2) and scatter (AVX-512) of
-  // floats from and to L1, in throughput; 0 where the host has no such instruction.
+  // floats from and to L1, in throughput, to one decimal and at least 0.1; 0 where
+  // the host has no such instruction.
   double gather_lane_cycles = 0;
   double scatter_lane_cycles = 0;
   // Per lane of a gather and a scatter of independent data in turn: near the larger

@@ -319,8 +319,10 @@ TEST(Client, RecoversFromKillNineOfTheManagedService) {
     for (size_t i = 3; i < kActions.size(); ++i)
       expect_same_step(remote->step({Event(kActions[i])}, kObservations, {"est_cycles"}),
                        local->step({Event(kActions[i])}, kObservations, {"est_cycles"}), "after " + kActions[i]);
+    // How long the restart and the replay take is the machine's business: reported. That
+    // they happened, and gave the uninterrupted episode's steps, is asserted.
     const double recovery_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(recovery_s, 30.0);
+    RecordProperty(benchmark == kGemm ? "recovery_s" : "recovery_user_benchmark_s", std::to_string(recovery_s));
     EXPECT_NE(c->server_pid(), pid);
     EpisodeState rs = remote->state(), ls = local->state();
     EXPECT_EQ(rs.actions, ls.actions);

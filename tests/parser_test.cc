@@ -606,6 +606,18 @@ TEST(ParserErrors, Caps) {
                StatusCode::kResourceExhausted);
 }
 
+// Names are capped, so that every message quoting one stays short.
+TEST(ParserErrors, LongNames) {
+  const std::string name(kMaxNameBytes, 'a');
+  EXPECT_EQ(parse_ok("input " + name + ": f32[4]\nB[i] = " + name + "[i]\n").inputs[0].name, name);
+  expect_error("input " + name + "b: f32[4]\n", "1:7", "a name of 257 bytes, over the limit of 256");
+  // A token quoted in a message is cut short, with its length.
+  const std::string digits(5000, '7');
+  Expected<Program> p = parse_program("input A: f32[4]\nB[i] = A[i] * " + digits + ".5x\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_LT(p.status().message().size(), 200u) << p.status().message().substr(0, 300);
+}
+
 TEST(ParserErrors, DeepNesting) {
   std::string deep = "input A: f32[4]\nB[i] = " + std::string(100000, '(') + "A[i]" + std::string(100000, ')') + "\n";
   // The body is level 1 and each '(' one more: the 257th '(' (column 8 + 256) is too deep.

@@ -5,7 +5,13 @@
 // print and parse back to the same trace and the same loop nest.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "codegen/interp/compare.h"
+#include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/interp/interpreter.h"
 #include "codegen/ir/ir_equality.h"
@@ -196,6 +202,83 @@ TEST(LowerReusing, RewritesOneSplitOrReorderWhereAFreshLoweringWouldAgree) {
   EXPECT_EQ(reuse_along(conv, {"split(P.h, 3, ho, hi)"}), std::vector<bool>{false});
   // The tail guard of w's split depends on the loops being reordered.
   EXPECT_EQ(reuse_along(conv, {"split(P.w, 8, o0, i0)", "reorder(P, i0, c)"}), (std::vector<bool>{false, false}));
+}
+
+// ---- the check of reordered sums ---------------------------------------------------
+
+// One 4096-term f32 dot product per output element, of inputs in [-1, 1): the sums
+// cancel, so some elements are small next to their rounding.
+const char* kLongDot =
+    "input A: f32[1024, 4096]\n"
+    "input B: f32[1024, 4096]\n"
+    "S[i] += A[i, k] * B[i, k]\n";
+
+// `text` with `schedule` applied, run in the interpreter on `inputs`: its output S.
+HostBuffer interpreted_sum(const char* text, const std::string& schedule, const std::vector<HostBuffer>& inputs) {
+  Expected<Program> parsed = parse_program(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return HostBuffer(DataType::f32(), {1});
+  Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*parsed)), schedule);
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  Expected<LoopNest> nest = s.ok() ? lower(*s) : Expected<LoopNest>(s.status());
+  EXPECT_TRUE(nest.ok()) << nest.status().to_string();
+  if (!nest.ok()) return HostBuffer(DataType::f32(), {1});
+  std::vector<HostBuffer> out = make_output_buffers(*nest);
+  Status st = interpret(*nest, const_pointers(inputs), pointers(out));
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return std::move(out.back());
+}
+
+// Legal reorderings of the long sums pass the check; under the fixed rtol of 1e-4 and
+// atol of 1e-5 that `interp` used before, they did not.
+TEST(ReorderedSums, ALegalReorderingOfALongF32SumMatches) {
+  Expected<Program> p = parse_program(kLongDot);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(summed_terms(*p, "S"), 4096);
+  const std::vector<HostBuffer> inputs = make_random_inputs(*p, 1);
+  const HostBuffer expected = interpreted_sum(kLongDot, "", inputs);
+  ProgramEvaluator evaluator(*p, const_pointers(inputs));
+  const Tolerance tolerance = tolerance_for(*p, "S", 1e-4, 1e-5);
+  EXPECT_NEAR(tolerance.sum_allowance, 16 * std::ldexp(1.0, -24) * 64, 1e-15);
+  for (const std::string schedule :
+       {"split(S.k, 64, ko, ki)\nreorder(S, i, ki, ko)", "split(S.k, 8, ko, ki)\nrfactor(S.ki, SR)"}) {
+    const HostBuffer actual = interpreted_sum(kLongDot, schedule, inputs);
+    Comparison fixed = compare_buffers(expected, actual, Tolerance{1e-4, 1e-5});
+    EXPECT_FALSE(fixed.match) << schedule << ": the fixed tolerance passes it too; the test proves nothing";
+    Comparison c = compare_buffers(expected, actual, tolerance, evaluator_magnitudes(evaluator, "S"));
+    EXPECT_TRUE(c.match) << schedule << ": " << c.describe();
+  }
+}
+
+// Kernels that drop a term, add one twice or read one index off still fail.
+TEST(ReorderedSums, AWrongLongSumStillMismatches) {
+  Expected<Program> p = parse_program(kLongDot);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const std::vector<HostBuffer> inputs = make_random_inputs(*p, 1);
+  const HostBuffer expected = interpreted_sum(kLongDot, "", inputs);
+  ProgramEvaluator evaluator(*p, const_pointers(inputs));
+  const Tolerance tolerance = tolerance_for(*p, "S", 1e-4, 1e-5);
+  const char* const wrong[] = {
+      // The first term dropped.
+      "input A: f32[1024, 4096]\n"
+      "input B: f32[1024, 4096]\n"
+      "S[i] += A[i, k + 1] * B[i, k + 1] where k in 0..4095\n",
+      // The last term added twice.
+      "input A: f32[1024, 4096]\n"
+      "input B: f32[1024, 4096]\n"
+      "T[i] += A[i, k] * B[i, k]\n"
+      "S[i] = T[i] + A[i, 4095] * B[i, 4095]\n",
+      // One operand read one index off.
+      "input A: f32[1024, 4096]\n"
+      "input B: f32[1024, 4096]\n"
+      "S[i] += A[i, k + 1] * B[i, k + 0] where k in 0..4095\n",
+  };
+  for (const char* text : wrong) {
+    const HostBuffer actual = interpreted_sum(text, "", inputs);
+    Comparison c = compare_buffers(expected, actual, tolerance, evaluator_magnitudes(evaluator, "S"));
+    EXPECT_FALSE(c.match) << text;
+    EXPECT_TRUE(c.error.empty()) << c.error;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Operators, SchedulePropertyTest, ::testing::ValuesIn(kOperators),

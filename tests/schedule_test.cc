@@ -12,6 +12,7 @@
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
+#include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
@@ -108,6 +109,26 @@ TEST(Trace, SyntaxErrorsHaveLineAndColumn) {
     ASSERT_FALSE(t.ok()) << c.text;
     EXPECT_EQ(t.status().message().rfind(c.message, 0), 0u) << t.status().message();
   }
+}
+
+// A long action is quoted in a bounded excerpt that says how long it was.
+TEST(Trace, ErrorsQuoteLongTextBounded) {
+  const std::string name(6 << 10, 'y');
+  Expected<Trace> t = parse_trace(name);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message().rfind("1:6145: expected '(' after yyy", 0), 0u) << t.status().message().substr(0, 200);
+  EXPECT_CONTAINS(t.status().message(), "... (6144 bytes)");
+  EXPECT_LT(t.status().message().size(), 300u);
+  const std::string arg(6 << 10, 'x');
+  Expected<Trace> two = parse_trace("split(C.i, 4, " + arg + ", ii) split(C.j, 2, a, b)");
+  ASSERT_FALSE(two.ok());
+  EXPECT_CONTAINS(two.status().message(), "expected ';' or a new line after split(C.i, 4, xxx");
+  EXPECT_LT(two.status().message().size(), 300u);
+  Schedule s(parse(kGemm));
+  Status bad = s.apply_text("split(C.i, 4, " + arg + ", ii)");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(bad.message(), "' (6144 bytes) is not a valid loop name");
+  EXPECT_LT(bad.message().size(), 600u);
 }
 
 TEST(Schedule, IssueExampleLowersAndMatches) {

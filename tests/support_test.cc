@@ -1,4 +1,5 @@
-// support/: copy on write, deferred release, the host's measured gather and scatter costs.
+// support/: copy on write, deferred release, the host's measured gather and scatter costs,
+// quoting text in messages.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "support/host_caches.h"
 #include "support/host_memory_bandwidth.h"
 #include "support/host_vector_costs.h"
+#include "support/quote.h"
 #include "support/shared_vector.h"
 
 namespace tensorgym {
@@ -139,28 +141,32 @@ TEST(DeferredRelease, ScopesArePerThread) {
   EXPECT_EQ(scope.parked(), 0u);
 }
 
-TEST(HostMemoryBandwidth, MeasuredOnceInBytesACycle) {
+// What a machine delivers is never asserted (a 2-core Xeon VM streams 1 byte a cycle
+// from its L3, a Zen 4 core about 30): only what the code promises. The cost model's use of
+// the figure is tested in cost_model_test.cc (MachineModel.ReferenceIsFixedAndHostOverrides).
+TEST(HostMemoryBandwidth, MeasuredOnceInWholeBytesACycle) {
   const HostMemoryBandwidth& a = host_memory_bandwidth();
   const HostMemoryBandwidth& b = host_memory_bandwidth();
   EXPECT_EQ(&a, &b);  // remembered, not measured again
+  ASSERT_TRUE(std::isfinite(a.l3_bytes_per_cycle));
+  EXPECT_GE(a.l3_bytes_per_cycle, 0);
+  EXPECT_EQ(a.l3_bytes_per_cycle, std::round(a.l3_bytes_per_cycle));  // whole bytes
   int64_t l2 = 0, l3 = 0;
   for (const HostCache& c : host_data_caches()) {
     if (c.level == 2) l2 = c.bytes;
     if (c.level == 3) l3 = c.bytes;
   }
+  // The probe's buffer: four times the L2, at most half the L3.
+  const bool sized = l2 > 0 && l3 > 0 && std::min(4 * l2, l3 / 2) / 4096 * 4096 >= 2 * l2;
+  bool probed = false;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx") && l2 > 0 && l3 >= 4 * l2) {
-    // Known x86 cores stream between a few and 64 bytes a cycle from their L3 (one
-    // 64-byte line a cycle is the widest L2 fill path there is), in whole bytes.
-    EXPECT_GE(a.l3_bytes_per_cycle, 2);
-    EXPECT_LE(a.l3_bytes_per_cycle, 64);
-    EXPECT_EQ(a.l3_bytes_per_cycle, std::round(a.l3_bytes_per_cycle));
-    return;
-  }
+  probed = __builtin_cpu_supports("avx") && sized;
 #endif
-  if (l2 <= 0 || l3 <= 0) {
-    EXPECT_EQ(a.l3_bytes_per_cycle, 0);  // nothing to size the probe by
+  if (probed) {
+    EXPECT_GE(a.l3_bytes_per_cycle, 1);  // measured, however slow: never "unknown"
+  } else {
+    EXPECT_EQ(a.l3_bytes_per_cycle, 0);  // nothing to size the probe by, or no probe
   }
 }
 
@@ -168,26 +174,61 @@ TEST(HostVectorCosts, MeasuredOnceInCyclesALane) {
   const HostVectorCosts& a = host_vector_costs();
   const HostVectorCosts& b = host_vector_costs();
   EXPECT_EQ(&a, &b);  // remembered, not measured again
+  bool gathers = false, scatters = false;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) {
-    // Every x86 core known gathers a lane in between a tenth of a cycle and tens of cycles.
-    EXPECT_GT(a.gather_lane_cycles, 0.1);
-    EXPECT_LT(a.gather_lane_cycles, 50);
+  gathers = __builtin_cpu_supports("avx2");
+  scatters = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+#endif
+  // Measured where the instruction exists (to one decimal, at least 0.1, whatever the
+  // machine delivers), 0 where it does not.
+  for (double cycles : {a.gather_lane_cycles, a.scatter_lane_cycles, a.gather_scatter_lane_cycles}) {
+    ASSERT_TRUE(std::isfinite(cycles));
+    EXPECT_NEAR(cycles * 10, std::round(cycles * 10), 1e-6) << cycles;
   }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
-    EXPECT_GT(a.scatter_lane_cycles, 0.1);
-    EXPECT_LT(a.scatter_lane_cycles, 50);
-    // A gather and a scatter in turn take about as long as the slower of the two alone
-    // at least (each figure is timed against its own runs of the add chain: on a busy
-    // VM they differ by up to a fifth).
-    EXPECT_GE(a.gather_scatter_lane_cycles, 0.7 * std::max(a.gather_lane_cycles, a.scatter_lane_cycles));
-    EXPECT_LT(a.gather_scatter_lane_cycles, 100);
+  if (gathers) {
+    EXPECT_GE(a.gather_lane_cycles, 0.1);
+  } else {
+    EXPECT_EQ(a.gather_lane_cycles, 0);
+  }
+  if (scatters) {
+    EXPECT_GE(a.scatter_lane_cycles, 0.1);
+    EXPECT_GE(a.gather_scatter_lane_cycles, 0.1);
   } else {
     EXPECT_EQ(a.scatter_lane_cycles, 0);
     EXPECT_EQ(a.gather_scatter_lane_cycles, 0);
   }
-#endif
+}
+
+TEST(QuoteText, ShortTextIsQuotedWhole) {
+  EXPECT_EQ(quote_text("split(C.i, 4, io, ii)"), "'split(C.i, 4, io, ii)'");
+  EXPECT_EQ(quote_text(""), "''");
+  EXPECT_EQ(excerpt_text("split(C.i, 4, io, ii)"), "split(C.i, 4, io, ii)");
+  // Exactly the limit: whole, no marker.
+  const std::string limit(kMaxQuotedBytes, 'a');
+  EXPECT_EQ(quote_text(limit), "'" + limit + "'");
+}
+
+TEST(QuoteText, BytesOtherThanPrintableAsciiAreEscaped) {
+  EXPECT_EQ(quote_text(std::string("a\nb\0c", 5)), "'a\\x0ab\\x00c'");
+  EXPECT_EQ(quote_text("it's a\\b"), "'it\\x27s a\\x5cb'");
+  EXPECT_EQ(quote_text("\xc3\xa9\x7f"), "'\\xc3\\xa9\\x7f'");
+  EXPECT_EQ(excerpt_text("tab\there"), "tab\\x09here");
+}
+
+TEST(QuoteText, LongTextShowsABoundedPrefixAndItsWholeLength) {
+  const std::string action = "split(C.i, 4, io, ii) " + std::string(6 << 10, 'x');
+  const std::string q = quote_text(action);
+  EXPECT_EQ(q, "'" + action.substr(0, kMaxQuotedBytes) + "...' (" + std::to_string(action.size()) + " bytes)");
+  EXPECT_LT(q.size(), kMaxQuotedBytes + 40);
+  EXPECT_EQ(excerpt_text(action),
+            action.substr(0, kMaxQuotedBytes) + "... (" + std::to_string(action.size()) + " bytes)");
+  EXPECT_EQ(quote_text(action, 5), "'split...' (" + std::to_string(action.size()) + " bytes)");
+  // Escapes count against the shown bytes, not the output: 20 MB of control bytes
+  // still quote in a few hundred bytes.
+  const std::string binary(20 << 20, '\x01');
+  EXPECT_LT(quote_text(binary).size(), 4 * kMaxQuotedBytes + 40);
+  EXPECT_NE(quote_text(binary).find("(20971520 bytes)"), std::string::npos);
 }
 
 TEST(CpuAffinity, AllowedCpusAreTheMaskInOrderAndAThreadPinsToOneAndBack) {

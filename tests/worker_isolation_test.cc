@@ -56,6 +56,14 @@ proto::MeasureRequest request(proto::TestFault fault = proto::NO_FAULT, uint64_t
   return r;
 }
 
+// A job that hangs in `fault`'s phase until cancelled: both deadlines a minute away.
+proto::MeasureRequest long_hang(proto::TestFault fault, uint64_t job_id) {
+  proto::MeasureRequest r = request(fault, job_id);
+  r.mutable_settings()->set_compile_timeout_s(60);
+  r.mutable_settings()->set_run_timeout_s(60);
+  return r;
+}
+
 RunnerOptions runner_options(int workers = 1) {
   RunnerOptions o;
   o.num_workers = workers;
@@ -73,13 +81,19 @@ bool process_gone(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
 }
 
-bool wait_until_gone(pid_t pid, double timeout_s) {
+// Whether `done` came true within timeout_s (a bound on the test's own waiting).
+template <typename Done>
+bool wait_until(Done done, double timeout_s) {
   const double end = now_s() + timeout_s;
   while (now_s() < end) {
-    if (process_gone(pid)) return true;
+    if (done()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return process_gone(pid);
+  return done();
+}
+
+bool wait_until_gone(pid_t pid, double timeout_s) {
+  return wait_until([pid] { return process_gone(pid); }, timeout_s);
 }
 
 // Live children of `parent` (from /proc/*/stat), optionally only those running `exe`.
@@ -168,11 +182,14 @@ TEST(WorkerIsolationTest, HangInRunTimesOutOnTheRunDeadline) {
   proto::MeasureRequest hang = request(proto::HANG_IN_RUN);
   const double deadline = 0.5;
   hang.mutable_settings()->set_run_timeout_s(deadline);
+  hang.mutable_settings()->set_compile_timeout_s(60);
   const double t0 = now_s();
   proto::MeasureResult r = runner.measure(hang);
   const double elapsed = now_s() - t0;
   ASSERT_EQ(r.error(), proto::TIMEOUT) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "the run passed its deadline");
+  // The run's deadline ended it, not the compile deadline or a cancellation. How soon
+  // after the deadline it was seen depends on the machine: reported, not asserted.
+  EXPECT_CONTAINS(r.error_message(), "the run passed its deadline of 0.5 s");
   // Time spent past the run deadline: compilation (reported, unless the worker's
   // kernel cache served it) comes before it.
   const double compile_s = r.kernel_cache_hit() ? 0 : r.compile_ms() / 1e3;
@@ -180,8 +197,7 @@ TEST(WorkerIsolationTest, HangInRunTimesOutOnTheRunDeadline) {
   std::printf("[ measured ] run deadline %.2f s: detected %.1f ms after it (compile %.1f ms, total %.1f ms)\n",
               deadline, margin * 1e3, r.compile_ms(), elapsed * 1e3);
   RecordProperty("run_timeout_margin_ms", std::to_string(margin * 1e3));
-  EXPECT_GE(elapsed, deadline);
-  EXPECT_LT(margin, 0.3);
+  EXPECT_GE(elapsed, deadline);  // never before the deadline
   EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
 
   proto::MeasureResult next = runner.measure(request());
@@ -200,12 +216,12 @@ TEST(WorkerIsolationTest, HangInCompileTimesOutOnTheCompileDeadline) {
   proto::MeasureResult r = runner.measure(hang);
   const double elapsed = now_s() - t0;
   ASSERT_EQ(r.error(), proto::TIMEOUT) << r.error_message();
+  // The compile deadline ended it (the run's is 30 s); how soon after it is reported.
   EXPECT_CONTAINS(r.error_message(), "compilation passed its deadline of 0.5 s");
   std::printf("[ measured ] compile deadline %.2f s: detected %.1f ms after it\n", deadline,
               (elapsed - deadline) * 1e3);
   RecordProperty("compile_timeout_margin_ms", std::to_string((elapsed - deadline) * 1e3));
-  EXPECT_GE(elapsed, deadline);
-  EXPECT_LT(elapsed, deadline + 0.3);
+  EXPECT_GE(elapsed, deadline);  // never before the deadline
   EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
 
   // The runner carries on with a fresh worker.
@@ -322,30 +338,35 @@ TEST(WorkerIsolationTest, AWorkerThatDiedWhileIdleIsReplaced) {
   EXPECT_EQ(runner.stats().workers_lost, 1);
 }
 
+// Two calls at once hold two workers at once (the runner's busy count says so, no
+// timing needed); cancelled, each reports it was cancelled while compiling.
 TEST(WorkerIsolationTest, ConcurrentCallsUseDifferentWorkers) {
   Runner runner(runner_options(2));
   ASSERT_TRUE(runner.start_workers().ok());
   ASSERT_EQ(runner.worker_pids().size(), 2u);
-  proto::MeasureRequest hang = request(proto::HANG_IN_COMPILE);
-  hang.mutable_settings()->set_compile_timeout_s(0.6);
   proto::MeasureResult a, b;
-  const double t0 = now_s();
-  std::thread ta([&] { a = runner.measure(hang); });
-  std::thread tb([&] { b = runner.measure(hang); });
+  std::thread ta([&] { a = runner.measure(long_hang(proto::HANG_IN_COMPILE, 1)); });
+  std::thread tb([&] { b = runner.measure(long_hang(proto::HANG_IN_COMPILE, 2)); });
+  const bool side_by_side = wait_until([&] { return runner.stats().busy_workers == 2; }, 30);
+  EXPECT_TRUE(runner.cancel(1));
+  EXPECT_TRUE(runner.cancel(2));
   ta.join();
   tb.join();
-  const double elapsed = now_s() - t0;
+  EXPECT_TRUE(side_by_side) << "the two calls never held two workers at once";
   EXPECT_EQ(a.error(), proto::TIMEOUT);
   EXPECT_EQ(b.error(), proto::TIMEOUT);
+  EXPECT_CONTAINS(a.error_message(), "cancelled by the caller");
+  EXPECT_CONTAINS(b.error_message(), "cancelled by the caller");
   EXPECT_NE(a.provenance().worker_pid(), b.provenance().worker_pid());
-  EXPECT_LT(elapsed, 1.1);  // side by side, not one after the other
+  EXPECT_EQ(runner.stats().busy_workers, 0);
 }
 
-// Needs the LLVM backend. With serialize_runs, run phases take turns across workers.
+// Needs the LLVM backend. With serialize_runs, run phases take turns across workers:
+// two 0.4 s runs take 0.8 s at least. Without, both are in their run phase at once.
 TEST(WorkerIsolationTest, SerializedRunPhasesTakeTurns) {
-  for (bool serialize : {true, false}) {
+  {
     RunnerOptions o = runner_options(2);
-    o.serialize_runs = serialize;
+    o.serialize_runs = true;
     Runner runner(o);
     ASSERT_TRUE(runner.start_workers().ok());
     proto::MeasureRequest hang = request(proto::HANG_IN_RUN);
@@ -359,11 +380,31 @@ TEST(WorkerIsolationTest, SerializedRunPhasesTakeTurns) {
     const double elapsed = now_s() - t0;
     ASSERT_EQ(a.error(), proto::TIMEOUT) << a.error_message();
     ASSERT_EQ(b.error(), proto::TIMEOUT) << b.error_message();
-    if (serialize) {
-      EXPECT_GE(elapsed, 0.8) << "two 0.4 s run phases overlapped";
-    } else {
-      EXPECT_LT(elapsed, 0.8 + std::max(a.compile_ms(), b.compile_ms()) / 1e3) << "run phases did not overlap";
+    EXPECT_CONTAINS(a.error_message(), "the run passed its deadline");
+    EXPECT_CONTAINS(b.error_message(), "the run passed its deadline");
+    EXPECT_GE(elapsed, 0.8) << "two 0.4 s run phases overlapped";
+  }
+  {
+    RunnerOptions o = runner_options(2);
+    o.serialize_runs = false;
+    Runner runner(o);
+    ASSERT_TRUE(runner.start_workers().ok());
+    proto::MeasureResult a, b;
+    std::thread ta([&] { a = runner.measure(long_hang(proto::HANG_IN_RUN, 1)); });
+    std::thread tb([&] { b = runner.measure(long_hang(proto::HANG_IN_RUN, 2)); });
+    const bool overlapped = wait_until([&] { return runner.stats().runs_in_progress == 2; }, 60);
+    EXPECT_TRUE(runner.cancel(1));
+    EXPECT_TRUE(runner.cancel(2));
+    ta.join();
+    tb.join();
+    EXPECT_TRUE(overlapped) << "run phases did not overlap";
+    EXPECT_EQ(a.error(), proto::TIMEOUT);
+    EXPECT_EQ(b.error(), proto::TIMEOUT);
+    if (overlapped) {
+      EXPECT_CONTAINS(a.error_message(), "cancelled by the caller while running");
+      EXPECT_CONTAINS(b.error_message(), "cancelled by the caller while running");
     }
+    EXPECT_EQ(runner.stats().runs_in_progress, 0);
   }
 }
 
@@ -385,9 +426,11 @@ TEST(WorkerIsolationTest, CancellingAJobInFlightKillsItsWorker) {
   const double cancelled_at = now_s();
   EXPECT_TRUE(runner.cancel(77));
   t.join();
+  // The cancel ended it (its compile deadline is 30 s away); how soon is reported.
   EXPECT_EQ(r.error(), proto::TIMEOUT);
-  EXPECT_CONTAINS(r.error_message(), "cancelled");
-  EXPECT_LT(returned_at - cancelled_at, 0.5);
+  EXPECT_CONTAINS(r.error_message(), "cancelled by the caller");
+  EXPECT_GE(returned_at, cancelled_at);
+  RecordProperty("cancel_latency_ms", std::to_string((returned_at - cancelled_at) * 1e3));
   EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
   EXPECT_FALSE(runner.cancel(77));  // no longer in flight
 
@@ -432,8 +475,10 @@ TEST(WorkerIsolationTest, ShutdownKillsAJobInFlight) {
   const double t0 = now_s();
   runner.reset();  // the destructor shuts down
   t.join();
-  EXPECT_LT(now_s() - t0, 1.0);
+  RecordProperty("shutdown_ms", std::to_string((now_s() - t0) * 1e3));
+  // The shutdown ended it (its compile deadline is 30 s away).
   EXPECT_EQ(r.error(), proto::TIMEOUT);
+  EXPECT_CONTAINS(r.error_message(), "cancelled");
   EXPECT_TRUE(children_of(getpid()).empty());
 }
 
@@ -463,7 +508,7 @@ TEST(WorkerIsolationTest, AWorkerThatBreaksTheProtocolIsWorkerLost) {
                                         "head -c 8 <&3 >/dev/null\n"
                                         "printf 'garbage!' >&3\n"
                                         "echo 'about to lie' >&2\n"
-                                        "exec sleep 20\n",
+                                        "exec sleep 60\n",
                                         /*executable=*/true);
   RunnerOptions o = runner_options();
   o.worker_binary = script;
@@ -472,7 +517,7 @@ TEST(WorkerIsolationTest, AWorkerThatBreaksTheProtocolIsWorkerLost) {
   proto::MeasureResult r = runner.measure(request());
   EXPECT_EQ(r.error(), proto::WORKER_LOST) << r.error_message();
   EXPECT_CONTAINS(r.error_message(), "bad frame magic");
-  EXPECT_LT(now_s() - t0, 5.0);
+  EXPECT_LT(now_s() - t0, 30.0);  // a safety bound: not the script's 60 s sleep
   runner.shutdown();
   std::filesystem::remove(script);
   EXPECT_TRUE(children_of(getpid()).empty());

@@ -1,8 +1,10 @@
 #include "codegen/interp/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <vector>
 
 namespace tensorgym {
@@ -41,11 +43,14 @@ double error_of(double e, double a) {
   return std::isnan(d) ? std::numeric_limits<double>::infinity() : d;
 }
 
-// Folds one element into `c`.
-void accumulate(Comparison& c, int64_t flat, double e, double a, bool exact, Tolerance tol) {
+// Folds one element into `c`. `magnitude` is Σ|term| of the element; when it is not
+// known (negative), |e| stands for it first, and `more` is asked for it if the element
+// is outside that bound (an error from it fails the comparison).
+void accumulate(Comparison& c, int64_t flat, double e, double a, bool exact, Tolerance tol, double magnitude,
+                const std::function<Expected<double>()>& more = nullptr) {
   ++c.checked;
   bool ok;
-  double abs_err = 0, rel_err = 0;
+  double abs_err = 0, rel_err = 0, allowed = 0;
   const bool e_nan = std::isnan(e), a_nan = std::isnan(a);
   if (e_nan || a_nan) {
     ok = e_nan && a_nan;
@@ -58,7 +63,21 @@ void accumulate(Comparison& c, int64_t flat, double e, double a, bool exact, Tol
   } else {
     abs_err = std::fabs(a - e);
     rel_err = e == 0 ? std::numeric_limits<double>::infinity() : abs_err / std::fabs(e);
-    ok = !exact && abs_err <= tol.atol + tol.rtol * std::fabs(e);
+    auto bound = [&](double m) {
+      return tol.atol + tol.rtol * std::fabs(e) + tol.sum_allowance * std::max(std::fabs(e), m);
+    };
+    allowed = bound(magnitude);
+    ok = !exact && abs_err <= allowed;
+    if (!ok && !exact && magnitude < 0 && tol.sum_allowance > 0 && more) {
+      Expected<double> m = more();
+      if (!m.ok()) {
+        c.match = false;
+        if (c.error.empty()) c.error = m.status().to_string();
+        return;
+      }
+      allowed = bound(*m);
+      ok = abs_err <= allowed;
+    }
   }
   if (abs_err > c.max_abs_error) c.max_abs_error = abs_err;
   if (rel_err > c.max_rel_error) c.max_rel_error = rel_err;
@@ -70,6 +89,7 @@ void accumulate(Comparison& c, int64_t flat, double e, double a, bool exact, Tol
     c.worst_index = flat;
     c.expected_value = e;
     c.actual_value = a;
+    c.allowed_error = allowed;
   }
 }
 
@@ -98,10 +118,53 @@ std::string Comparison::describe() const {
     s += ' ';
     s += dims_text(unravel(worst_index, shape));
   }
-  return s + ": expected " + number(expected_value) + ", got " + number(actual_value);
+  s += ": expected " + number(expected_value) + ", got " + number(actual_value);
+  if (allowed_error > 0) s += " (allowed error " + number(allowed_error) + ")";
+  return s;
 }
 
-Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual, Tolerance tol) {
+double reordered_sum_allowance(DataType dtype, int64_t terms) {
+  if (!dtype.is_float() || terms <= 1) return 0;
+  const double unit_roundoff = std::ldexp(1.0, dtype.bits == 32 ? -24 : -53);
+  return 16 * unit_roundoff * std::sqrt(double(terms));
+}
+
+int64_t summed_terms(const Program& program, std::string_view tensor) {
+  std::map<std::string, int64_t, std::less<>> terms;  // stages so far, producers first
+  for (const StageDef& s : program.stages) {
+    int64_t own = 0;
+    if (s.reduce == ReduceKind::kSum) {
+      own = 1;
+      for (const IterVar& r : s.reduce_axes) own *= std::max<int64_t>(r.extent, 0);
+    }
+    int64_t read = 0;
+    for (const std::string& name : program.reads_of(s)) {
+      auto it = terms.find(name);
+      if (it != terms.end()) read = std::max(read, it->second);
+    }
+    terms[s.name] = own + read;
+    if (s.name == tensor) return own + read;
+  }
+  return 0;
+}
+
+Tolerance tolerance_for(const Program& program, std::string_view output, double rtol, double atol) {
+  Tolerance t{rtol, atol};
+  if (program.find_stage(output))
+    t.sum_allowance = reordered_sum_allowance(program.dtype_of(output), summed_terms(program, output));
+  return t;
+}
+
+MagnitudeFn evaluator_magnitudes(ProgramEvaluator& evaluator, std::string_view output) {
+  return [&evaluator, name = std::string(output)](const std::vector<int64_t>& index) -> Expected<double> {
+    double magnitude = 0;
+    TG_RETURN_IF_ERROR(evaluator.value_at(name, index, &magnitude).status());
+    return magnitude;
+  };
+}
+
+Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual, Tolerance tol,
+                           const MagnitudeFn& magnitude) {
   Comparison c;
   c.shape = expected.shape();
   if (expected.dtype() != actual.dtype() || expected.shape() != actual.shape()) {
@@ -111,12 +174,15 @@ Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual,
   }
   const bool exact = !expected.dtype().is_float();
   const int64_t n = expected.num_elements();
+  int64_t at = 0;
+  const std::function<Expected<double>()> more = [&]() -> Expected<double> { return magnitude(unravel(at, c.shape)); };
+  const std::function<Expected<double>()>& ask = magnitude ? more : nullptr;
   if (expected.dtype() == DataType::f32()) {
     const float* e = expected.typed<float>();
     const float* a = actual.typed<float>();
-    for (int64_t i = 0; i < n; ++i) accumulate(c, i, double(e[i]), double(a[i]), false, tol);
+    for (at = 0; at < n; ++at) accumulate(c, at, double(e[at]), double(a[at]), false, tol, -1, ask);
   } else {
-    for (int64_t i = 0; i < n; ++i) accumulate(c, i, element(expected, i), element(actual, i), exact, tol);
+    for (at = 0; at < n; ++at) accumulate(c, at, element(expected, at), element(actual, at), exact, tol, -1, ask);
   }
   return c;
 }
@@ -154,10 +220,11 @@ Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view 
   }
   const bool exact = !dtype.is_float();
   for (int64_t flat : points) {
-    Expected<double> e = evaluator.value_at(output, unravel(flat, shape));
+    double magnitude = -1;
+    Expected<double> e = evaluator.value_at(output, unravel(flat, shape), tol.sum_allowance > 0 ? &magnitude : nullptr);
     if (!e.ok()) return fail("evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " +
                              e.status().to_string());
-    accumulate(c, flat, *e, element(actual, flat), exact, tol);
+    accumulate(c, flat, *e, element(actual, flat), exact, tol, magnitude);
   }
   return c;
 }

@@ -1,5 +1,6 @@
 #include "codegen/interp/evaluator.h"
 
+#include <cmath>
 #include <unordered_map>
 
 #include "codegen/interp/interpreter.h"
@@ -84,7 +85,8 @@ struct ProgramEvaluator::Impl {
   Status compile_expr(Tensor& t, size_t limit, const Expr& e, int* out);
 
   Status element(int tensor, int64_t flat, const int64_t* index, Value* out);
-  Status compute(int tensor, const int64_t* index, Value* out);
+  // With `magnitude`, Σ|term| of a sum (+=), else |value|.
+  Status compute(int tensor, const int64_t* index, Value* out, double* magnitude = nullptr);
   Status eval(const Tensor& t, int node, const int64_t* vars, Value* out);
 };
 
@@ -364,7 +366,7 @@ Status ProgramEvaluator::Impl::element(int id, int64_t flat, const int64_t* inde
   return Status();
 }
 
-Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out) {
+Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out, double* magnitude) {
   const Tensor& t = tensors[size_t(id)];
   const StageDef& s = *t.stage;
   const size_t rank = s.axes.size(), nred = s.reduce_axes.size();
@@ -375,9 +377,13 @@ Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out)
       return resource_exhausted("evaluator step limit of " + std::to_string(options.max_steps) + " exceeded");
     return Status();
   };
+  const bool sums = s.reduce == ReduceKind::kSum;
+  if (magnitude) *magnitude = 0;
   if (!s.is_reduction()) {
     TG_RETURN_IF_ERROR(step());
-    return eval(t, t.root, vars.data(), out);
+    TG_RETURN_IF_ERROR(eval(t, t.root, vars.data(), out));
+    if (magnitude) *magnitude = std::fabs(scalar_semantics::to_double(*out, s.dtype));
+    return Status();
   }
   Value acc = t.identity;
   for (size_t r = 0; r < nred; ++r) {
@@ -395,6 +401,7 @@ Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out)
     Value v;
     TG_RETURN_IF_ERROR(eval(t, t.root, vars.data(), &v));
     scalar_semantics::binary(combine, s.dtype, acc, v, &acc);
+    if (magnitude && sums) *magnitude += std::fabs(scalar_semantics::to_double(v, s.dtype));
     // Odometer over the reduce axes, the last one fastest.
     size_t r = nred;
     while (r > 0) {
@@ -404,6 +411,7 @@ Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out)
       vars[rank + r] = rv.min;
       if (r == 0) {
         *out = acc;
+        if (magnitude && !sums) *magnitude = std::fabs(scalar_semantics::to_double(acc, s.dtype));
         return Status();
       }
     }
@@ -424,7 +432,8 @@ const Status& ProgramEvaluator::status() const { return impl_->status; }
 const Program& ProgramEvaluator::program() const { return impl_->program; }
 int64_t ProgramEvaluator::steps() const { return impl_->steps; }
 
-Expected<double> ProgramEvaluator::value_at(std::string_view tensor, const std::vector<int64_t>& index) {
+Expected<double> ProgramEvaluator::value_at(std::string_view tensor, const std::vector<int64_t>& index,
+                                            double* magnitude) {
   Impl& m = *impl_;
   if (!m.status.ok()) return m.status;
   const int id = m.find_tensor(tensor);
@@ -441,7 +450,13 @@ Expected<double> ProgramEvaluator::value_at(std::string_view tensor, const std::
     flat = flat * t.shape[d] + index[d];
   }
   Value v;
-  TG_RETURN_IF_ERROR(m.element(id, flat, index.data(), &v));
+  if (magnitude && !t.input) {
+    TG_RETURN_IF_ERROR(m.compute(id, index.data(), &v, magnitude));
+    if (!m.tensors[size_t(id)].memo.find(flat)) m.tensors[size_t(id)].memo.insert(flat, v, t.elements);
+  } else {
+    TG_RETURN_IF_ERROR(m.element(id, flat, index.data(), &v));
+    if (magnitude) *magnitude = std::fabs(scalar_semantics::to_double(v, t.dtype));
+  }
   return scalar_semantics::to_double(v, t.dtype);
 }
 

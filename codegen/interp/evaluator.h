@@ -47,8 +47,10 @@ class ProgramEvaluator {
   const Program& program() const;
 
   // One element of an input or stage (one index per dimension, in range). Integer
-  // results are exact up to 2^53 (all of i32).
-  Expected<double> value_at(std::string_view tensor, const std::vector<int64_t>& index);
+  // results are exact up to 2^53 (all of i32). With `magnitude`, also the sum of the
+  // magnitudes of the terms the element sums, Σ|term| in double (|value| for an
+  // element that sums nothing): the element is then computed afresh, not recalled.
+  Expected<double> value_at(std::string_view tensor, const std::vector<int64_t>& index, double* magnitude = nullptr);
   // The whole tensor (inputs are copied), e.g. as the reference output in tests.
   Expected<HostBuffer> evaluate(std::string_view tensor);
 

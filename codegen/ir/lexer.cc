@@ -7,6 +7,9 @@
 #include <limits>
 #include <system_error>
 
+#include "codegen/ir/program.h"
+#include "support/quote.h"
+
 namespace tensorgym {
 namespace {
 
@@ -17,20 +20,7 @@ bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 // Text quoted for a message, cut short when long, bytes outside printable ASCII escaped.
 std::string quote(std::string_view s) {
   constexpr size_t kMaxShown = 40;
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMaxShown; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += char(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
-      out += buf;
-    }
-  }
-  if (s.size() > kMaxShown) out += "...";
-  out += "'";
-  return out;
+  return quote_text(s, kMaxShown);
 }
 
 }  // namespace
@@ -169,6 +159,9 @@ Token Lexer::scan() {
 Token Lexer::identifier(size_t start) {
   size_t end = start;
   while (end < text_.size() && is_ident_char(text_[end])) ++end;
+  if (end - start > kMaxNameBytes)
+    return error(start, "a name of " + std::to_string(end - start) + " bytes, over the limit of " +
+                            std::to_string(kMaxNameBytes));
   std::string_view word = text_.substr(start, end - start);
   // `max=` / `min=` are the reduction operators; `max==` is never valid anyway.
   if ((word == "max" || word == "min") && end < text_.size() && text_[end] == '=' &&

@@ -25,6 +25,7 @@
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/lexer.h"
 #include "codegen/ir/program.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -46,14 +47,7 @@ Status exhausted_at(SourceLoc loc, const std::string& message) { return resource
 SourceLoc loc_of(const Token& t) { return {t.line, t.column}; }
 std::string loc_text(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column); }
 
-std::string quoted(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '\'';
-  out += s;
-  out += '\'';
-  return out;
-}
+std::string quoted(std::string_view s) { return quote_text(s); }
 
 bool is_function_word(std::string_view w) {
   return w == "select" || w == "min" || w == "max" || w == "abs" || w == "exp" || w == "log" || w == "sqrt" ||

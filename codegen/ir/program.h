@@ -56,6 +56,10 @@ struct StageDef {
   const IterVar* find_axis(std::string_view name) const;  // spatial or reduction
 };
 
+// Longest name (of a tensor, a stage, a variable, a loop) a program or a schedule
+// may use: names travel in messages and observations.
+inline constexpr size_t kMaxNameBytes = 256;
+
 // Caps on what a program may ask for; past them it is rejected before anything runs.
 struct ProgramLimits {
   int64_t max_text_bytes = int64_t(1) << 20;

@@ -123,6 +123,40 @@ void set_stats(const TimingStats& st, proto::RuntimeStats* out) {
 
 enum class Phase { kInstantiate, kCompile, kRun };
 
+}  // namespace
+
+MeasureResult check_outputs(const Program& program, const std::vector<std::string>& names,
+                            const std::vector<HostBuffer>& inputs, const std::vector<HostBuffer>& outputs,
+                            const proto::RunnerSettings& settings) {
+  ProgramEvaluator evaluator(program, const_pointers(inputs));
+  if (!evaluator.status().ok()) {
+    return error_result(proto::INSTANTIATION,
+                        "the reference evaluator cannot check this program: " + evaluator.status().message());
+  }
+  MeasureResult result;
+  int64_t checked = 0;
+  double max_abs_error = 0;
+  for (size_t i = 0; i < outputs.size() && i < names.size(); ++i) {
+    // rtol and atol, with room for the sums a schedule may legally reorder.
+    const Tolerance tolerance = tolerance_for(program, names[i], settings.rtol(), settings.atol());
+    Comparison c = compare_with_evaluator(evaluator, names[i], outputs[i], tolerance, settings.check_points(),
+                                          derive_seed(settings.seed(), 1000 + i));
+    checked += c.checked;
+    max_abs_error = std::max(max_abs_error, c.max_abs_error);
+    if (!c.match) {
+      MeasureResult r = error_result(proto::WRONG_ANSWER, "output " + names[i] + ": " + c.describe());
+      r.set_checked_points(checked);
+      r.set_max_abs_error(c.max_abs_error);
+      return r;
+    }
+  }
+  result.set_checked_points(checked);
+  result.set_max_abs_error(max_abs_error);
+  return result;
+}
+
+namespace {
+
 MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::RunnerSettings& settings,
                            const MeasureJobHooks& hooks, KernelCache* cache, Phase& phase) {
   phase = Phase::kInstantiate;
@@ -195,31 +229,16 @@ MeasureResult run_pipeline(const proto::MeasureRequest& request, const proto::Ru
   if (request.test_fault() == proto::CORRUPT_OUTPUT && !outputs.empty()) corrupt(outputs[0]);
 
   // ---- check ---------------------------------------------------------------------
-  ProgramEvaluator evaluator(program, const_pointers(inputs));
-  if (!evaluator.status().ok()) {
-    return error_result(proto::INSTANTIATION,
-                        "the reference evaluator cannot check this program: " + evaluator.status().message());
+  std::vector<std::string> names;
+  for (const auto& o : nest.outputs) names.push_back(o.name);
+  MeasureResult checked = check_outputs(program, names, inputs, outputs, settings);
+  if (checked.error() != proto::MEASURE_OK) {
+    checked.set_compile_ms(result.compile_ms());
+    checked.set_llvm_ir(result.llvm_ir());
+    return checked;
   }
-  const Tolerance tolerance{settings.rtol(), settings.atol()};
-  int64_t checked = 0;
-  double max_abs_error = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = nest.outputs[i].name;
-    Comparison c = compare_with_evaluator(evaluator, name, outputs[i], tolerance, settings.check_points(),
-                                          derive_seed(settings.seed(), 1000 + i));
-    checked += c.checked;
-    max_abs_error = std::max(max_abs_error, c.max_abs_error);
-    if (!c.match) {
-      MeasureResult r = error_result(proto::WRONG_ANSWER, "output " + name + ": " + c.describe());
-      r.set_compile_ms(result.compile_ms());
-      r.set_checked_points(checked);
-      r.set_max_abs_error(c.max_abs_error);
-      r.set_llvm_ir(result.llvm_ir());
-      return r;
-    }
-  }
-  result.set_checked_points(checked);
-  result.set_max_abs_error(max_abs_error);
+  result.set_checked_points(checked.checked_points());
+  result.set_max_abs_error(checked.max_abs_error());
 
   // ---- time ----------------------------------------------------------------------
   TimingOptions timing = timing_options(settings);

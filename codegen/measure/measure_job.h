@@ -23,8 +23,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/interp/host_buffer.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/loop_nest.h"
 #include "proto/tensorgym.pb.h"
@@ -71,6 +73,15 @@ struct MeasureJobHooks {
   // kernel_cache_hit). Returning false abandons the job (its result is WORKER_LOST).
   std::function<bool(const proto::MeasureResult& compiled)> on_compiled;
 };
+
+// The check of a run: each output (named as in the program) against the reference
+// evaluator at settings.check_points() points drawn from settings.seed(), within
+// rtol, atol and the allowance for reordered sums (codegen/interp/compare.h). Sets
+// checked_points and max_abs_error; WRONG_ANSWER naming the output and its worst
+// element on a mismatch; INSTANTIATION when the evaluator cannot run the program.
+proto::MeasureResult check_outputs(const Program& program, const std::vector<std::string>& names,
+                                   const std::vector<HostBuffer>& inputs, const std::vector<HostBuffer>& outputs,
+                                   const proto::RunnerSettings& settings);
 
 // Runs the pipeline. Always returns a result with provenance (worker_pid is this
 // process); `cache` may be null.

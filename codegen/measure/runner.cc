@@ -116,10 +116,8 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
   control.compile_timeout_s = request.settings().compile_timeout_s();
   control.run_timeout_s = request.settings().run_timeout_s();
   control.cancelled = &job.cancelled;
-  if (options_.serialize_runs) {
-    control.acquire_run = [this, &job] { return acquire_run(job); };
-    control.release_run = [this] { release_run(); };
-  }
+  control.acquire_run = [this, &job] { return acquire_run(job); };
+  control.release_run = [this] { release_run(); };
   proto::MeasureResult result = worker->run_job(request, control);
 
   {
@@ -180,16 +178,16 @@ Status Runner::start_workers() {
 
 bool Runner::acquire_run(const Job& job) {
   std::unique_lock<std::mutex> lock(run_mu_);
-  run_free_.wait(lock, [&] { return !run_busy_ || job.cancelled.load(); });
+  run_free_.wait(lock, [&] { return !options_.serialize_runs || running_ == 0 || job.cancelled.load(); });
   if (job.cancelled.load()) return false;
-  run_busy_ = true;
+  ++running_;
   return true;
 }
 
 void Runner::release_run() {
   {
     std::lock_guard<std::mutex> lock(run_mu_);
-    run_busy_ = false;
+    --running_;
   }
   run_free_.notify_all();
 }
@@ -253,8 +251,15 @@ std::vector<pid_t> Runner::worker_pids() const {
 }
 
 Runner::Stats Runner::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  Stats s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = stats_;
+    s.busy_workers = busy_;
+  }
+  std::lock_guard<std::mutex> lock(run_mu_);
+  s.runs_in_progress = running_;
+  return s;
 }
 
 }  // namespace tensorgym

@@ -91,6 +91,10 @@ class Runner {
     int64_t workers_started = 0;
     int64_t workers_recycled = 0;  // retired after max jobs or memory
     int64_t workers_lost = 0;      // killed or found dead
+    // At this moment, not totals: workers holding a job (or starting), and jobs in
+    // their timed run phase. What runs at once shows here, without timing anything.
+    int64_t busy_workers = 0;
+    int64_t runs_in_progress = 0;
   };
   Stats stats() const;
   const RunnerOptions& options() const { return options_; }
@@ -124,9 +128,9 @@ class Runner {
   Stats stats_;
   std::string sandbox_;
 
-  std::mutex run_mu_;
+  mutable std::mutex run_mu_;
   std::condition_variable run_free_;
-  bool run_busy_ = false;
+  int running_ = 0;  // jobs in their run phase; at most one with serialize_runs
 };
 
 }  // namespace tensorgym

@@ -4,6 +4,7 @@
 
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 
@@ -14,8 +15,8 @@ PrimitiveResult apply_bind(ScheduleState& state, const PrimitiveArgs& args) {
   bool known = false;
   for (std::string_view t : kTags) known |= t == args[1];
   if (!known)
-    return invalid_argument("unknown thread tag '" + args[1] +
-                            "' (known: blockIdx.x/y/z, threadIdx.x/y/z, vthread)");
+    return invalid_argument("unknown thread tag " + quote_text(args[1]) +
+                            " (known: blockIdx.x/y/z, threadIdx.x/y/z, vthread)");
   if (ref.get().is_reduce) return invalid_argument("cannot bind reduction loop " + ref.text());
   Loop& loop = ref.stage->loops[size_t(ref.loop)];
   if (loop.thread_tag == args[1]) return ApplyEffect::kNoEffect;

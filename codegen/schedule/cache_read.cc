@@ -4,12 +4,13 @@
 #include "codegen/ir/substitute.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 
 PrimitiveResult apply_cache_read(ScheduleState& state, const PrimitiveArgs& args) {
   const std::string& tensor = args[0];
-  if (!state.has_tensor(tensor)) return not_found("unknown tensor '" + tensor + "'");
+  if (!state.has_tensor(tensor)) return not_found("unknown tensor " + quote_text(tensor));
   TG_ASSIGN_OR_RETURN(StageSchedule * consumer, parse_stage(state, args[1]));
   TG_RETURN_IF_ERROR(check_new_tensor_name(state, args[2]));
   if (consumer->name() == tensor) return invalid_argument("a stage cannot cache_read itself");

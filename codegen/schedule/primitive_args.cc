@@ -3,10 +3,13 @@
 #include <cctype>
 #include <charconv>
 
+#include "support/quote.h"
+
 namespace tensorgym {
 
 bool is_identifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  if (s.empty() || s.size() > kMaxNameBytes || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   return true;
@@ -23,15 +26,15 @@ std::string leaf_names(const StageSchedule& stage) {
 
 Expected<StageSchedule*> parse_stage(ScheduleState& state, std::string_view arg) {
   if (StageSchedule* s = state.find_stage(arg)) return s;
-  if (state.program().find_input(arg)) return invalid_argument("'" + std::string(arg) + "' is an input and has no loops");
-  return not_found("unknown stage '" + std::string(arg) + "'");
+  if (state.program().find_input(arg)) return invalid_argument(quote_text(arg) + " is an input and has no loops");
+  return not_found("unknown stage " + quote_text(arg));
 }
 
 Expected<int> parse_leaf_of(const StageSchedule& stage, std::string_view arg) {
   int loop = stage.find_loop(arg);
   if (loop < 0)
-    return not_found("stage " + stage.name() + " has no loop '" + std::string(arg) + "' (its loops: " +
-                     leaf_names(stage) + ")");
+    return not_found("stage " + stage.name() + " has no loop " + quote_text(arg) + " (its loops: " + leaf_names(stage) +
+                     ")");
   if (stage.leaf_position(loop) < 0)
     return invalid_argument("loop " + stage.name() + "." + std::string(arg) +
                             " was split or fused away (its loops: " + leaf_names(stage) + ")");
@@ -40,8 +43,7 @@ Expected<int> parse_leaf_of(const StageSchedule& stage, std::string_view arg) {
 
 Expected<LoopRef> parse_loop(ScheduleState& state, std::string_view arg, bool must_be_leaf) {
   size_t dot = arg.find('.');
-  if (dot == std::string_view::npos)
-    return invalid_argument("expected a loop as STAGE.loop, found '" + std::string(arg) + "'");
+  if (dot == std::string_view::npos) return invalid_argument("expected a loop as STAGE.loop, found " + quote_text(arg));
   TG_ASSIGN_OR_RETURN(StageSchedule * stage, parse_stage(state, arg.substr(0, dot)));
   std::string_view name = arg.substr(dot + 1);
   if (must_be_leaf) {
@@ -50,8 +52,8 @@ Expected<LoopRef> parse_loop(ScheduleState& state, std::string_view arg, bool mu
   }
   int loop = stage->find_loop(name);
   if (loop < 0)
-    return not_found("stage " + stage->name() + " has no loop '" + std::string(name) + "' (its loops: " +
-                     leaf_names(*stage) + ")");
+    return not_found("stage " + stage->name() + " has no loop " + quote_text(name) +
+                     " (its loops: " + leaf_names(*stage) + ")");
   return LoopRef{stage, loop};
 }
 
@@ -59,7 +61,7 @@ Expected<int64_t> parse_int(std::string_view arg, std::string_view what, int64_t
   int64_t v = 0;
   auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), v);
   if (ec != std::errc() || end != arg.data() + arg.size())
-    return invalid_argument(std::string(what) + " must be an integer, found '" + std::string(arg) + "'");
+    return invalid_argument(std::string(what) + " must be an integer, found " + quote_text(arg));
   if (v < min || v > max)
     return invalid_argument(std::string(what) + " must be in " + std::to_string(min) + ".." + std::to_string(max) +
                             ", found " + std::to_string(v));
@@ -67,15 +69,15 @@ Expected<int64_t> parse_int(std::string_view arg, std::string_view what, int64_t
 }
 
 Status check_new_loop_name(const StageSchedule& stage, std::string_view name) {
-  if (!is_identifier(name)) return invalid_argument("'" + std::string(name) + "' is not a valid loop name");
+  if (!is_identifier(name)) return invalid_argument(quote_text(name) + " is not a valid loop name");
   if (stage.find_loop(name) >= 0)
-    return already_exists("stage " + stage.name() + " already has a loop named '" + std::string(name) + "'");
+    return already_exists("stage " + stage.name() + " already has a loop named " + quote_text(name));
   return Status();
 }
 
 Status check_new_tensor_name(const ScheduleState& state, std::string_view name) {
-  if (!is_identifier(name)) return invalid_argument("'" + std::string(name) + "' is not a valid tensor name");
-  if (state.has_tensor(name)) return already_exists("a tensor named '" + std::string(name) + "' already exists");
+  if (!is_identifier(name)) return invalid_argument(quote_text(name) + " is not a valid tensor name");
+  if (state.has_tensor(name)) return already_exists("a tensor named " + quote_text(name) + " already exists");
   return Status();
 }
 

@@ -7,6 +7,7 @@
 
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 
@@ -21,7 +22,7 @@ PrimitiveResult apply_reorder_storage(ScheduleState& state, const PrimitiveArgs&
     int axis = -1;
     for (size_t a = 0; a < rank; ++a)
       if (stage->def->axes[a].name == args[i]) axis = int(a);
-    if (axis < 0) return not_found("stage " + stage->name() + " has no dimension '" + args[i] + "'");
+    if (axis < 0) return not_found("stage " + stage->name() + " has no dimension " + quote_text(args[i]));
     if (std::find(order.begin(), order.end(), axis) != order.end())
       return invalid_argument("dimension " + args[i] + " is listed twice");
     order.push_back(axis);

@@ -1,5 +1,7 @@
 #include "codegen/schedule/schedule.h"
 
+#include "support/quote.h"
+
 namespace tensorgym {
 
 Schedule::Schedule(ProgramPtr program) : state_(std::move(program)) {}
@@ -36,8 +38,10 @@ Expected<Schedule> Schedule::from_text(ProgramPtr program, std::string_view trac
 
 PrimitiveResult Schedule::apply_to_state(const Primitive& primitive, ScheduleState& next) const {
   const PrimitiveInfo* info = find_primitive(primitive.name);
-  auto fail = [&](const Status& st) { return Status(st.code(), primitive.to_string() + ": " + st.message()); };
-  if (!info) return fail(invalid_argument("unknown primitive '" + primitive.name + "'"));
+  auto fail = [&](const Status& st) {
+    return Status(st.code(), excerpt_text(primitive.to_string()) + ": " + st.message());
+  };
+  if (!info) return fail(invalid_argument("unknown primitive " + quote_text(primitive.name)));
   int n = int(primitive.args.size());
   if (n < info->min_args || (info->max_args >= 0 && n > info->max_args))
     return fail(invalid_argument("wrong number of arguments; usage: " + std::string(info->usage)));

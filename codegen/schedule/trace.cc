@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "support/quote.h"
+
 namespace tensorgym {
 
 std::string Primitive::to_string() const {
@@ -42,7 +44,8 @@ class TraceReader {
       skip_spaces();
       if (at_end()) return trace;
       char c = peek();
-      if (c != ';' && c != '\n' && c != '\r' && c != '#') return error("expected ';' or a new line after " + trace.steps.back().to_string());
+      if (c != ';' && c != '\n' && c != '\r' && c != '#')
+        return error("expected ';' or a new line after " + excerpt_text(trace.steps.back().to_string()));
     }
   }
 
@@ -103,7 +106,7 @@ class TraceReader {
       return error(std::string("expected a primitive name, found ") + describe(peek()));
     p.name = take_while(is_name_char);
     skip_spaces();
-    if (peek() != '(') return error("expected '(' after " + p.name);
+    if (peek() != '(') return error("expected '(' after " + excerpt_text(p.name));
     advance();
     skip_spaces();
     if (peek() == ')') {
@@ -114,7 +117,7 @@ class TraceReader {
     for (;;) {
       skip_spaces();
       std::string arg = take_while(is_word_char);
-      if (arg.empty()) return error(std::string("expected an argument of ") + p.name + ", found " + describe(peek()));
+      if (arg.empty()) return error("expected an argument of " + excerpt_text(p.name) + ", found " + describe(peek()));
       p.args.push_back(std::move(arg));
       skip_spaces();
       if (peek() == ',') {
@@ -125,7 +128,7 @@ class TraceReader {
         advance();
         return p;
       }
-      return error("expected ',' or ')' in " + p.name + "(...), found " + describe(peek()));
+      return error("expected ',' or ')' in " + excerpt_text(p.name) + "(...), found " + describe(peek()));
     }
   }
 

@@ -7,6 +7,7 @@
 #include "envs/parameters.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -222,7 +223,7 @@ Status apply_setting(MemorySettings* s, const std::string& key, const std::strin
     s->alignment = a;
   } else if (key == "default_order") {
     if (std::find(order_names().begin(), order_names().end(), value) == order_names().end())
-      return invalid_argument("parameter default_order: unknown order '" + value + "'");
+      return invalid_argument("parameter default_order: unknown order " + quote_text(value));
     s->default_order = value;
   } else if (key == "default_inplace") {
     if (value != "on" && value != "off") return invalid_argument("parameter default_inplace must be on or off");
@@ -232,8 +233,8 @@ Status apply_setting(MemorySettings* s, const std::string& key, const std::strin
       return invalid_argument("parameter default_placement must be best_fit, first_fit, highest_gap or top");
     s->default_placement = value;
   } else {
-    return invalid_argument("unknown parameter '" + key +
-                            "' (known: memory_limit, alignment, default_order, default_inplace, default_placement)");
+    return invalid_argument("unknown parameter " + quote_text(key) +
+                            " (known: memory_limit, alignment, default_order, default_inplace, default_placement)");
   }
   return Status();
 }
@@ -298,7 +299,8 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
       const std::string kv = rest.substr(0, next);
       rest = next == std::string::npos ? "" : rest.substr(next + 1);
       const size_t eq = kv.find('=');
-      if (eq == std::string::npos) return invalid_argument("action space setting '" + kv + "' is not key=value");
+      if (eq == std::string::npos)
+        return invalid_argument("action space setting " + quote_text(kv) + " is not key=value");
       TG_RETURN_IF_ERROR(apply_setting(&settings, kv.substr(0, eq), kv.substr(eq + 1)));
     }
   }
@@ -308,11 +310,11 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
   } else if (space == "inplace") {
     controlled = Decision::kInplace;
   } else if (!space.empty() && space != "placement") {
-    return invalid_argument("unknown action space '" + space + "' (memory-v0 has order, inplace, placement)");
+    return invalid_argument("unknown action space " + quote_text(space) + " (memory-v0 has order, inplace, placement)");
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
   for (const std::string& n : names)
-    if (!find_observation(n)) return invalid_argument("unknown observation space '" + n + "'");
+    if (!find_observation(n)) return invalid_argument("unknown observation space " + quote_text(n));
   const DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();
   TG_ASSIGN_OR_RETURN(GraphBenchmark bench, resolve_graph(benchmark, registry.file_access()));
   TG_ASSIGN_OR_RETURN(MemoryEpisode ep, MemoryEpisode::start(bench, settings, controlled));
@@ -336,7 +338,7 @@ std::vector<Event> MemoryEnv::observe(const std::vector<std::string>& names, Sta
   for (const std::string& n : names) {
     const MemoryObservation* def = find_observation(n);
     if (!def) {
-      if (error->ok()) *error = invalid_argument("unknown observation space '" + n + "'");
+      if (error->ok()) *error = invalid_argument("unknown observation space " + quote_text(n));
       out.push_back(Event());
       continue;
     }
@@ -391,7 +393,7 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
         last_arena_[n] = double(episode_->current_arena());
       }
     } else {
-      if (result.error.ok()) result.error = invalid_argument("unknown reward space '" + n + "'");
+      if (result.error.ok()) result.error = invalid_argument("unknown reward space " + quote_text(n));
     }
     last_reward_space_ = n;
     cumulative_[n] += r;

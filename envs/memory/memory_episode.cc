@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "memplan/order.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 
@@ -34,8 +35,8 @@ Expected<MemoryEpisode> MemoryEpisode::start(const GraphBenchmark& bench, const 
                             bench.uri + " is an offset-only instance (use placement)");
   if (std::find(placement_names().begin(), placement_names().end(), settings.default_placement) ==
       placement_names().end())
-    return invalid_argument("unknown default placement '" + settings.default_placement +
-                            "' (known: best_fit, first_fit, highest_gap, top)");
+    return invalid_argument("unknown default placement " + quote_text(settings.default_placement) +
+                            " (known: best_fit, first_fit, highest_gap, top)");
   ep.alignment_ = settings.alignment > 0 ? settings.alignment : (bench.is_graph() ? kDefaultAlignment : 1);
   if (bench.is_graph()) {
     const Graph& g = *bench.graph;
@@ -287,22 +288,23 @@ Status MemoryEpisode::apply(int64_t index) {
 Status MemoryEpisode::apply_text(const std::string& text) {
   const Decision d = pending();
   if (d != controlled_)
-    return failed_precondition("action '" + text + "': no " + decision_name(controlled_) + " decision is pending (" +
-                               decision_name(d) + ")");
+    return failed_precondition("action " + quote_text(text) + ": no " + decision_name(controlled_) +
+                               " decision is pending (" + decision_name(d) + ")");
   int64_t index = -1;
   if (d == Decision::kOrder) {
     for (size_t i = 0; i < ready_.size(); ++i)
       if (bench_.graph->ops[size_t(ready_[i])].name == text) index = int64_t(i);
-    if (index < 0) return invalid_argument("order action '" + text + "': no ready operator has that name");
+    if (index < 0) return invalid_argument("order action " + quote_text(text) + ": no ready operator has that name");
   } else if (d == Decision::kInplace) {
     if (text == "accept") index = 1;
     if (text == "decline") index = 0;
-    if (index < 0) return invalid_argument("inplace action '" + text + "': expected accept or decline");
+    if (index < 0) return invalid_argument("inplace action " + quote_text(text) + ": expected accept or decline");
   } else {
     for (size_t i = 0; i < placement_names().size(); ++i)
       if (placement_names()[i] == text) index = int64_t(i);
     if (index < 0)
-      return invalid_argument("placement action '" + text + "': expected best_fit, first_fit, highest_gap or top");
+      return invalid_argument("placement action " + quote_text(text) +
+                              ": expected best_fit, first_fit, highest_gap or top");
   }
   return apply(index);
 }

@@ -4,6 +4,7 @@
 
 #include "codegen/schedule/primitive.h"
 #include "envs/schedule/naming.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -50,7 +51,7 @@ const std::vector<std::string>& CursorActions::names() { return action_names(); 
 Expected<int64_t> CursorActions::index_of(const std::string& name) {
   const auto& n = action_names();
   auto it = std::find(n.begin(), n.end(), name);
-  if (it == n.end()) return not_found("unknown cursor action '" + name + "'");
+  if (it == n.end()) return not_found("unknown cursor action " + quote_text(name));
   return int64_t(it - n.begin());
 }
 

@@ -9,6 +9,7 @@
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
 #include "proto/provenance_json.h"
+#include "support/quote.h"
 
 namespace tensorgym {
 namespace {
@@ -56,11 +57,12 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   if (options.action_space == "cursor") {
     kind = ActionSpaceKind::kCursor;
   } else if (!options.action_space.empty() && options.action_space != "primitives") {
-    return invalid_argument("unknown action space '" + options.action_space + "' (schedule-v0 has primitives, cursor)");
+    return invalid_argument("unknown action space " + quote_text(options.action_space) +
+                            " (schedule-v0 has primitives, cursor)");
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
   for (const std::string& o : observations)
-    if (!find_schedule_observation(o)) return invalid_argument("unknown observation space '" + o + "'");
+    if (!find_schedule_observation(o)) return invalid_argument("unknown observation space " + quote_text(o));
   DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();
   TG_ASSIGN_OR_RETURN(Benchmark b, registry.resolve(benchmark));
 
@@ -127,8 +129,8 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
   } else if (action.is<std::string>()) {
     TG_ASSIGN_OR_RETURN(Trace t, parse_trace(action.as<std::string>()));
     if (t.steps.size() != 1)
-      return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": '" +
-                              action.as<std::string>() + "'");
+      return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": " +
+                              quote_text(action.as<std::string>()));
     p = std::move(t.steps[0]);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
@@ -153,7 +155,7 @@ std::vector<Event> ScheduleEnv::observe(const std::vector<std::string>& names, S
   for (const std::string& n : names) {
     const ObservationDef* def = find_schedule_observation(n);
     if (!def) {
-      if (error->ok()) *error = invalid_argument("unknown observation space '" + n + "'");
+      if (error->ok()) *error = invalid_argument("unknown observation space " + quote_text(n));
       out.emplace_back();
       continue;
     }
@@ -173,7 +175,7 @@ Expected<std::vector<double>> ScheduleEnv::rewards(const std::vector<std::string
   Status first_error;
   for (const std::string& n : names) {
     const RewardDef* def = find_schedule_reward(n);
-    if (!def) return invalid_argument("unknown reward space '" + n + "'");
+    if (!def) return invalid_argument("unknown reward space " + quote_text(n));
     last_reward_space_ = n;
     Expected<double> initial = initial_metric(def->metric, episode_);
     Expected<double> scale_base = def->normalize_by_expert ? expert_metric(def->metric, episode_) : initial;
@@ -289,8 +291,8 @@ Status ScheduleEnv::set_parameter(const std::string& key, const std::string& val
     s.set_compile_timeout_s(double(v));
     s.set_run_timeout_s(double(v));
   } else {
-    return invalid_argument("unknown parameter '" + key +
-                            "' (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "
+    return invalid_argument("unknown parameter " + quote_text(key) +
+                            " (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "
                             "runner.seed, runner.flush_cache, runner.timeout_s)");
   }
   if (started()) episode_.invalidate();
