@@ -9,8 +9,8 @@
 //               message, then closes its side)
 // The harness is generic over the generated request types, so it keeps working as
 // the messages change: a request is parsed with ParseFromArray, and a top-level
-// singular field the request leaves unset takes the value of the field of the same
-// name and type in an earlier response of the same input (so a Step can find the
+// scalar field (not repeated, not in a oneof) the request leaves unset takes the value
+// of the field of the same name and type in an earlier response of the same input (so a Step can find the
 // session a StartSession made, whatever the field holds).
 //
 // Per-input work is bounded: every call has a short deadline, nothing is measured
@@ -62,22 +62,19 @@ void report(const pb::Message& request, const grpc::Status& status) {
 class Carry {
  public:
   void remember(const pb::Message& response) {
-    const pb::Reflection* r = response.GetReflection();
+    std::shared_ptr<pb::Message> copy(response.New());
+    copy->CopyFrom(response);
     std::vector<const pb::FieldDescriptor*> set;
-    r->ListFields(response, &set);
-    for (const pb::FieldDescriptor* f : set) {
-      if (f->is_repeated() || f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
-      std::unique_ptr<pb::Message> holder(response.New());
-      holder->CopyFrom(response);
-      values_[f->name()] = {f, std::shared_ptr<pb::Message>(holder.release())};
-    }
+    copy->GetReflection()->ListFields(*copy, &set);
+    for (const pb::FieldDescriptor* f : set)
+      if (carried(f)) values_[f->name()] = {f, copy};
   }
   void fill(pb::Message* request) const {
     const pb::Descriptor* d = request->GetDescriptor();
     const pb::Reflection* r = request->GetReflection();
     for (int i = 0; i < d->field_count(); ++i) {
       const pb::FieldDescriptor* f = d->field(i);
-      if (f->is_repeated() || f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE || r->HasField(*request, f)) continue;
+      if (!carried(f) || r->HasField(*request, f)) continue;
       auto it = values_.find(f->name());
       if (it == values_.end() || it->second.field->cpp_type() != f->cpp_type()) continue;
       const pb::Message& from = *it->second.message;
@@ -95,6 +92,10 @@ class Carry {
   }
 
  private:
+  // Singular scalars outside a oneof (setting one would clear the oneof's choice).
+  static bool carried(const pb::FieldDescriptor* f) {
+    return !f->is_repeated() && f->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE && !f->real_containing_oneof();
+  }
   struct Value {
     const pb::FieldDescriptor* field;
     std::shared_ptr<pb::Message> message;
