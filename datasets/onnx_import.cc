@@ -181,7 +181,6 @@ class Importer {
 
   Status define(const onnx::NodeProto& n, int tensor) {
     if (!b_.error().ok()) return Status(b_.error().code(), where(n) + b_.error().message());
-    if (n.output_size() < 1) return invalid_argument(where(n) + "has no output");
     const std::string& name = n.output(0);
     if (tensor >= first_new_) b_.rename(tensor, name);
     value_[name] = tensor;
@@ -195,6 +194,8 @@ class Importer {
   Status node(const onnx::NodeProto& n, int index) {
     first_new_ = b_.tensor_count();
     const std::string& op = n.op_type();
+    // Every supported operator names its output (read as n.output(0) below).
+    if (n.output_size() < 1 || n.output(0).empty()) return invalid_argument(where(n) + "has no output");
     if (op == "Identity" || op == "Dropout") {
       TG_ASSIGN_OR_RETURN(int x, in(n, 0));
       value_[n.output(0)] = x;
@@ -209,6 +210,7 @@ class Importer {
       std::vector<int64_t> strides = attr_ints(n, "strides"), pads = attr_ints(n, "pads"),
                            dil = attr_ints(n, "dilations");
       if (strides.empty()) strides = {1, 1};
+      if (strides.size() != 2) return invalid_argument(where(n) + "a 2-D convolution needs 2 strides");
       for (int64_t d : dil)
         if (d != 1) return unimplemented(where(n) + "dilated convolutions are not supported");
       const onnx::AttributeProto* ap = find_attr(n, "auto_pad");
@@ -262,6 +264,7 @@ class Importer {
       const int64_t rank = int64_t(b_.shape(x).size());
       int64_t axis = attr_int(n, "axis", -1);
       if (axis < 0) axis += rank;
+      if (rank == 0) return invalid_argument(where(n) + "needs an input of rank 1 or more");
       if (axis != rank - 1) return unimplemented(where(n) + "only the last axis is supported");
       if (op == "Softmax") {
         y = b_.softmax(x);
@@ -279,7 +282,7 @@ class Importer {
       const std::vector<int64_t> k = attr_ints(n, "kernel_shape"), pads = attr_ints(n, "pads");
       std::vector<int64_t> s = attr_ints(n, "strides");
       if (s.empty()) s = {1, 1};
-      if (k.size() != 2 || k[0] != k[1] || s[0] != s[1] ||
+      if (k.size() != 2 || k[0] != k[1] || s.size() != 2 || s[0] != s[1] ||
           (!pads.empty() && (pads.size() != 4 || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3])))
         return unimplemented(where(n) + "only square kernels, equal strides and equal pads are supported");
       y = b_.pool(op == "MaxPool" ? "maxpool" : "avgpool", x, k[0], s[0], pads.empty() ? 0 : pads[0]);

@@ -193,6 +193,10 @@ int Server::port() const { return impl_->port; }
 
 std::string Server::address() const { return host_port(impl_->options.host, impl_->port); }
 
+std::shared_ptr<grpc::Channel> Server::in_process_channel() {
+  return impl_->server->InProcessChannel(grpc::ChannelArguments());
+}
+
 TensorGymService& Server::service() { return *impl_->service; }
 
 const std::shared_ptr<EnvContext>& Server::context() const { return impl_->context; }

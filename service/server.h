@@ -11,6 +11,10 @@
 #include "service/server_options.h"
 #include "support/status.h"
 
+namespace grpc {
+class Channel;
+}
+
 namespace tensorgym::service {
 
 class TensorGymService;
@@ -27,6 +31,9 @@ class Server {
 
   int port() const;
   std::string address() const;  // "127.0.0.1:PORT" (IPv6 in brackets)
+  // A channel to this server without a socket, for callers in this process (the
+  // fuzzer calls every method through one). Calls on it pass the same checks.
+  std::shared_ptr<grpc::Channel> in_process_channel();
 
   // Stops accepting calls, marks the health service NOT_SERVING, gives calls in flight
   // `grace` to finish, cancels what remains, and stops the measurement workers.

@@ -304,6 +304,8 @@ const LoopCost* find_loop(const CostBreakdown& b, const std::string& name, int d
     if (l.loop == name && (depth < 0 || l.depth == depth)) return &l;
   return nullptr;
 }
+// The loop points into the breakdown: a temporary one would leave it dangling.
+const LoopCost* find_loop(CostBreakdown&&, const std::string&, int = -1) = delete;
 
 TEST(CostModel, ReferenceCachesAreTheDevelopmentVms) {
   // A walk over R rows 4 KiB apart, repeated: every row's line maps to the same L1
@@ -348,7 +350,8 @@ TEST(CostModel, LlvmVectorizesStridedLoopsWithGathersWhereTheTargetHasThem) {
   EXPECT_TRUE(j->gathers);
   MachineModel avx = cores(1);
   avx.vector_gather = avx.vector_scatter = false;
-  const LoopCost* js = find_loop(estimate_cost(nest, avx), "Y.j");
+  const CostBreakdown without = estimate_cost(nest, avx);
+  const LoopCost* js = find_loop(without, "Y.j");
   ASSERT_NE(js, nullptr);
   EXPECT_FALSE(js->vectorized);
   // A unit-stride read vectorizes without gathers.
@@ -433,7 +436,8 @@ TEST(CostModel, LoadsUnderASelectWithinAnInputsSlackRunEveryTime) {
   // now vectorizes as the column taps alone do (0.46 and 0.46 ms measured).
   const MachineModel m = cores(1);
   ProgramPtr p = depthwise(test);
-  const LoopCost* both = find_loop(estimate_cost(lower_text(p, "compute_inline(P); unroll(D.r); unroll(D.s)"), m), "D.x");
+  const CostBreakdown cost = estimate_cost(lower_text(p, "compute_inline(P); unroll(D.r); unroll(D.s)"), m);
+  const LoopCost* both = find_loop(cost, "D.x");
   ASSERT_NE(both, nullptr);
   EXPECT_TRUE(both->vectorized);
 }
@@ -448,7 +452,8 @@ TEST(CostModel, ASelectWhoseTapsLLVMUnrollsAfterItsVectorizerLeavesThePixelsScal
   const MachineModel m = cores(1);
   ProgramPtr p = depthwise("h >= 1 && h <= 112 && w >= 1 && w <= 112");
   auto pixels_vectorized = [&](const std::string& schedule) {
-    const LoopCost* x = find_loop(estimate_cost(lower_text(p, schedule), m), "D.x");
+    const CostBreakdown cost = estimate_cost(lower_text(p, schedule), m);
+    const LoopCost* x = find_loop(cost, "D.x");
     EXPECT_NE(x, nullptr) << schedule;
     return x && x->vectorized;
   };
@@ -491,7 +496,8 @@ TEST(CostModel, AFusedLoopsQuotientAndRemainderLoadWholeVectorsOnlyWhereTheTarge
       "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0) "
       "where h in 0..9, w in 0..9\n"
       "D[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..7, x in 0..7\n");
-  const LoopCost* g = find_loop(estimate_cost(lower_text(narrow, "fuse(D.y, D.x, f)"), none), "D.f");
+  const CostBreakdown cost = estimate_cost(lower_text(narrow, "fuse(D.y, D.x, f)"), none);
+  const LoopCost* g = find_loop(cost, "D.f");
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(g->vectorized && !g->gathers);
 }
@@ -556,7 +562,8 @@ TEST(CostModel, APaddingSelectSplitAroundAnInnerLoopGathersTheOtherLoads) {
   // division and holds for three copies in a row (8 gathers; 1.87 ms). (D's loops
   // alone: the copy of the input costs both the same.)
   auto d_cycles = [&](const std::string& schedule) {
-    const LoopCost* c = find_loop(estimate_cost(lower_text(p, schedule), cores(1)), "D.c");
+    const CostBreakdown cost = estimate_cost(lower_text(p, schedule), cores(1));
+    const LoopCost* c = find_loop(cost, "D.c");
     return c ? c->cycles : 0.0;
   };
   EXPECT_GT(d_cycles("fuse(D.r, D.s, f); compute_inline(P)"), 2 * d_cycles("unroll(D.s); compute_inline(P)"));

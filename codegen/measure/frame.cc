@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -102,9 +103,16 @@ Expected<Frame> read_frame(int fd) {
   TG_ASSIGN_OR_RETURN(FrameHeader header, decode_frame_header(h));
   Frame frame;
   frame.type = header.type;
-  frame.payload.resize(header.payload_bytes);
-  TG_ASSIGN_OR_RETURN(size_t body, read_all(fd, frame.payload.data(), frame.payload.size()));
-  if (body < frame.payload.size()) return Status(StatusCode::kDataLoss, "stream ended inside a frame");
+  // The payload grows as its bytes arrive, a chunk at a time: a header that claims
+  // more than the peer sends costs what was sent, not the claim (up to 256 MiB).
+  constexpr size_t kChunkBytes = size_t(1) << 20;
+  while (frame.payload.size() < header.payload_bytes) {
+    const size_t at = frame.payload.size();
+    const size_t want = std::min<size_t>(kChunkBytes, header.payload_bytes - at);
+    frame.payload.resize(at + want);
+    TG_ASSIGN_OR_RETURN(size_t got, read_all(fd, frame.payload.data() + at, want));
+    if (got < want) return Status(StatusCode::kDataLoss, "stream ended inside a frame");
+  }
   return frame;
 }
 
