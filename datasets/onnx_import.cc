@@ -11,6 +11,7 @@
 #include <set>
 
 #include "memplan/graph_builder.h"
+#include "memplan/instance.h"
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -73,6 +74,20 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
 }
 
+// A shape the model gives (an initializer's, an input's, a Reshape target), checked
+// before any size is computed from it: no negative dimension, and at most
+// kMaxBufferBytes elements (beyond that the byte counts would overflow).
+Status check_shape(const ShapeVec& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return invalid_argument(what + " has the negative dimension " + std::to_string(d));
+    if (d > 0 && n > kMaxBufferBytes / d)
+      return invalid_argument(what + " " + shape_text(shape) + " has more than 2^50 elements");
+    n *= d;
+  }
+  return Status();
+}
+
 ShapeVec shape_of(const onnx::ValueInfoProto& v) {
   ShapeVec s;
   if (!v.type().has_tensor_type()) return s;
@@ -128,13 +143,16 @@ class Importer {
     for (const onnx::TensorProto& t : g.initializer()) {
       init_[t.name()] = &t;
       ShapeVec s(t.dims().begin(), t.dims().end());
+      TG_RETURN_IF_ERROR(check_shape(s, source_ + ": initializer " + quote_text(t.name())));
       value_[t.name()] = b_.constant(t.name(), s);
     }
     for (const onnx::ValueInfoProto& v : g.input()) {
       if (value_.count(v.name())) continue;  // an initializer listed as an input
       if (!v.type().has_tensor_type())
         return invalid_argument(source_ + ": input " + quote_text(v.name()) + " is not a tensor");
-      value_[v.name()] = b_.input(v.name(), shape_of(v), dtype_of(v.type().tensor_type().elem_type()));
+      const ShapeVec s = shape_of(v);
+      TG_RETURN_IF_ERROR(check_shape(s, source_ + ": input " + quote_text(v.name())));
+      value_[v.name()] = b_.input(v.name(), s, dtype_of(v.type().tensor_type().elem_type()));
     }
     for (const onnx::ValueInfoProto& v : g.value_info()) declared_[v.name()] = shape_of(v);
     for (const onnx::ValueInfoProto& v : g.output()) declared_[v.name()] = shape_of(v);
@@ -313,15 +331,15 @@ class Importer {
         const onnx::TensorProto* t = init(n, 1);
         if (!t) return unimplemented(where(n) + "the target shape must be an initializer");
         target = int_values(*t);
-        int64_t known = 1, infer = -1;
+        int64_t infer = -1;
         for (size_t i = 0; i < target.size(); ++i) {
           if (target[i] == 0 && i < xs.size()) target[i] = xs[i];
-          if (target[i] == -1) {
-            infer = int64_t(i);
-          } else {
-            known *= target[i];
-          }
+          if (target[i] == -1 && infer < 0) infer = int64_t(i);
         }
+        ShapeVec known_dims = target;
+        if (infer >= 0) known_dims.erase(known_dims.begin() + infer);
+        TG_RETURN_IF_ERROR(check_shape(known_dims, where(n) + "the target shape"));
+        const int64_t known = shape_elements(known_dims);
         if (infer >= 0 && known > 0) target[size_t(infer)] = shape_elements(xs) / known;
       }
       y = b_.reshape(x, target);
