@@ -1,5 +1,6 @@
 #include "datasets/user_dataset.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "datasets/benchmark_uri.h"
@@ -73,6 +74,8 @@ std::vector<std::string> UserDataset::expire_unused(std::chrono::nanoseconds idl
   std::vector<Entry> gone;  // destroyed outside the lock
   std::vector<std::string> names;
   std::lock_guard<std::mutex> lock(mu_);
+  if (std::none_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.last_used < cutoff; }))
+    return names;
   std::vector<Entry> kept;
   for (Entry& e : entries_) {
     if (e.last_used < cutoff) {
@@ -82,7 +85,6 @@ std::vector<std::string> UserDataset::expire_unused(std::chrono::nanoseconds idl
       kept.push_back(std::move(e));
     }
   }
-  if (gone.empty()) return names;
   entries_ = std::move(kept);
   index_.clear();
   for (size_t i = 0; i < entries_.size(); ++i) index_.emplace(entries_[i].name, i);
