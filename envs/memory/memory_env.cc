@@ -193,8 +193,9 @@ std::vector<MemoryObservation> make_observations() {
 }
 
 const std::vector<MemoryObservation>& observations() {
-  static const std::vector<MemoryObservation> obs = make_observations();
-  return obs;
+  // Never destroyed: threads of a server still running at exit may read it.
+  static const auto* obs = new std::vector<MemoryObservation>(make_observations());
+  return *obs;
 }
 
 const MemoryObservation* find_observation(const std::string& name) {
@@ -260,7 +261,8 @@ MemoryEnv::MemoryEnv(std::shared_ptr<EnvContext> context) : context_(std::move(c
 const std::string& MemoryEnv::name() const { return kName; }
 
 const std::vector<Space>& MemoryEnv::action_spaces() const {
-  static const std::vector<Space> spaces = {
+  // Never destroyed, as the tables below: threads of a server still running at exit read them.
+  static const auto* spaces = new std::vector<Space>{
       Space::discrete("order", kMaxReadyOps)
           .set_description("run the ready operator with this index (ready operators in program order) or name"),
       Space::named_discrete("inplace", {"decline", "accept"})
@@ -268,21 +270,21 @@ const std::vector<Space>& MemoryEnv::action_spaces() const {
       Space::named_discrete("placement", placement_names())
           .set_description("the offset of the next buffer (largest first): best-fit gap, first-fit (lowest) gap, "
                            "highest gap that fits, top of the arena")};
-  return spaces;
+  return *spaces;
 }
 
 const std::vector<Space>& MemoryEnv::observation_spaces() const {
-  static const std::vector<Space> spaces = [] {
+  static const auto* spaces = new std::vector<Space>([] {
     std::vector<Space> s;
     for (const MemoryObservation& o : observations()) s.push_back(o.space);
     return s;
-  }();
-  return spaces;
+  }());
+  return *spaces;
 }
 
 const std::vector<Space>& MemoryEnv::reward_spaces() const {
-  static const std::vector<Space> spaces = reward_space_list();
-  return spaces;
+  static const auto* spaces = new std::vector<Space>(reward_space_list());
+  return *spaces;
 }
 
 Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, const ResetOptions& options,

@@ -160,8 +160,9 @@ std::vector<ObservationDef> make_observations() {
 }  // namespace
 
 const std::vector<ObservationDef>& schedule_observations() {
-  static const std::vector<ObservationDef> obs = make_observations();
-  return obs;
+  // Never destroyed: threads of a server still running at exit may read it.
+  static const auto* obs = new std::vector<ObservationDef>(make_observations());
+  return *obs;
 }
 
 const ObservationDef* find_schedule_observation(const std::string& name) {

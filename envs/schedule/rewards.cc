@@ -72,8 +72,9 @@ Expected<double> cached_metric(const std::string& which, const std::string& metr
 }  // namespace
 
 const std::vector<RewardDef>& schedule_rewards() {
-  static const std::vector<RewardDef> r = make_rewards();
-  return r;
+  // Never destroyed: threads of a server still running at exit may read it.
+  static const auto* r = new std::vector<RewardDef>(make_rewards());
+  return *r;
 }
 
 const RewardDef* find_schedule_reward(const std::string& name) {

@@ -37,18 +37,19 @@ ScheduleEnv::ScheduleEnv(std::shared_ptr<EnvContext> context) : context_(std::mo
 const std::string& ScheduleEnv::name() const { return kName; }
 
 const std::vector<Space>& ScheduleEnv::action_spaces() const {
-  static const std::vector<Space> spaces = {PrimitiveActions::space(), CursorActions::space()};
-  return spaces;
+  // Never destroyed: threads of a server still running at exit may read it.
+  static const auto* spaces = new std::vector<Space>{PrimitiveActions::space(), CursorActions::space()};
+  return *spaces;
 }
 
 const std::vector<Space>& ScheduleEnv::observation_spaces() const {
-  static const std::vector<Space> spaces = collect_observation_spaces();
-  return spaces;
+  static const auto* spaces = new std::vector<Space>(collect_observation_spaces());  // never destroyed
+  return *spaces;
 }
 
 const std::vector<Space>& ScheduleEnv::reward_spaces() const {
-  static const std::vector<Space> spaces = collect_reward_spaces();
-  return spaces;
+  static const auto* spaces = new std::vector<Space>(collect_reward_spaces());  // never destroyed
+  return *spaces;
 }
 
 Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, const ResetOptions& options,
