@@ -1,4 +1,4 @@
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 
 #include <CLI/CLI.hpp>
 #include <fstream>

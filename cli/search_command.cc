@@ -16,10 +16,10 @@
 
 #include "agents/kernel_comparison.h"
 #include "agents/search.h"
-#include "client/cli/cli_common.h"
-#include "client/cli/env_runner.h"
-#include "client/cli/remote_evaluator.h"
-#include "client/cli/search_progress.h"
+#include "cli/cli_common.h"
+#include "cli/env_runner.h"
+#include "cli/remote_evaluator.h"
+#include "cli/search_progress.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"

@@ -1,4 +1,4 @@
-#include "client/cli/search_progress.h"
+#include "cli/search_progress.h"
 
 #include <unistd.h>
 

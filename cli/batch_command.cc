@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "client/batch_evaluator.h"
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "client/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"

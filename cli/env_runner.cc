@@ -1,10 +1,10 @@
-#include "client/cli/env_runner.h"
+#include "cli/env_runner.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <sstream>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "client/connection.h"
 #include "client/env.h"
 #include "codegen/schedule/trace.h"

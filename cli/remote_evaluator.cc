@@ -1,4 +1,4 @@
-#include "client/cli/remote_evaluator.h"
+#include "cli/remote_evaluator.h"
 
 #include "client/batch_evaluator.h"
 #include "proto/provenance_json.h"

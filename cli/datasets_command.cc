@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <iostream>
 
-#include "client/cli/cli_common.h"
-#include "client/cli/env_runner.h"
+#include "cli/cli_common.h"
+#include "cli/env_runner.h"
 #include "client/connection.h"
 #include "datasets/registry.h"
 

@@ -19,7 +19,7 @@
 #include <iostream>
 #include <memory>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "datasets/graphs.h"
 #include "datasets/lifetimes.h"
 #include "datasets/onnx_import.h"

@@ -1,7 +1,7 @@
 // tensorgym: the command-line tool. Each subcommand lives in its own file.
 #include <CLI/CLI.hpp>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"TensorGym: tensor-program optimization as Gym environments"};

@@ -2,7 +2,7 @@
 // (codegen/measure/runner.h) starts it; it is not meant to be run by hand.
 #include <CLI/CLI.hpp>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "codegen/measure/worker.h"
 
 namespace tensorgym::cli {

@@ -14,7 +14,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "spaces/event.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/measure/measure_error.h"

@@ -6,8 +6,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "client/cli/cli_common.h"
-#include "client/cli/env_runner.h"
+#include "cli/cli_common.h"
+#include "cli/env_runner.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {

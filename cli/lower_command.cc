@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
 

@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "client/cli/cli_common.h"
-#include "client/cli/env_runner.h"
+#include "cli/cli_common.h"
+#include "cli/env_runner.h"
 
 namespace tensorgym::cli {
 

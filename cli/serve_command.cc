@@ -3,7 +3,7 @@
 // Serves the environments over gRPC (docs/protocol.md) until SIGTERM or SIGINT.
 #include <CLI/CLI.hpp>
 
-#include "client/cli/cli_common.h"
+#include "cli/cli_common.h"
 #include "service/server.h"
 
 namespace tensorgym::cli {
