@@ -10,6 +10,7 @@
 #include <set>
 
 #include "agents/serial.h"
+#include "envs/env_context.h"
 #include "support/quote.h"
 
 namespace tensorgym {

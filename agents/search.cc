@@ -13,6 +13,7 @@
 #include "agents/serial.h"
 #include "codegen/schedule/trace.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.pb.h"
 
 namespace tensorgym {

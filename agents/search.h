@@ -26,7 +26,7 @@
 
 #include "agents/evaluator.h"
 #include "datasets/benchmark.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "support/random.h"
 #include "support/status.h"
 

@@ -34,9 +34,9 @@
 #include <vector>
 
 #include "client/batch_evaluator.h"
-#include "client/jobs.h"
+#include "proto/jobs.h"
 #include "client/managed_server.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.pb.h"
 #include "service/evaluate.h"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <thread>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 
 namespace tensorgym {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "datasets/graphs.h"
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "memplan/offset_planners.h"
 #include "memplan/planner.h"
 #include "memplan/verify.h"

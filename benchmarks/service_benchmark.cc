@@ -64,9 +64,9 @@
 #include <vector>
 
 #include "client/connection.h"
-#include "client/env.h"
+#include "client/remote_env.h"
 #include "client/polled_call.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/dispatch_placement.h"
 #include "service/keep_awake.h"
@@ -824,7 +824,7 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
       // Against the generated stub doing the same steps: what the library adds.
       ActionSteps raw{*real_stub, "loop_nest"};
       Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
-      std::printf("| client::Env::step%s%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
+      std::printf("| client::RemoteEnv::step%s%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
                   streaming ? " streaming" : "", busy_poll ? " with set_busy_poll(1000)" : "", c.a_us, c.b_us,
                   c.ratio);
       if (!raw.session.empty()) end_session(*real_stub, raw.session);

@@ -1,7 +1,7 @@
 // tensorgym batch --jobs FILE --out FILE [--endpoints a:1,b:2 | --local N] [--resume]
 //                 [--concurrency N] [--timeout S] [--workers N] [--max-in-flight N] [--quiet]
 // tensorgym batch --make-jobs --suite ops-v0 --schedules random:N --seed S --observe NAMES
-// Runs a job file (client/jobs.h) on several services through the BatchEvaluator,
+// Runs a job file (proto/jobs.h) on several services through the BatchEvaluator,
 // appending one result per job to a JSON Lines journal (client/journal.h); --resume
 // skips the jobs the journal already holds. --make-jobs prints a reproducible job file:
 // N random legal schedules for every benchmark of a dataset.
@@ -17,7 +17,7 @@
 
 #include "client/batch_evaluator.h"
 #include "cli/cli_common.h"
-#include "client/jobs.h"
+#include "proto/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"
 #include "codegen/lower/lower.h"

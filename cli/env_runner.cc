@@ -6,8 +6,10 @@
 
 #include "cli/cli_common.h"
 #include "client/connection.h"
-#include "client/env.h"
+#include "client/remote_env.h"
 #include "codegen/schedule/trace.h"
+#include "envs/env_context.h"
+#include "proto/episode_state_io.h"
 
 namespace tensorgym::cli {
 
@@ -35,7 +37,7 @@ EnvFactory env_factory(const EndpointOptions& endpoint, int threads) {
     if (!*connection) {
       TG_ASSIGN_OR_RETURN(*connection, client::Connection::open(options));
     }
-    TG_ASSIGN_OR_RETURN(std::unique_ptr<client::Env> e, (*connection)->make_env(env));
+    TG_ASSIGN_OR_RETURN(std::unique_ptr<client::RemoteEnv> e, (*connection)->make_env(env));
     return std::unique_ptr<Env>(std::move(e));
   };
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/replay.h"
 #include "spaces/event.h"
 

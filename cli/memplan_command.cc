@@ -21,7 +21,7 @@
 
 #include "cli/cli_common.h"
 #include "datasets/graphs.h"
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "datasets/onnx_import.h"
 #include "memplan/order.h"
 #include "memplan/planner.h"

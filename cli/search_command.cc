@@ -20,6 +20,7 @@
 #include "cli/env_runner.h"
 #include "cli/remote_evaluator.h"
 #include "cli/search_progress.h"
+#include "proto/episode_state_io.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {

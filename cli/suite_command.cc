@@ -35,6 +35,7 @@
 #include "datasets/registry.h"
 #include "envs/episode_state.h"
 #include "memplan/planner.h"
+#include "proto/episode_state_io.h"
 
 namespace tensorgym::cli {
 namespace {

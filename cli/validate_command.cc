@@ -8,6 +8,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
+#include "proto/episode_state_io.h"
 
 namespace tensorgym::cli {
 

@@ -1,4 +1,4 @@
-// BatchEvaluator: runs many jobs (client/jobs.h) on several TensorGym services through
+// BatchEvaluator: runs many jobs (proto/jobs.h) on several TensorGym services through
 // their Evaluate streams, and survives crashing kernels, dying workers and dying
 // services without losing or duplicating a result.
 //
@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "client/jobs.h"
+#include "proto/jobs.h"
 #include "support/status.h"
 
 namespace tensorgym::client {

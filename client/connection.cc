@@ -8,9 +8,9 @@
 
 #include "client/connection_impl.h"
 #include "client/dns_endpoint.h"
-#include "client/env.h"
-#include "client/rpc_status.h"
-#include "client/wire.h"
+#include "client/remote_env.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 #include "support/credential_files.h"
 
 namespace tensorgym::client {
@@ -462,9 +462,9 @@ Expected<bool> Connection::serving() {
   return health_status(bytes) == 1;
 }
 
-Expected<std::unique_ptr<Env>> Connection::make_env(const std::string& name) {
+Expected<std::unique_ptr<RemoteEnv>> Connection::make_env(const std::string& name) {
   TG_ASSIGN_OR_RETURN(EnvSpaces spaces, impl_->spaces(name));
-  return Env::create(shared_from_this(), name, std::move(spaces));
+  return RemoteEnv::create(shared_from_this(), name, std::move(spaces));
 }
 
 Connection::Stats Connection::stats() const {

@@ -1,5 +1,5 @@
 // The C++ client library: a Connection to a TensorGym service and the environments
-// on it (client/env.h), with the in-process Env's API.
+// on it (client/remote_env.h), with the in-process Env's API.
 //
 //   auto conn = tensorgym::client::Connection::open();            // managed: starts `tensorgym serve`
 //   auto conn = tensorgym::client::Connection::open({.endpoint = "10.0.0.5:50051", .auth_token = "..."});
@@ -14,9 +14,9 @@
 //    addresses spreads new sessions over them round-robin (a session stays on its
 //    server), with TLS and a bearer token as options.
 // When the service dies or becomes unreachable, calls that fail with UNAVAILABLE are
-// retried after reconnecting (bounded backoff) and every live Env is restored by
+// retried after reconnecting (bounded backoff) and every live RemoteEnv is restored by
 // replaying its episode (benchmark, actions) in a new session. Other codes are not
-// retried. Thread-safe; each Env is used by one thread at a time. grpc++ stays out of
+// retried. Thread-safe; each RemoteEnv is used by one thread at a time. grpc++ stays out of
 // this header.
 #pragma once
 
@@ -52,7 +52,7 @@ struct ConnectionOptions {
   std::string auth_token;
   std::string auth_token_file;
 
-  // Each call's deadline (Env::set_timeout overrides it for one environment).
+  // Each call's deadline (RemoteEnv::set_timeout overrides it for one environment).
   double call_timeout_s = 300;
   // Recovery: how long to keep reconnecting (or restarting) before a call gives up,
   // and the backoff between attempts (doubling from initial to max).
@@ -65,7 +65,7 @@ struct ConnectionOptions {
   // for up to this many microseconds before it sleeps on it (0: it sleeps at once).
   // Faster where a sleeping thread's wake-up is slow (a VM that halts idle vCPUs at
   // once: 146 -> 84 µs a step over loopback), at the price of the calling thread's core
-  // while it waits (client/polled_call.h). Env::set_busy_poll changes it for one
+  // while it waits (client/polled_call.h). RemoteEnv::set_busy_poll changes it for one
   // environment.
   double busy_poll_us = 0;
 };
@@ -98,7 +98,7 @@ struct ValidationResult {
   std::map<std::string, double> replayed_rewards;
 };
 
-class Env;
+class RemoteEnv;
 class ConnectionImpl;
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -133,7 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Expected<bool> serving();
 
   // An environment on the service; its first reset() starts a session.
-  Expected<std::unique_ptr<Env>> make_env(const std::string& name = "schedule-v0");
+  Expected<std::unique_ptr<RemoteEnv>> make_env(const std::string& name = "schedule-v0");
 
   struct Stats {
     int64_t restarts = 0;    // managed service restarted

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "client/jobs.h"
+#include "proto/jobs.h"
 
 namespace tensorgym::client {
 namespace {

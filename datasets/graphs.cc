@@ -3,7 +3,7 @@
 #include <mutex>
 
 #include "datasets/benchmark_uri.h"
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "datasets/onnx_import.h"
 
 namespace tensorgym {

@@ -1,6 +1,6 @@
 #include "datasets/onnx_import.h"
 
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 
 #ifdef TENSORGYM_HAVE_ONNX
 

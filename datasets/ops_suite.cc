@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "datasets/op_programs.h"
+#include "datasets/op_library.h"
 #include "datasets/suites.h"
 
 namespace tensorgym {

@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "datasets/op_programs.h"
+#include "datasets/op_library.h"
 #include "datasets/suites.h"
 
 namespace tensorgym {

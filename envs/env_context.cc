@@ -10,7 +10,7 @@
 
 #include "codegen/lower/lower.h"
 #include "codegen/measure/runner.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 
 namespace tensorgym {
 

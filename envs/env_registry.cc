@@ -1,5 +1,5 @@
 // The environments by name.
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/memory/memory_env.h"
 #include "envs/schedule/schedule_env.h"
 #include "support/quote.h"

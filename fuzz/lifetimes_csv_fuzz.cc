@@ -1,4 +1,4 @@
-// The lifetimes CSV (datasets/lifetimes.h parse_lifetimes_csv): an instance that
+// The lifetimes CSV (datasets/lifetimes_csv.h parse_lifetimes_csv): an instance that
 // parses must print to CSV that parses back to the same instance, and a small one is
 // planned (every plan is verified before it is returned: an INTERNAL error is a
 // planner bug).
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "memplan/planner.h"
 
 namespace tg = tensorgym;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "datasets/graphs.h"
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "datasets/registry.h"
 #include "memplan/lifetimes.h"
 #include "proto/tensorgym.pb.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "memplan/op_programs.h"
+#include "memplan/op_stages.h"
 
 namespace tensorgym {
 

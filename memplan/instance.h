@@ -1,7 +1,7 @@
 // The offset problem every memory planner solves: buffers with half-open lifetimes
 // [lower, upper) and sizes in bytes, to be given offsets in one arena so that no two
 // buffers whose lifetimes overlap share a byte. The common CSV format
-// `id,lower,upper,size` (MiniMalloc's) reads into an Instance (datasets/lifetimes.h);
+// `id,lower,upper,size` (MiniMalloc's) reads into an Instance (datasets/lifetimes_csv.h);
 // model graphs derive one from an operator order and in-place choices
 // (memplan/lifetimes.h).
 #pragma once

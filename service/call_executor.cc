@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "service/call_executor.h"
 
 #include <algorithm>

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "support/status.h"
 
 namespace tensorgym::service {

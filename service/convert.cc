@@ -1,6 +1,6 @@
 #include "service/convert.h"
 
-#include "client/rpc_status.h"
+#include "proto/rpc_status.h"
 
 namespace tensorgym::service {
 

@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "service/evaluate.h"
 
 #include <google/protobuf/util/json_util.h>
@@ -9,8 +10,8 @@
 #include <exception>
 
 #include "support/sha256.h"
-#include "client/jobs.h"
-#include "client/rpc_status.h"
+#include "proto/jobs.h"
+#include "proto/rpc_status.h"
 #include "codegen/measure/runner.h"
 #include "codegen/schedule/trace.h"
 #include "datasets/registry.h"

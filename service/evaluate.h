@@ -32,7 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.pb.h"
 #include "service/server_options.h"
 

@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "service/server.h"
 
 #include <fcntl.h>

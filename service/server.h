@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "service/server_options.h"
 #include "support/status.h"
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "envs/env_context.h"
 #include "service/dispatch_placement.h"
 #include "service/log.h"
 

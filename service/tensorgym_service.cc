@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "service/tensorgym_service.h"
 
 #include <unistd.h>
@@ -8,8 +9,8 @@
 #include <random>
 #include <thread>
 
-#include "client/rpc_status.h"
-#include "client/wire.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "envs/replay.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
 #include "service/call_executor.h"

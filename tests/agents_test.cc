@@ -22,7 +22,9 @@
 #include "codegen/interp/interpreter.h"
 #include "codegen/lower/lower.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/episode_state.h"
+#include "proto/episode_state_io.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {

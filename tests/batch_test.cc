@@ -27,10 +27,10 @@
 #include <thread>
 
 #include "client/batch_evaluator.h"
-#include "client/jobs.h"
+#include "proto/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.pb.h"
 #include "service/evaluate.h"
 

@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "client/connection.h"
-#include "client/env.h"
+#include "client/remote_env.h"
 #include "datasets/registry.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "service/server.h"
 #include "tests/test_support.h"
 
@@ -53,8 +53,8 @@ std::shared_ptr<client::Connection> shared() {
   return c;
 }
 
-std::unique_ptr<client::Env> remote_env(const std::shared_ptr<client::Connection>& c) {
-  Expected<std::unique_ptr<client::Env>> e = c->make_env("schedule-v0");
+std::unique_ptr<client::RemoteEnv> remote_env(const std::shared_ptr<client::Connection>& c) {
+  Expected<std::unique_ptr<client::RemoteEnv>> e = c->make_env("schedule-v0");
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(*e) : nullptr;
 }
@@ -520,7 +520,7 @@ TEST(Client, SixtyFourEnvsFromEightThreads) {
   ASSERT_TRUE(c);
   const int64_t n = c->spaces("schedule-v0")->action[0].n();
   struct Run {
-    std::unique_ptr<client::Env> env;
+    std::unique_ptr<client::RemoteEnv> env;
     std::vector<int64_t> actions;
   };
   std::vector<Run> runs(kThreads * kEnvsPerThread);

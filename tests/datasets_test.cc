@@ -26,7 +26,7 @@
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/benchmark_uri.h"
-#include "datasets/op_programs.h"
+#include "datasets/op_library.h"
 #include "datasets/registry.h"
 #include "datasets/suites.h"
 #include "support/random.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "datasets/graphs.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "memplan/planner.h"
 #include "memplan/verify.h"
 #include "support/random.h"

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "datasets/graphs.h"
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 #include "datasets/registry.h"
 #include "memplan/exec/arena_exec.h"
 #include "memplan/graph_builder.h"

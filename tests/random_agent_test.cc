@@ -3,7 +3,7 @@
 // the final schedule's compiled kernel must still compute the right answer.
 #include <gtest/gtest.h>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "support/random.h"
 
 namespace tensorgym {

@@ -13,10 +13,11 @@
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/schedule/cursor_actions.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/schedule_env.h"
+#include "proto/episode_state_io.h"
 #include "support/deferred_release.h"
 
 namespace tensorgym {

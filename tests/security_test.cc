@@ -22,7 +22,7 @@
 #include "datasets/inline_programs.h"
 #include "datasets/registry.h"
 #include "datasets/user_dataset.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
 #include "service/evaluate.h"

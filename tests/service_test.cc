@@ -15,10 +15,10 @@
 #include <random>
 #include <thread>
 
-#include "client/rpc_status.h"
-#include "client/wire.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 #include "codegen/measure/runner.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
 #include "service/convert.h"

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "envs/episode_state.h"
+#include "proto/episode_state_io.h"
 
 namespace tensorgym {
 namespace {

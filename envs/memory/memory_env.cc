@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "envs/memory/memory_env.h"
 
 #include <algorithm>

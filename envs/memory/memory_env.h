@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/memory/memory_episode.h"
 
 namespace tensorgym {

@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "envs/schedule/rewards.h"
 
 #include "codegen/cpu/cpu_backend.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/schedule/schedule_episode.h"
 
 namespace tensorgym {

@@ -1,3 +1,4 @@
+#include "envs/env_context.h"
 #include "envs/schedule/schedule_episode.h"
 
 #include "codegen/lower/lower.h"

@@ -13,7 +13,7 @@
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/benchmark.h"
-#include "envs/env.h"
+#include "envs/env_context.h"
 #include "envs/schedule/cursor_actions.h"
 #include "proto/tensorgym.pb.h"
 #include "support/deferred_release.h"

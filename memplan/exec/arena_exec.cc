@@ -9,7 +9,7 @@
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
-#include "memplan/op_programs.h"
+#include "memplan/op_stages.h"
 #include "support/random.h"
 #include "support/read_slack.h"
 

@@ -1,4 +1,4 @@
-#include "client/env.h"
+#include "client/remote_env.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include "client/connection.h"
 #include "client/connection_impl.h"
 #include "client/polled_call.h"
-#include "client/rpc_status.h"
-#include "client/wire.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 
 namespace tensorgym::client {
 namespace {
@@ -42,7 +42,7 @@ bool is_session_not_found(const proto::RpcStatus& status) {
 
 }  // namespace
 
-struct Env::Impl {
+struct RemoteEnv::Impl {
   // One step or one parameter of the episode, as sent: replaying them in order from
   // the benchmark rebuilds the episode exactly (the environment is deterministic).
   struct Entry {
@@ -501,30 +501,30 @@ struct Env::Impl {
   }
 };
 
-std::unique_ptr<Env> Env::create(std::shared_ptr<Connection> connection, const std::string& name, EnvSpaces spaces) {
-  return std::unique_ptr<Env>(new Env(std::make_unique<Impl>(std::move(connection), name, std::move(spaces))));
+std::unique_ptr<RemoteEnv> RemoteEnv::create(std::shared_ptr<Connection> connection, const std::string& name, EnvSpaces spaces) {
+  return std::unique_ptr<RemoteEnv>(new RemoteEnv(std::make_unique<Impl>(std::move(connection), name, std::move(spaces))));
 }
 
-Env::Env(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RemoteEnv::RemoteEnv(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Env::~Env() { close(); }
+RemoteEnv::~RemoteEnv() { close(); }
 
-const std::string& Env::name() const { return impl_->name; }
-const std::vector<Space>& Env::action_spaces() const { return impl_->spaces.action; }
-const std::vector<Space>& Env::observation_spaces() const { return impl_->spaces.observation; }
-const std::vector<Space>& Env::reward_spaces() const { return impl_->spaces.reward; }
+const std::string& RemoteEnv::name() const { return impl_->name; }
+const std::vector<Space>& RemoteEnv::action_spaces() const { return impl_->spaces.action; }
+const std::vector<Space>& RemoteEnv::observation_spaces() const { return impl_->spaces.observation; }
+const std::vector<Space>& RemoteEnv::reward_spaces() const { return impl_->spaces.reward; }
 
-void Env::set_timeout(double seconds) { impl_->timeout_s = seconds; }
-void Env::set_busy_poll(double microseconds) { impl_->busy_poll_us = std::max(0.0, microseconds); }
+void RemoteEnv::set_timeout(double seconds) { impl_->timeout_s = seconds; }
+void RemoteEnv::set_busy_poll(double microseconds) { impl_->busy_poll_us = std::max(0.0, microseconds); }
 
-void Env::set_streaming(bool on) {
+void RemoteEnv::set_streaming(bool on) {
   impl_->streaming = on;
   if (!on) impl_->close_stream();
 }
-const std::string& Env::session_id() const { return impl_->session_id; }
-const std::shared_ptr<Connection>& Env::connection() const { return impl_->connection; }
+const std::string& RemoteEnv::session_id() const { return impl_->session_id; }
+const std::shared_ptr<Connection>& RemoteEnv::connection() const { return impl_->connection; }
 
-Expected<std::vector<Event>> Env::reset(const std::string& benchmark, const ResetOptions& options,
+Expected<std::vector<Event>> RemoteEnv::reset(const std::string& benchmark, const ResetOptions& options,
                                         const std::vector<std::string>& observations) {
   Impl& m = *impl_;
   m.end_session_quietly();
@@ -577,12 +577,12 @@ Expected<std::vector<Event>> Env::reset(const std::string& benchmark, const Rese
   return out;
 }
 
-StepResult Env::step(const std::vector<Event>& actions, const std::vector<std::string>& observations,
+StepResult RemoteEnv::step(const std::vector<Event>& actions, const std::vector<std::string>& observations,
                      const std::vector<std::string>& rewards) {
   return impl_->step(actions, observations, rewards);
 }
 
-Expected<std::unique_ptr<tensorgym::Env>> Env::fork() const {
+Expected<std::unique_ptr<tensorgym::Env>> RemoteEnv::fork() const {
   Impl& m = *impl_;
   if (!m.started) return failed_precondition("fork before reset");
   proto::ForkSessionResponse response;
@@ -598,10 +598,10 @@ Expected<std::unique_ptr<tensorgym::Env>> Env::fork() const {
   copy->backend_index = m.backend_index;
   copy->epoch = m.epoch;
   copy->step_count = m.step_count;
-  return std::unique_ptr<tensorgym::Env>(new Env(std::move(copy)));
+  return std::unique_ptr<tensorgym::Env>(new RemoteEnv(std::move(copy)));
 }
 
-EpisodeState Env::state() const {
+EpisodeState RemoteEnv::state() const {
   Impl& m = *impl_;
   EpisodeState fallback;
   fallback.env = m.name;
@@ -618,7 +618,7 @@ EpisodeState Env::state() const {
   return wire::episode_state_from_proto(response.state());
 }
 
-Status Env::set_parameter(const std::string& key, const std::string& value) {
+Status RemoteEnv::set_parameter(const std::string& key, const std::string& value) {
   Impl& m = *impl_;
   auto remember = [&] {
     for (auto& [k, v] : m.parameters)
@@ -650,7 +650,7 @@ Status Env::set_parameter(const std::string& key, const std::string& value) {
   return Status();
 }
 
-void Env::close() {
+void RemoteEnv::close() {
   Impl& m = *impl_;
   m.end_session_quietly();
   m.has_session = false;

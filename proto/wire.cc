@@ -1,4 +1,4 @@
-#include "client/wire.h"
+#include "proto/wire.h"
 
 #include <google/protobuf/util/json_util.h>
 

@@ -1,4 +1,4 @@
-#include "datasets/op_programs.h"
+#include "datasets/op_library.h"
 
 #include <cassert>
 

@@ -1,4 +1,4 @@
-#include "client/rpc_status.h"
+#include "proto/rpc_status.h"
 
 #include "proto/tensorgym.pb.h"
 

@@ -1,4 +1,4 @@
-#include "envs/episode_state.h"
+#include "proto/episode_state_io.h"
 
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
@@ -10,30 +10,13 @@
 #include <sstream>
 
 #include "proto/tensorgym.pb.h"
+#include "proto/wire.h"
 
 namespace tensorgym {
-namespace {
-
-void to_proto(const EpisodeState& s, proto::EpisodeState* p) {
-  p->set_env(s.env);
-  p->set_benchmark(s.benchmark);
-  p->set_action_space(s.action_space);
-  for (const std::string& a : s.actions) p->add_actions(a);
-  p->set_reward_space(s.reward_space);
-  p->set_reward(s.reward);
-  p->set_walltime(s.walltime);
-  for (const auto& [k, v] : s.deterministic_rewards) (*p->mutable_deterministic_rewards())[k] = v;
-  if (!s.provenance_json.empty()) {
-    google::protobuf::util::JsonParseOptions opts;
-    (void)google::protobuf::util::JsonStringToMessage(s.provenance_json, p->mutable_provenance(), opts);
-  }
-}
-
-}  // namespace
 
 std::string episode_state_to_json(const EpisodeState& s) {
   proto::EpisodeState p;
-  to_proto(s, &p);
+  wire::episode_state_to_proto(s, &p);
   google::protobuf::util::JsonPrintOptions opts;
   opts.preserve_proto_field_names = true;
   opts.always_print_primitive_fields = true;
@@ -50,23 +33,7 @@ Expected<EpisodeState> episode_state_from_json(const std::string& line) {
   if (!st.ok()) return invalid_argument("not an EpisodeState: " + std::string(st.message()));
   if (p.env().empty()) return invalid_argument("EpisodeState has no env");
   if (p.benchmark().empty()) return invalid_argument("EpisodeState has no benchmark");
-  EpisodeState s;
-  s.env = p.env();
-  s.benchmark = p.benchmark();
-  s.action_space = p.action_space();
-  s.actions = {p.actions().begin(), p.actions().end()};
-  s.reward_space = p.reward_space();
-  s.reward = p.reward();
-  s.walltime = p.walltime();
-  for (const auto& [k, v] : p.deterministic_rewards()) s.deterministic_rewards[k] = v;
-  if (p.has_provenance()) {
-    google::protobuf::util::JsonPrintOptions popts;
-    popts.preserve_proto_field_names = true;
-    std::string prov;
-    (void)google::protobuf::util::MessageToJsonString(p.provenance(), &prov, popts);
-    s.provenance_json = prov;
-  }
-  return s;
+  return wire::episode_state_from_proto(p);
 }
 
 Expected<std::vector<EpisodeState>> read_episode_states(const std::string& path) {

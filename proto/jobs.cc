@@ -1,4 +1,4 @@
-#include "client/jobs.h"
+#include "proto/jobs.h"
 
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>

@@ -26,9 +26,9 @@ namespace tensorgym::client {
 class Connection;
 struct EnvSpaces;
 
-class Env final : public tensorgym::Env {
+class RemoteEnv final : public tensorgym::Env {
  public:
-  ~Env() override;  // ends the session
+  ~RemoteEnv() override;  // ends the session
 
   const std::string& name() const override;
   const std::vector<Space>& action_spaces() const override;
@@ -64,9 +64,9 @@ class Env final : public tensorgym::Env {
  private:
   friend class Connection;
   struct Impl;
-  static std::unique_ptr<Env> create(std::shared_ptr<Connection> connection, const std::string& name,
+  static std::unique_ptr<RemoteEnv> create(std::shared_ptr<Connection> connection, const std::string& name,
                                      EnvSpaces spaces);
-  explicit Env(std::unique_ptr<Impl> impl);
+  explicit RemoteEnv(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,4 @@
-#include "datasets/lifetimes.h"
+#include "datasets/lifetimes_csv.h"
 
 #include <sys/stat.h>
 

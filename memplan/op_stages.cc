@@ -1,4 +1,4 @@
-#include "memplan/op_programs.h"
+#include "memplan/op_stages.h"
 
 #include <cstdio>
 
