@@ -152,7 +152,29 @@ class Model {
   double prefetched(int si, const NestAccess& a) const;
 
   // ---- cost_compute.cc: a region's demand on the core --------------------------------
+  // One store as the code of region `r` runs it.
+  struct RegionStore {
+    const NestStore& st;
+    int r = -1, r_depth = -1, vl = -1;
+    bool autovec = false;
+    DataType t;
+    double k = 1;      // instances per region iteration (the vector loop counts once)
+    double steps = 1;  // of which update one location one after the other
+    double lanes = 1, v = 1;  // the vector loop's lanes, and the registers they fill
+    bool masked = false;      // the vector loop's tail guard kept, as masks
+    double slp = 1;           // instructions per copy left by the SLP vectorizer
+    double avf = 0;           // LLVM's vector factor of the region
+    double ms = 0;            // the share of copies whose guard LLVM's vector loop masks
+    double kk = 1;            // instances per iteration, as executed
+    bool conditional_value = false, arms_split = false;  // loads under a select
+    bool self_read = false, scattered = false;            // an update; a per-lane target
+    bool carried = false, masked_chain = false, prom = false;  // its loop-carried chain
+  };
   Demand region_demand(int r, const std::vector<int>& stores, bool autovec) const;
+  RegionStore region_store(int r, int si, const std::vector<int>& stores, bool autovec) const;
+  void add_value_demand(Demand* d, const RegionStore& rs) const;
+  void add_access_demands(Demand* d, const RegionStore& rs, const std::vector<int>& stores) const;
+  void add_chain_demand(Demand* d, const RegionStore& rs) const;
   bool reread_from_store_buffer(const NestStore& st, int r) const;
   void add_access(Demand* d, bool write, bool indexed, double cycles) const;
   bool promoted(const NestStore& st, int r, const std::vector<int>& region) const;
