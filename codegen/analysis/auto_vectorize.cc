@@ -2,9 +2,9 @@
 // loops its loop vectorizer takes and at what factor, how it reaches each access
 // (plain, interleaved, gathered, masked), and how far its SLP vectorizer packs
 // unrolled copies.
-#include "codegen/analysis/cost_model_internal.h"
-
 #include <numeric>
+
+#include "codegen/analysis/cost_model_internal.h"
 
 namespace tensorgym {
 namespace cost_model_internal {
@@ -87,8 +87,7 @@ void Model::auto_vectorize_loop(size_t l) {
         const std::vector<int>& around = S.allocs[size_t(buf.alloc)].loops;
         per_iteration = std::find(around.begin(), around.end(), int(l)) != around.end();
       }
-      if (self_read && !st.accesses[0].index.depends_on(int(l)) && buf.dtype.is_float() && !per_iteration)
-        ok = false;
+      if (self_read && !st.accesses[0].index.depends_on(int(l)) && buf.dtype.is_float() && !per_iteration) ok = false;
       continue;
     }
     t = S.buffers[size_t(st.buffer)].dtype;

@@ -212,8 +212,8 @@ double Model::demand_cycles(const Demand& d, bool loop_overhead) const {
     latency = std::max(latency, d.inner_chain / overlap);
   }
   const double uops = d.uops() + (loop_overhead ? 2 : 0) + (loads - d.loads) + (stores - d.stores);
-  const double c = std::max(
-      {d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, d.indexed, uops / M.issue_width, d.divide, latency});
+  const double c = std::max({d.fp / M.fma_units, loads / M.load_ports, stores / M.store_ports, d.indexed,
+                             uops / M.issue_width, d.divide, latency});
   return c + d.calls;
 }
 

@@ -39,8 +39,7 @@ Model::RegionStore Model::region_store(int r, int si, const std::vector<int>& st
   rs.vl = vec_of_[size_t(si)];
   rs.lanes = rs.vl >= 0 ? ext(rs.vl) : 1;
   rs.v = rs.vl >= 0 ? ceil_div(rs.lanes, lanes_per_vector(rs.t, M.vector_bits)) : 1;
-  if (rs.vl >= 0)
-    rs.masked = std::find(st.guard_loops.begin(), st.guard_loops.end(), rs.vl) != st.guard_loops.end();
+  if (rs.vl >= 0) rs.masked = std::find(st.guard_loops.begin(), st.guard_loops.end(), rs.vl) != st.guard_loops.end();
   // LLVM's SLP vectorizer packs the unrolled copies of a unit-stride store (and its
   // unit-stride or invariant loads) into vector instructions.
   rs.slp = rs.vl < 0 && !autovec ? slp_factor(st, rs.r_depth) : 1.0;
@@ -115,8 +114,7 @@ void Model::add_value_demand(Demand* d, const RegionStore& rs) const {
   for (const NestAccess& a : st.accesses)
     for (const IndexTerm& term : a.index.terms) {
       if (term.loop >= 0 || !moves_within(term, rs.r_depth)) continue;
-      if (std::any_of(parts.begin(), parts.end(), [&](const IndexTerm* p) { return same_part(*p, term); }))
-        continue;
+      if (std::any_of(parts.begin(), parts.end(), [&](const IndexTerm* p) { return same_part(*p, term); })) continue;
       parts.push_back(&term);
       d->alu += rs.kk * rs.v * (power_of_two(term.divisor) ? 1 : 3);
     }
@@ -208,19 +206,19 @@ void Model::add_chain_demand(Demand* d, const RegionStore& rs) const {
     // LLVM widens them to (5 lanes: a masked 8-lane store), at most the machine's
     // vectors: 4 lanes stored and the next 4 read are neighbours, not overlapping.
     const double element = double(rs.t.bytes()) * double(rs.t.lanes);
-    const double width = std::min(rs.v * double(M.vector_bits / 8),
-                                  double(std::bit_ceil(uint64_t(std::max(rs.lanes, 1.0)))) * element);
+    const double width =
+        std::min(rs.v * double(M.vector_bits / 8), double(std::bit_ceil(uint64_t(std::max(rs.lanes, 1.0)))) * element);
     const double step = std::fabs(double(st.accesses[0].index.stride_of(r))) * element;
     if (step > 0 && step < width) d->chain_latency = std::max(d->chain_latency, M.store_forward_stall_cycles);
   }
   if (rs.carried) {
     // Every iteration waits for the last: `steps` dependent updates per chain. (The
     // multiply of acc + a * b is off the chain: the chain is the add.)
-    const double step =
-        rs.prom           ? M.fp_add_latency
-        : rs.scattered    ? M.fp_add_latency + 10 + rs.lanes * (M.gather_lane_cycles + M.scatter_lane_cycles)
-        : rs.masked_chain ? M.fp_add_latency + M.store_forward_stall_cycles
-                          : M.fp_add_latency + 5;
+    const double step = rs.prom ? M.fp_add_latency
+                        : rs.scattered
+                            ? M.fp_add_latency + 10 + rs.lanes * (M.gather_lane_cycles + M.scatter_lane_cycles)
+                        : rs.masked_chain ? M.fp_add_latency + M.store_forward_stall_cycles
+                                          : M.fp_add_latency + 5;
     d->chain_latency = std::max(d->chain_latency, rs.steps * step);
     d->chains += rs.kk * rs.v / rs.steps;
   } else if (rs.self_read && rs.steps > 1) {

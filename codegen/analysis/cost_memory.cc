@@ -210,9 +210,7 @@ void Model::access_misses(int si, const NestAccess& a, double misses[3]) const {
       // that pile into a few sets miss outright.
       const double cap = caches_[c].capacity_lines;
       const double span = cap * M.cache_overflow_span;
-      const double overflow = !sets_ok    ? 1.0
-                              : span <= 0 ? double(ws > cap)
-                                          : std::clamp((ws - cap) / span, 0.0, 1.0);
+      const double overflow = !sets_ok ? 1.0 : span <= 0 ? double(ws > cap) : std::clamp((ws - cap) / span, 0.0, 1.0);
       const double kept = std::min(fps[k].lines, ext(l) * m);
       double refetched = ext(l) * m;
       if (autovec_[size_t(l)] > 0) {

@@ -158,16 +158,16 @@ class Model {
     int r = -1, r_depth = -1, vl = -1;
     bool autovec = false;
     DataType t;
-    double k = 1;      // instances per region iteration (the vector loop counts once)
-    double steps = 1;  // of which update one location one after the other
-    double lanes = 1, v = 1;  // the vector loop's lanes, and the registers they fill
-    bool masked = false;      // the vector loop's tail guard kept, as masks
-    double slp = 1;           // instructions per copy left by the SLP vectorizer
-    double avf = 0;           // LLVM's vector factor of the region
-    double ms = 0;            // the share of copies whose guard LLVM's vector loop masks
-    double kk = 1;            // instances per iteration, as executed
+    double k = 1;                                        // instances per region iteration (the vector loop counts once)
+    double steps = 1;                                    // of which update one location one after the other
+    double lanes = 1, v = 1;                             // the vector loop's lanes, and the registers they fill
+    bool masked = false;                                 // the vector loop's tail guard kept, as masks
+    double slp = 1;                                      // instructions per copy left by the SLP vectorizer
+    double avf = 0;                                      // LLVM's vector factor of the region
+    double ms = 0;                                       // the share of copies whose guard LLVM's vector loop masks
+    double kk = 1;                                       // instances per iteration, as executed
     bool conditional_value = false, arms_split = false;  // loads under a select
-    bool self_read = false, scattered = false;            // an update; a per-lane target
+    bool self_read = false, scattered = false;           // an update; a per-lane target
     bool carried = false, masked_chain = false, prom = false;  // its loop-carried chain
   };
   Demand region_demand(int r, const std::vector<int>& stores, bool autovec) const;
@@ -184,8 +184,7 @@ class Model {
 
   // ---- cost_assembly.cc: everything into cycles --------------------------------------
   void describe_loops(CostBreakdown& out) const;
-  void memory_per_region(CostBreakdown& out, std::vector<double>& region_mem,
-                         std::vector<double>& region_dram) const;
+  void memory_per_region(CostBreakdown& out, std::vector<double>& region_mem, std::vector<double>& region_dram) const;
   void combine_regions(CostBreakdown& out, const std::vector<double>& region_mem,
                        const std::vector<double>& region_dram, std::vector<double>& region_total);
   double loop_overheads(std::vector<double>& loop_overhead) const;
@@ -257,9 +256,9 @@ class Model {
   std::vector<double> ws_lines_;                 // per loop: lines one iteration touches
   std::vector<char> long_reuse_;                 // per loop: some access walks it through a non-affine index
   std::vector<std::vector<Entry>> lr_iter_, lr_whole_;  // long_reuse_ loops: per iteration, whole loop
-  std::vector<std::vector<int>> mchains_;        // per store: its loops in memory order
-  double total_lines_ = 0;                       // lines of every buffer
-  std::vector<char> chain_bound_, calls_bound_;  // per region
+  std::vector<std::vector<int>> mchains_;               // per store: its loops in memory order
+  double total_lines_ = 0;                              // lines of every buffer
+  std::vector<char> chain_bound_, calls_bound_;         // per region
   CacheSpec caches_[3];
 };
 
