@@ -180,6 +180,46 @@ TEST(CostModel, DeterministicAndBitExact) {
   EXPECT_FALSE(d.to_string().empty());
 }
 
+TEST(CostModel, BreakdownTableRoundsToFourDigitsAndIndentsLoops) {
+  CostBreakdown d;
+  d.total_cycles = 132718.63999999998;
+  d.compute_cycles = 100000;
+  d.memory_cycles = 32718.5;
+  d.overhead_cycles = 12;
+  StoreCost s;
+  s.buffer = "C";
+  s.instances = 1024;
+  s.compute_cycles = 512.25;
+  s.memory_cycles = 3;
+  s.l1_misses = 16;
+  s.bound = "compute";
+  d.stores.push_back(s);
+  LoopCost outer;
+  outer.loop = "i";
+  outer.kind = ForKind::kParallel;
+  outer.extent = 32;
+  outer.executions = 1;
+  outer.working_set_bytes = 4096;
+  outer.fits = 1;
+  outer.cycles = 132718.6;
+  LoopCost inner = outer;
+  inner.loop = "j";
+  inner.depth = 1;
+  inner.kind = ForKind::kSerial;
+  inner.fits = 4;
+  inner.vectorized = true;
+  inner.gathers = true;
+  d.loops = {outer, inner};
+  EXPECT_EQ(d.to_string(),
+            "total 1.327e+05 cycles (compute 1e+05, memory 3.272e+04, overhead 12)\n"
+            "stores:\n"
+            "  C                instances 1024       compute 512.2      memory 3          (tlb 0        ) misses L1 16 "
+            "       L2 0         L3 0         compute\n"
+            "loops:\n"
+            "  parallel i[32] x1  ws 4096 B (fits L1)  1.327e+05 cycles\n"
+            "    serial j[32] x1  ws 4096 B (fits -) vec(gathers)  1.327e+05 cycles\n");
+}
+
 TEST(CostModel, BiggerProblemsCostMore) {
   double last = 0;
   for (int n : {64, 128, 256, 512}) {

@@ -75,7 +75,7 @@ struct MachineModel {
   double loop_entry_cycles = 3;     // entering a loop (setup, exit branch)
   // A load that partly overlaps an earlier store still in the store buffer (a vector
   // read back shifted by less than its width) cannot be forwarded: it waits until the
-  // store commits (measured: about 27 cycles on the development VM).
+  // store commits.
   double store_forward_stall_cycles = 25;
   double store_buffer_entries = 64;  // stores in flight before the oldest commits (Zen 4: 64)
   // The code generator (LLVM) fully unrolls a serial loop of constant trip count when
@@ -121,16 +121,15 @@ struct MachineModel {
   double dram_bandwidth_total = 16;  // all cores together
   // What writing a dirty line back to DRAM costs against a fill. One core is held back
   // by its outstanding misses, not by the bus: write-backs leave through the caches
-  // beside the fills. (Zen 4 VM, one core: 51 MB written 1.91 ms, read 1.97 ms,
-  // copied 3.89 ms.)
+  // beside the fills.
   double dram_writeback_cost = 0.2;
   double l2_latency = 14;
   double l3_latency = 70;
   double dram_latency = 250;
   double memory_parallelism = 8;  // outstanding line misses per core
   // How far a walk must run on in memory for the prefetchers to bring all its lines in
-  // time; shorter runs wait for part of theirs (1024-4096 rank the same on the Zen 4
-  // VM; 0: every walk the prefetchers track is streamed).
+  // time; shorter runs wait for part of theirs (0: every walk the prefetchers track
+  // is streamed).
   double prefetch_run_bytes = 2048;
   // Address translation: a walk whose step is a page or more touches a new page per
   // access; past the first-level TLB that costs a second-level lookup, past the
@@ -148,7 +147,7 @@ struct MachineModel {
   // The runtime's workspace pool keeps freed blocks up to this many bytes a thread
   // (kWorkspacePoolBytes); a larger buffer goes back to the C library after each
   // execution and faults its pages in again on the next (`page_fault_cycles` a page:
-  // the trap and the zeroing of a 4 KiB page, 2.0-2.8 us on the Zen 4 VM).
+  // the trap and the zeroing of a 4 KiB page).
   int64_t workspace_pool_bytes = int64_t(256) << 20;
   double page_fault_cycles = 6000;
 

@@ -22,8 +22,7 @@ bool arms_evaluable_unconditionally(const Select& sel, const std::vector<BufferA
 // Whether the code generator evaluates both arms of `sel` and selects: when they can
 // be (above) and the select is not the whole value of a store. A store of a select
 // (a padding stage's own store) stays a branch: LLVM if-converts that one well, and
-// given plain loads there its vectorizer picks worse plans (dep-1 `reorder(P, h, w, c,
-// n)`: 0.42 ms as a branch, 1.1 ms with the loads evaluated unconditionally).
+// given plain loads there its vectorizer picks worse plans.
 bool select_evaluates_both_arms(const Select& sel, bool whole_store_value, const std::vector<BufferArg>& inputs,
                                 const RangeScope& ranges);
 
