@@ -52,7 +52,9 @@ void EpisodeOptions::add_options(CLI::App& app) {
   auto* a = app.add_option("--actions", actions, "Actions in text form (';' or new lines between them)");
   auto* f = app.add_option("--actions-file", actions_file, "File holding the actions in text form");
   a->excludes(f);
-  app.add_option("--action-space", action_space, "primitives or cursor")->default_val("primitives");
+  app.add_option("--action-space", action_space,
+                 "schedule-v0: primitives or cursor; memory-v0: order, inplace or placement")
+      ->default_val("primitives");
   app.add_option("--observe", observe, "Comma-separated observation spaces to print (names below)");
   app.add_option("--reward", reward, "Reward space (names below)");
   app.add_option("--step-observe", step_observe, "Comma-separated observations printed after every step");

@@ -12,7 +12,7 @@ void write(const Json& v, std::string* out) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (!first) *out += ", ";
       first = false;
-      *out += Json(it.key()).dump();
+      *out += Json(it.key()).dump(-1, ' ', false, Json::error_handler_t::replace);
       *out += ": ";
       write(it.value(), out);
     }

@@ -38,7 +38,8 @@ struct Where {
   size_t checked = 0;
   std::string text() {
     std::lock_guard<std::mutex> lock(mu);
-    return fmt::format("state {} of {} ({}, action {} of {})", state, states, benchmark, action, actions);
+    return fmt::format("state {} of {} ({}, action {} of {}); {} states checked", state, states, benchmark, action,
+                       actions, checked);
   }
 };
 
@@ -91,9 +92,8 @@ class Watchdog {
       std::unique_lock<std::mutex> lock(mu_);
       if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
       std::fflush(stdout);
-      std::cerr << fmt::format("\ntensorgym: error: validate: --timeout {} passed during {}; {} states checked "
-                               "[DEADLINE_EXCEEDED]\n",
-                               seconds_text(seconds), where->text(), where->checked)
+      std::cerr << fmt::format("\ntensorgym: error: validate: --timeout {} passed during {} [DEADLINE_EXCEEDED]\n",
+                               seconds_text(seconds), where->text())
                 << std::flush;
       std::_Exit(kTimeoutExit);
     });
