@@ -7,6 +7,8 @@
 // N random legal schedules for every benchmark of a dataset.
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +19,7 @@
 
 #include "client/batch_evaluator.h"
 #include "cli/cli_common.h"
+#include "cli/env_runner.h"
 #include "proto/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"
@@ -63,16 +66,10 @@ std::string join(const std::vector<std::string>& parts) {
 }
 
 std::string duration_text(double s) {
-  char buf[32];
   if (s < 0) return "?";
-  if (s < 60) {
-    std::snprintf(buf, sizeof buf, "%.0fs", s);
-  } else if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, int(s) / 60 % 60);
-  }
-  return buf;
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", int(s) / 60, int(s) % 60);
+  return fmt::format("{}h{:02}m", int(s) / 3600, int(s) / 60 % 60);
 }
 
 // Redrawn in place on a terminal; on a pipe, a line every tenth of the jobs or every
@@ -83,17 +80,13 @@ class BatchProgressDisplay {
 
   void update(const client::BatchProgress& p) {
     if (quiet_) return;
-    char buf[320];
     if (tty_) {
       const int width = 30;
       const int filled = p.total > 0 ? int(double(width) * double(p.done) / double(p.total)) : width;
       std::string bar(size_t(std::min(filled, width)), '#');
       bar.resize(size_t(width), '.');
-      std::snprintf(buf, sizeof buf,
-                    "\r[%s] %lld/%lld done  %lld failed  %lld retried  %.1f jobs/s  ETA %s  endpoints %d ready ",
-                    bar.c_str(), (long long)p.done, (long long)p.total, (long long)p.failed, (long long)p.retried,
-                    p.rate, duration_text(p.eta_s).c_str(), p.ready_endpoints);
-      std::fputs(buf, stderr);
+      fmt::print(stderr, "\r[{}] {}/{} done  {} failed  {} retried  {:.1f} jobs/s  ETA {}  endpoints {} ready ", bar,
+                 p.done, p.total, p.failed, p.retried, p.rate, duration_text(p.eta_s), p.ready_endpoints);
       std::fflush(stderr);
       drawn_ = true;
       return;
@@ -102,11 +95,8 @@ class BatchProgressDisplay {
     if (decile == last_decile_ && p.elapsed_s - last_line_s_ < 10) return;
     last_decile_ = decile;
     last_line_s_ = p.elapsed_s;
-    std::snprintf(buf, sizeof buf,
-                  "batch: %lld/%lld done, %lld failed, %lld retried, %.1f jobs/s, ETA %s, %d endpoints ready\n",
-                  (long long)p.done, (long long)p.total, (long long)p.failed, (long long)p.retried, p.rate,
-                  duration_text(p.eta_s).c_str(), p.ready_endpoints);
-    std::fputs(buf, stderr);
+    fmt::print(stderr, "batch: {}/{} done, {} failed, {} retried, {:.1f} jobs/s, ETA {}, {} endpoints ready\n", p.done,
+               p.total, p.failed, p.retried, p.rate, duration_text(p.eta_s), p.ready_endpoints);
   }
   void finish() {
     if (drawn_) std::fputs("\n", stderr);
@@ -128,9 +118,7 @@ void print_summary(const client::BatchSummary& s, int64_t skipped, int64_t malfo
   if (s.duplicates > 0) std::cout << ", " << s.duplicates << " duplicate answers dropped";
   std::cout << "\n";
   for (const auto& [error, n] : by_error) std::cout << "  " << error << ": " << n << "\n";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "throughput: %.1f jobs/s (%.2f s)\n", s.jobs_per_s, s.wall_s);
-  std::cout << buf;
+  std::cout << fmt::format("throughput: {:.1f} jobs/s ({:.2f} s)\n", s.jobs_per_s, s.wall_s);
   for (const client::EndpointReport& e : s.endpoints) {
     std::cout << "endpoint " << e.name << ": " << e.state << ", " << e.done << " ok, " << e.failed << " failed";
     if (e.streams_lost > 0) std::cout << ", " << e.streams_lost << " streams lost";
@@ -199,9 +187,9 @@ int run_batch(const BatchCliOptions& o) {
     Expected<std::unique_ptr<client::BatchEvaluator>> evaluator = client::BatchEvaluator::create(b);
     if (!evaluator.ok()) return report_error(evaluator.status());
     if (!o.quiet)
-      std::cerr << "batch: " << jobs.size() << " jobs" << (skipped ? " (" + std::to_string(skipped) + " done before)" : "")
-                << " on " << (o.endpoints.empty() ? std::to_string(o.local) + " local services" : join(o.endpoints))
-                << "\n";
+      std::cerr << fmt::format("batch: {} jobs{} on {}\n", jobs.size(),
+                               skipped ? fmt::format(" ({} done before)", skipped) : "",
+                               o.endpoints.empty() ? fmt::format("{} local services", o.local) : join(o.endpoints));
     BatchProgressDisplay display(o.quiet);
     summary = (*evaluator)->run(
         jobs, [&](const client::BatchResult& r) { j.append(client::result_to_json(r)); },
@@ -217,14 +205,14 @@ int run_batch(const BatchCliOptions& o) {
     const bool refused = std::all_of(summary.endpoints.begin(), summary.endpoints.end(),
                                      [](const client::EndpointReport& e) { return e.state == "refused"; });
     std::string why = refused ? "every endpoint refused the batch"
-                              : "no endpoint was ready for " + std::to_string(int(o.give_up)) + " s";
+                              : fmt::format("no endpoint was ready for {} s", int(o.give_up));
     for (const client::EndpointReport& e : summary.endpoints)
       if (!e.last_error.empty()) {
         why += " (last error: " + e.last_error + ")";
         break;
       }
     return report_error(Status(refused ? StatusCode::kUnauthenticated : StatusCode::kUnavailable,
-                               std::to_string(summary.unfinished.size()) + " jobs have no result: " + why));
+                               fmt::format("{} jobs have no result: {}", summary.unfinished.size(), why)));
   }
   return 0;
 }
@@ -249,6 +237,12 @@ int make_jobs(const BatchCliOptions& o) {
   if (!n.ok()) return report_error(n.status());
   if (o.observe.empty() && o.rewards.empty())
     return report_error(invalid_argument("--observe NAMES (or --rewards NAMES): what each job computes"));
+  // The jobs run on schedule-v0: a name it does not know would fail every job later.
+  Expected<SpaceNames> known = space_names("schedule-v0");
+  if (!known.ok()) return report_error(known.status());
+  Status names = check_names("--observe", "schedule-v0", "observation", o.observe, known->observations);
+  if (names.ok()) names = check_names("--rewards", "schedule-v0", "reward", o.rewards, known->rewards);
+  if (!names.ok()) return report_error(names);
   Expected<const Dataset*> dataset = DatasetRegistry::global().find_dataset(o.suite);
   if (!dataset.ok()) return report_error(dataset.status());
   if ((*dataset)->size() < 0 && o.limit < 0)
@@ -320,8 +314,11 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("--schedules", o->schedules, "--make-jobs: random:N, N random legal schedules per benchmark")
       ->default_val("random:1");
   cmd->add_option("--seed", o->seed, "--make-jobs: seed of the random schedules")->default_val(0);
-  cmd->add_option("--observe", o->observe, "--make-jobs: observations of each job, comma separated")->delimiter(',');
-  cmd->add_option("--rewards", o->rewards, "--make-jobs: rewards of each job, comma separated")->delimiter(',');
+  cmd->add_option("--observe", o->observe, "--make-jobs: observations of each job, comma separated (names below)")
+      ->delimiter(',');
+  cmd->add_option("--rewards", o->rewards, "--make-jobs: rewards of each job, comma separated (names below)")
+      ->delimiter(',');
+  cmd->footer([] { return space_names_help(); });
   cmd->add_option("--steps", o->steps, "--make-jobs: primitives per random schedule (at most)")
       ->default_val(4)
       ->check(CLI::Range(0, 64));

@@ -4,6 +4,9 @@
 //   Lists a dataset's benchmark URIs with their shapes. DATASET is a dataset URI
 //   (benchmark://ops-v0) or its short name (ops-v0).
 // With --endpoint the lists come from a running service, otherwise from this process.
+// --json prints each list as one JSON object.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
@@ -11,6 +14,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
+#include "cli/json_text.h"
 #include "client/connection.h"
 #include "datasets/registry.h"
 
@@ -77,17 +81,24 @@ std::vector<BenchmarkInfo> list_remote_benchmarks(const EndpointOptions& e, cons
 
 void add_datasets_command(CLI::App& app) {
   auto list_endpoint = std::make_shared<EndpointOptions>();
+  auto list_json = std::make_shared<bool>(false);
   CLI::App* list = app.add_subcommand("datasets", "List the datasets: name, benchmark count, description");
   list_endpoint->add_options(*list);
-  list->callback([list_endpoint] {
+  list->add_flag("--json", *list_json, "Print one JSON object: {\"datasets\": [{name, size, description}]} (size -1: unbounded)");
+  list->callback([list_endpoint, list_json] {
     const std::vector<DatasetRow> datasets = list_datasets(*list_endpoint);
+    if (*list_json) {
+      Json rows = Json::array();
+      for (const DatasetRow& d : datasets) rows.push_back(Json{{"name", d.name}, {"size", d.size}, {"description", d.description}});
+      std::cout << json_text(Json{{"datasets", std::move(rows)}}) << "\n";
+      return;
+    }
     size_t width = 0;
     for (const DatasetRow& d : datasets) width = std::max(width, d.name.size());
     for (const DatasetRow& d : datasets) {
-      const int64_t n = d.size;
-      const std::string count = n < 0 ? "unbounded" : std::to_string(n);
-      std::cout << d.name << std::string(width + 2 - d.name.size(), ' ') << count
-                << std::string(count.size() < 11 ? 11 - count.size() : 1, ' ') << d.description << "\n";
+      const std::string count = d.size < 0 ? "unbounded" : std::to_string(d.size);
+      std::cout << fmt::format("{:<{}}{:<{}}{}\n", d.name, width + 2, count, std::max<size_t>(11, count.size() + 1),
+                               d.description);
     }
   });
 
@@ -95,6 +106,7 @@ void add_datasets_command(CLI::App& app) {
     std::string dataset;
     int64_t offset = 0;
     int64_t limit = -1;
+    bool json = false;
     EndpointOptions endpoint;
   };
   auto opts = std::make_shared<Options>();
@@ -102,9 +114,10 @@ void add_datasets_command(CLI::App& app) {
   cmd->add_option("dataset", opts->dataset, "Dataset URI (benchmark://ops-v0) or short name (ops-v0)")->required();
   cmd->add_option("--offset", opts->offset, "Skip this many benchmarks")->check(CLI::NonNegativeNumber);
   cmd->add_option("--limit", opts->limit,
-                  "List at most this many (default: all; " + std::to_string(kDefaultGeneratorLimit) +
-                      " for a generator; at most " + std::to_string(kMaxListLimit) + ")")
+                  fmt::format("List at most this many (default: all; {} for a generator; at most {})",
+                              kDefaultGeneratorLimit, kMaxListLimit))
       ->check(CLI::Range(int64_t(0), kMaxListLimit));
+  cmd->add_flag("--json", opts->json, "Print one JSON object: {\"dataset\": ..., \"benchmarks\": [{uri, shape}]}");
   opts->endpoint.add_options(*cmd);
   cmd->callback([opts] {
     std::vector<BenchmarkInfo> rows;
@@ -126,11 +139,16 @@ void add_datasets_command(CLI::App& app) {
       if (limit < 0 && (*dataset)->size() < 0) limit = kDefaultGeneratorLimit;
       rows = (*dataset)->list(opts->offset, limit);
     }
+    if (opts->json) {
+      Json list = Json::array();
+      for (const BenchmarkInfo& b : rows) list.push_back(Json{{"uri", b.uri}, {"shape", b.shape}});
+      std::cout << json_text(Json{{"dataset", opts->dataset}, {"offset", opts->offset}, {"benchmarks", std::move(list)}})
+                << "\n";
+      return;
+    }
     size_t width = 0;
     for (const BenchmarkInfo& b : rows) width = std::max(width, b.uri.size());
-    for (const BenchmarkInfo& b : rows) {
-      std::cout << b.uri << std::string(width + 2 - b.uri.size(), ' ') << b.shape << "\n";
-    }
+    for (const BenchmarkInfo& b : rows) std::cout << fmt::format("{:<{}}{}\n", b.uri, width + 2, b.shape);
   });
 }
 

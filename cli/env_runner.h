@@ -62,7 +62,8 @@ struct EpisodeOutcome {
 };
 
 // The action texts of a text form: primitives split by ';' and new lines (comments
-// dropped); cursor names by ';', ',' and white space.
+// dropped); the names of any other action space (cursor, memory-v0's) by ';', ',' and
+// white space.
 Expected<std::vector<std::string>> split_actions(const std::string& text, const std::string& action_space);
 
 // Shared context of the commands (worker binary = this executable), keeping measured
@@ -73,7 +74,31 @@ std::shared_ptr<EnvContext> cli_env_context(int threads);
 // each step's action, its reward and the step observations.
 Expected<EpisodeOutcome> run_episode(const EpisodeOptions& options, bool print_steps);
 
+// The observation and reward names of an in-process environment (env_names() lists
+// the environments); NOT_FOUND for an unknown environment.
+struct SpaceNames {
+  std::vector<std::string> observations;
+  std::vector<std::string> rewards;
+};
+Expected<SpaceNames> space_names(const std::string& env);
+SpaceNames space_names(const Env& env);
+
+// INVALID_ARGUMENT naming the first of `asked` not in `known`, the nearest known name
+// and all of them: "--observe: schedule-v0 has no observation 'gflop' (did you mean
+// 'gflops'?); its observations: ...". `what` is "observation" or "reward".
+Status check_names(const std::string& option, const std::string& env, const std::string& what,
+                   const std::vector<std::string>& asked, const std::vector<std::string>& known);
+
+// The help text that lists every environment's observation and reward names.
+std::string space_names_help();
+
+// Comma-separated names, empty items dropped.
+std::vector<std::string> split_names(const std::string& text);
+
+// The outcome as one JSON line: observations, rewards, terminated, truncated, error,
+// state; numbers at full precision.
 std::string outcome_json(const EpisodeOutcome& outcome);
+// For a person: figures rounded (cli/figures.h).
 void print_outcome(const EpisodeOutcome& outcome, std::ostream& os);
 
 }  // namespace tensorgym::cli

@@ -4,6 +4,7 @@
 // (median and spread), GFLOP/s, compile time and whether the outputs were correct;
 // exit status 0 only when they were. `--emit llvm` prints the optimized LLVM IR
 // instead (compiled in this process).
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,8 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "cli/figures.h"
+#include "cli/json_text.h"
 #include "spaces/event.h"
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/measure/measure_error.h"
@@ -44,23 +47,8 @@ struct EvalOptions {
   std::string worker_binary;
 };
 
-// JSON text through the same writer as every other command (spaces/event.h).
-std::string json_string(const std::string& s) { return json_quote(s); }
-std::string json_number(double v) { return event_to_json(Event(v)); }
-
-// "1.23 ms", "45.6 us", "2.1 s"
-std::string human_time(double s) {
-  char buf[48];
-  if (s >= 1)
-    std::snprintf(buf, sizeof buf, "%.4g s", s);
-  else if (s >= 1e-3)
-    std::snprintf(buf, sizeof buf, "%.4g ms", s * 1e3);
-  else if (s >= 1e-6)
-    std::snprintf(buf, sizeof buf, "%.4g us", s * 1e6);
-  else
-    std::snprintf(buf, sizeof buf, "%.4g ns", s * 1e9);
-  return buf;
-}
+// "1.234 ms", "45.6 us", "2.1 s"
+std::string human_time(double s) { return seconds_text(s); }
 
 // The worker names program and schedule text "program:" and "schedule:"; the user
 // knows them by their file names.
@@ -76,46 +64,39 @@ std::string with_sources(std::string message, const EvalOptions& o) {
   return message;
 }
 
-std::string provenance_json(const proto::Provenance& p) {
+Json provenance_json(const proto::Provenance& p) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
   std::string out;
-  if (!google::protobuf::util::MessageToJsonString(p, &out, options).ok()) return "null";
-  return out;
+  if (!google::protobuf::util::MessageToJsonString(p, &out, options).ok()) return nullptr;
+  return parsed_json(out);
 }
 
 void print_json(const proto::MeasureResult& r, const EvalOptions& o) {
   const bool measured = r.error() == proto::MEASURE_OK;
-  std::ostringstream j;
-  j << "{";
+  Json j = Json::object();
   if (measured) {
     const proto::RuntimeStats& rt = r.runtime();
-    j << "\"runtime_s\": {\"median\": " << json_number(rt.median_s()) << ", \"min\": " << json_number(rt.min_s())
-      << ", \"max\": " << json_number(rt.max_s()) << ", \"mean\": " << json_number(rt.mean_s())
-      << ", \"cv\": " << json_number(rt.cv()) << ", \"number\": " << rt.number() << ", \"repeat\": " << rt.repeat()
-      << ", \"samples\": [";
-    for (int i = 0; i < rt.samples_s_size(); ++i) j << (i ? ", " : "") << json_number(rt.samples_s(i));
-    j << "]}, \"gflops\": " << json_number(r.gflops());
+    j["runtime_s"] = Json{{"median", rt.median_s()}, {"min", rt.min_s()},       {"max", rt.max_s()},
+                          {"mean", rt.mean_s()},     {"cv", rt.cv()},           {"number", rt.number()},
+                          {"repeat", rt.repeat()},   {"samples", std::vector<double>(rt.samples_s().begin(), rt.samples_s().end())}};
+    j["gflops"] = r.gflops();
   } else {
-    j << "\"runtime_s\": null, \"gflops\": null";
+    j["runtime_s"] = nullptr;
+    j["gflops"] = nullptr;
   }
-  j << ", \"flops\": " << json_number(r.flops());
-  j << ", \"compile_ms\": " << (r.compile_ms() > 0 ? json_number(r.compile_ms()) : "null");
-  j << ", \"correct\": " << (measured && r.correct() ? "true" : "false");
-  j << ", \"checked_points\": " << r.checked_points();
-  j << ", \"max_abs_error\": " << json_number(r.max_abs_error());
-  j << ", \"threads\": " << r.provenance().threads();
-  j << ", \"kernel_cache_hit\": " << (r.kernel_cache_hit() ? "true" : "false");
-  if (measured) {
-    j << ", \"error\": null, \"error_message\": null";
-  } else {
-    j << ", \"error\": " << json_string(measure_error_name(r.error()))
-      << ", \"error_message\": " << json_string(with_sources(r.error_message(), o));
-  }
-  j << ", \"provenance\": " << provenance_json(r.provenance());
-  j << "}\n";
-  std::cout << j.str();
+  j["flops"] = r.flops();
+  j["compile_ms"] = r.compile_ms() > 0 ? Json(r.compile_ms()) : Json(nullptr);
+  j["correct"] = measured && r.correct();
+  j["checked_points"] = r.checked_points();
+  j["max_abs_error"] = r.max_abs_error();
+  j["threads"] = r.provenance().threads();
+  j["kernel_cache_hit"] = r.kernel_cache_hit();
+  j["error"] = measured ? Json(nullptr) : Json(measure_error_name(r.error()));
+  j["error_message"] = measured ? Json(nullptr) : Json(with_sources(r.error_message(), o));
+  j["provenance"] = provenance_json(r.provenance());
+  std::cout << json_text(j) << "\n";
 }
 
 void print_human(const proto::MeasureResult& r, const EvalOptions& o) {
@@ -125,17 +106,15 @@ void print_human(const proto::MeasureResult& r, const EvalOptions& o) {
     return;
   }
   const proto::RuntimeStats& rt = r.runtime();
-  char buf[256];
-  std::printf("correct    yes (%lld points checked, max abs error %.3g)\n", (long long)r.checked_points(),
-              r.max_abs_error());
-  std::printf("runtime    %s median (min %s, max %s, cv %.2f%%; %d repeats of %d runs)\n",
-              human_time(rt.median_s()).c_str(), human_time(rt.min_s()).c_str(), human_time(rt.max_s()).c_str(),
-              rt.cv() * 100, rt.repeat(), rt.number());
-  std::snprintf(buf, sizeof buf, "%.2f", r.gflops());
-  std::printf("GFLOP/s    %s\n", r.flops() > 0 ? buf : "n/a (no float operations)");
-  std::printf("compile    %.1f ms%s\n", r.compile_ms(), r.kernel_cache_hit() ? " (cached)" : "");
-  std::printf("threads    %d\n", r.provenance().threads());
-  std::fflush(stdout);
+  std::string text = fmt::format("correct    yes ({} points checked, max abs error {:.3g})\n", r.checked_points(),
+                                 r.max_abs_error());
+  text += fmt::format("runtime    {} median (min {}, max {}, cv {:.2f}%; {} repeats of {} runs)\n",
+                      human_time(rt.median_s()), human_time(rt.min_s()), human_time(rt.max_s()), rt.cv() * 100,
+                      rt.repeat(), rt.number());
+  text += fmt::format("GFLOP/s    {}\n", r.flops() > 0 ? fmt::format("{:.2f}", r.gflops()) : "n/a (no float operations)");
+  text += fmt::format("compile    {:.1f} ms{}\n", r.compile_ms(), r.kernel_cache_hit() ? " (cached)" : "");
+  text += fmt::format("threads    {}\n", r.provenance().threads());
+  std::cout << text << std::flush;
 }
 
 Expected<proto::TestFault> parse_fault(const std::string& text) {

@@ -1,12 +1,16 @@
 // tensorgym interp --program FILE [--schedule ...] [--seed N]
 // Runs the scheduled and the unscheduled program in the reference interpreter on the
 // same seeded random inputs and compares every output, allowing for the sums a
-// schedule may legally reorder (compare.h). Exit status 0 only on match.
+// schedule may legally reorder (compare.h). Exit status 0 only on match. --json
+// prints one object: match, seed, max_abs_error and each output's comparison.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
-#include <cstdio>
+#include <cmath>
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/json_text.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"
@@ -22,6 +26,7 @@ void add_interp_command(CLI::App& app) {
     uint64_t seed = 0;
     double rtol = 1e-4;
     double atol = 1e-5;
+    bool json = false;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("interp", "Check a schedule against the unscheduled program in the interpreter");
@@ -30,6 +35,7 @@ void add_interp_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "Seed of the random inputs");
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance for float outputs (sums may be reordered)");
   cmd->add_option("--atol", opts->atol, "Absolute tolerance for float outputs");
+  cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
   cmd->callback([opts] {
     bool matched = false;
     auto run = [&]() -> Status {
@@ -47,6 +53,7 @@ void add_interp_command(CLI::App& app) {
       matched = true;
       double worst = 0;
       std::string report;
+      Json outputs = Json::array();
       // Σ|term| of an element, asked only where |expected| does not cover the error.
       ProgramEvaluator evaluator(*program, const_pointers(inputs));
       for (size_t i = 0; i < expected.size(); ++i) {
@@ -54,18 +61,30 @@ void add_interp_command(CLI::App& app) {
         Comparison c = compare_buffers(expected[i], actual[i], tolerance_for(*program, name, opts->rtol, opts->atol),
                                        evaluator_magnitudes(evaluator, name));
         worst = std::max(worst, c.max_abs_error);
+        outputs.push_back(Json{{"name", name},
+                               {"match", c.match},
+                               {"checked", c.checked},
+                               {"mismatches", c.mismatches},
+                               {"max_abs_error", c.max_abs_error},
+                               {"max_rel_error", std::isfinite(c.max_rel_error) ? Json(c.max_rel_error) : Json(nullptr)},
+                               {"description", c.describe()}});
         if (!c.match) {
           matched = false;
-          report += "  " + name + ": " + c.describe() + "\n";
+          report += fmt::format("  {}: {}\n", name, c.describe());
         }
       }
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.3g", worst);
-      if (matched) {
-        std::cout << "match (" << expected.size() << " output" << (expected.size() == 1 ? "" : "s")
-                  << ", max abs error " << buf << ", seed " << opts->seed << ")\n";
+      if (opts->json) {
+        Json j = Json::object();
+        j["match"] = matched;
+        j["seed"] = opts->seed;
+        j["max_abs_error"] = worst;
+        j["outputs"] = std::move(outputs);
+        std::cout << json_text(j) << "\n";
+      } else if (matched) {
+        std::cout << fmt::format("match ({} output{}, max abs error {:.3g}, seed {})\n", expected.size(),
+                                 expected.size() == 1 ? "" : "s", worst, opts->seed);
       } else {
-        std::cout << "MISMATCH (max abs error " << buf << ", seed " << opts->seed << ")\n" << report;
+        std::cout << fmt::format("MISMATCH (max abs error {:.3g}, seed {})\n{}", worst, opts->seed, report);
       }
       return Status();
     };

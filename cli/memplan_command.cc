@@ -12,14 +12,16 @@
 // tensorgym memplan --verify PLAN --lifetimes FILE
 //   Checks a plan against an instance: prints the arena, or the first violation
 //   (exit status 1).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/cli_common.h"
+#include "cli/json_text.h"
 #include "datasets/graphs.h"
 #include "datasets/lifetimes_csv.h"
 #include "datasets/onnx_import.h"
@@ -69,11 +71,9 @@ Status write_file(const std::string& path, const std::string& text) {
   return Status();
 }
 
-std::string fixed(double v, int digits) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+double ratio(int64_t arena, int64_t lb_live) { return lb_live > 0 ? double(arena) / double(lb_live) : 1.0; }
 
 int run(const Options& o) {
   if (!o.verify.empty()) {
@@ -94,8 +94,8 @@ int run(const Options& o) {
       return 1;
     }
     const int64_t lb = peak_live_bytes(*inst);
-    std::cout << "valid: arena " << *arena << " bytes, lower bound " << lb << " bytes, ratio "
-              << fixed(lb > 0 ? double(*arena) / double(lb) : 1.0, 4) << "\n";
+    std::cout << fmt::format("valid: arena {} bytes, lower bound {} bytes, ratio {}\n", *arena, lb,
+                             fixed(ratio(*arena, lb), 4));
     return 0;
   }
   const int sources = !o.benchmark.empty() + !o.onnx.empty() + !o.lifetimes.empty();
@@ -203,77 +203,78 @@ int run(const Options& o) {
   }
 
   if (o.json) {
-    std::string s = "{\"benchmark\": " + json_quote(bench->uri);
+    Json j = Json::object();
+    j["benchmark"] = bench->uri;
     if (bench->is_graph()) {
-      s += ", \"operators\": " + std::to_string(bench->graph->ops.size()) +
-           ", \"tensors\": " + std::to_string(bench->graph->tensors.size()) +
-           ", \"order_independent_bound\": " + std::to_string(independent);
+      j["operators"] = bench->graph->ops.size();
+      j["tensors"] = bench->graph->tensors.size();
+      j["order_independent_bound"] = independent;
     } else {
-      s += ", \"buffers\": " + std::to_string(bench->instance->buffers.size());
+      j["buffers"] = bench->instance->buffers.size();
     }
-    if (o.memory_limit > 0) s += ", \"memory_limit\": " + std::to_string(o.memory_limit);
-    s += ", \"planners\": [";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      s += std::string(i ? ", " : "") + "{\"planner\": " + json_quote(r.planner);
+    if (o.memory_limit > 0) j["memory_limit"] = o.memory_limit;
+    Json planners_json = Json::array();
+    for (const Row& r : rows) {
+      Json p = Json::object();
+      p["planner"] = r.planner;
       if (!r.status.ok()) {
-        const bool infeasible = r.status.code() == StatusCode::kResourceExhausted;
-        s += ", \"feasible\": false, \"error\": " + json_quote(r.status.message()) + "}";
-        (void)infeasible;
+        p["feasible"] = false;
+        p["error"] = r.status.message();
+        planners_json.push_back(std::move(p));
         continue;
       }
-      s += ", \"feasible\": true, \"arena\": " + std::to_string(r.arena) +
-           ", \"lb_live\": " + std::to_string(r.lb_live) +
-           ", \"ratio\": " + fixed(r.lb_live > 0 ? double(r.arena) / double(r.lb_live) : 1.0, 6) +
-           ", \"seconds\": " + fixed(r.seconds, 6);
-      s += ", \"alignment\": " + std::to_string(r.instance.alignment);
+      p["feasible"] = true;
+      p["arena"] = r.arena;
+      p["lb_live"] = r.lb_live;
+      p["ratio"] = ratio(r.arena, r.lb_live);
+      p["seconds"] = r.seconds;
+      p["alignment"] = r.instance.alignment;
       if (bench->is_graph()) {
-        s += ", \"lb_op\": " + std::to_string(r.lb_op) + ", \"order\": " + json_quote(r.order) +
-             ", \"inplace\": " + (r.inplace ? "true" : "false") + ", \"breakdown\": {";
+        p["lb_op"] = r.lb_op;
+        p["order"] = r.order;
+        p["inplace"] = r.inplace;
+        Json breakdown = Json::object();
         for (int k = 0; k < 4; ++k)
-          s += std::string(k ? ", " : "") + "\"" + kKindNames[k] + "\": {\"bytes\": " + std::to_string(r.breakdown.total[k]) +
-               ", \"at_peak\": " + std::to_string(r.breakdown.at_peak[k]) + ", \"buffers\": " +
-               std::to_string(r.breakdown.count[k]) + "}";
-        s += "}";
+          breakdown[kKindNames[k]] = Json{{"bytes", r.breakdown.total[k]}, {"at_peak", r.breakdown.at_peak[k]},
+                                          {"buffers", r.breakdown.count[k]}};
+        p["breakdown"] = std::move(breakdown);
       }
-      s += "}";
+      planners_json.push_back(std::move(p));
     }
-    s += "]}";
-    std::cout << s << "\n";
+    j["planners"] = std::move(planners_json);
+    std::cout << json_text(j) << "\n";
   } else {
-    std::cout << bench->uri;
+    std::string text = bench->uri;
     if (bench->is_graph()) {
-      std::cout << ": " << bench->graph->ops.size() << " operators, " << bench->graph->tensors.size()
-                << " tensors, order-independent bound " << independent << " bytes\n";
+      text += fmt::format(": {} operators, {} tensors, order-independent bound {} bytes\n", bench->graph->ops.size(),
+                          bench->graph->tensors.size(), independent);
     } else {
-      std::cout << ": " << bench->instance->buffers.size() << " buffers\n";
+      text += fmt::format(": {} buffers\n", bench->instance->buffers.size());
     }
-    std::printf("%-26s %14s %14s %8s %9s  %s\n", "planner", "arena", "lb_live", "ratio", "seconds",
-                bench->is_graph() ? "order, in-place" : "");
+    text += fmt::format("{:<26} {:>14} {:>14} {:>8} {:>9}  {}\n", "planner", "arena", "lb_live", "ratio", "seconds",
+                        bench->is_graph() ? "order, in-place" : "");
     for (const Row& r : rows) {
       if (!r.status.ok()) {
-        std::printf(
-            "%-26s %s\n", r.planner.c_str(),
-            (r.status.code() == StatusCode::kResourceExhausted ? r.status.message() : "error: " + r.status.message())
-                .c_str());
+        text += fmt::format("{:<26} {}\n", r.planner,
+                            r.status.code() == StatusCode::kResourceExhausted ? r.status.message()
+                                                                              : "error: " + r.status.message());
         continue;
       }
-      std::printf("%-26s %14lld %14lld %8.4f %9.3f  %s\n", r.planner.c_str(), static_cast<long long>(r.arena),
-                  static_cast<long long>(r.lb_live), r.lb_live > 0 ? double(r.arena) / double(r.lb_live) : 1.0,
-                  r.seconds, bench->is_graph() ? (r.order + ", " + (r.inplace ? "on" : "off")).c_str() : "");
+      text += fmt::format("{:<26} {:>14} {:>14} {:>8.4f} {:>9.3f}  {}\n", r.planner, r.arena, r.lb_live,
+                          ratio(r.arena, r.lb_live), r.seconds,
+                          bench->is_graph() ? r.order + ", " + (r.inplace ? "on" : "off") : "");
     }
     if (best) {
-      std::printf("alignment %lld bytes", static_cast<long long>(best->instance.alignment));
+      text += fmt::format("alignment {} bytes", best->instance.alignment);
       if (bench->is_graph()) {
-        std::printf("; the arena of %s holds", best->planner.c_str());
+        text += fmt::format("; the arena of {} holds", best->planner);
         for (int k = 0; k < 4; ++k)
-          std::printf("%s %s %lld bytes (%lld live at the peak)", k ? "," : "", kKindNames[k],
-                      static_cast<long long>(best->breakdown.total[k]),
-                      static_cast<long long>(best->breakdown.at_peak[k]));
+          text += fmt::format("{} {} {} bytes ({} live at the peak)", k ? "," : "", kKindNames[k],
+                              best->breakdown.total[k], best->breakdown.at_peak[k]);
       }
-      std::printf("\n");
+      text += "\n";
     }
-    std::fflush(stdout);
+    std::cout << text << std::flush;
   }
   if (!best) {
     for (const Row& r : rows)

@@ -1,5 +1,7 @@
 #include "cli/remote_evaluator.h"
 
+#include <fmt/format.h>
+
 #include "client/batch_evaluator.h"
 #include "proto/provenance_json.h"
 #include "proto/tensorgym.pb.h"
@@ -87,9 +89,10 @@ Expected<std::unique_ptr<Evaluator>> make_remote_evaluator(const RemoteEvaluator
   if (!(*batch)->wait_ready(1, options.connect_timeout_s)) {
     std::string why;
     for (const client::EndpointReport& e : (*batch)->endpoints())
-      why += (why.empty() ? "" : "; ") + e.name + ": " + e.state + (e.last_error.empty() ? "" : " (" + e.last_error + ")");
-    return Status(StatusCode::kUnavailable, "--endpoints: no endpoint ready within " +
-                                                std::to_string(int(options.connect_timeout_s)) + " s: " + why);
+      why += fmt::format("{}{}: {}{}", why.empty() ? "" : "; ", e.name, e.state,
+                         e.last_error.empty() ? "" : fmt::format(" ({})", e.last_error));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("--endpoints: no endpoint ready within {} s: {}", int(options.connect_timeout_s), why));
   }
   return std::unique_ptr<Evaluator>(std::make_unique<RemoteEvaluator>(std::move(*batch), options.threads));
 }

@@ -6,6 +6,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
+#include "cli/figures.h"
 #include "proto/episode_state_io.h"
 
 namespace tensorgym::cli {
@@ -32,7 +33,7 @@ void add_replay_command(CLI::App& app) {
       }
       StepResult obs = r->env->step({}, {"schedule", "est_cycles"}, {});
       std::cout << obs.observations[0].as<std::string>();
-      std::cout << "  est_cycles: " << event_to_json(obs.observations[1]) << "\n";
+      std::cout << "  est_cycles: " << event_text(obs.observations[1]) << "\n";
     }
     if (failed) throw CLI::RuntimeError(1);
   });

@@ -1,15 +1,20 @@
 // tensorgym search --benchmark URI --agent NAME [--trials N] [--reward runtime|est_cycles]
 //                  [--threads N] [--workers N] [--seed S] [--time-limit S] [--early-stopping N]
 //                  [--state-out FILE] [--plot FILE.svg] [--checkpoint FILE] [--resume FILE]
-//                  [--cost-model-out FILE] [--cost-model-in FILE] [--json]
+//                  [--cost-model-out FILE] [--cost-model-in FILE] [--json] [--verbose]
 // Searches for a fast schedule with one of the agents of agents/ (random, greedy, beam,
 // evolutionary): each trial is one candidate evaluated by the runner's sandboxed
 // workers (runtime) or the analytical cost model (est_cycles). Shows a progress bar
 // with the best-so-far GFLOP/s on a terminal (plain lines otherwise), prints the best
 // schedule, and appends it as an EpisodeState that `tensorgym validate` accepts.
+// Failed trials are counted by error class with an example; --verbose lists each, and
+// --json carries them all.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -18,6 +23,8 @@
 #include "agents/search.h"
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
+#include "cli/figures.h"
+#include "cli/json_text.h"
 #include "cli/remote_evaluator.h"
 #include "cli/search_progress.h"
 #include "proto/episode_state_io.h"
@@ -49,6 +56,7 @@ struct SearchCliOptions {
   std::string cost_model_in;
   bool json = false;
   bool quiet = false;
+  bool verbose = false;
   bool vs_vendor = false;
   int rounds = 3;
   AgentOptions agent_options;
@@ -60,6 +68,58 @@ Expected<std::string> read_bytes(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A failed trial's error class: the runner's (COMPILE, WRONG_ANSWER, TIMEOUT, ...) where
+// the message starts with one, else the status code's name (a schedule that does not
+// apply or lower).
+std::string failure_class_name(const Status& status) {
+  const std::string& m = status.message();
+  size_t end = 0;
+  while (end < m.size() && (std::isupper(static_cast<unsigned char>(m[end])) || m[end] == '_')) ++end;
+  if (end >= 3 && end < m.size() && m[end] == ':') return m.substr(0, end);
+  return status_code_name(status.code());
+}
+
+struct FailureClass {
+  std::string name;
+  int64_t count = 0;
+  int64_t first_trial = 0;
+  std::string first_message;
+};
+
+// The failed trials by error class, most frequent first.
+std::vector<FailureClass> failure_classes(const std::vector<TrialRecord>& records) {
+  std::vector<FailureClass> out;
+  for (const TrialRecord& r : records) {
+    if (r.eval.ok()) continue;
+    const std::string name = failure_class_name(r.eval.status);
+    auto it = std::find_if(out.begin(), out.end(), [&](const FailureClass& f) { return f.name == name; });
+    if (it == out.end()) {
+      out.push_back({name, 0, r.trial, r.eval.status.message()});
+      it = out.end() - 1;
+    }
+    ++it->count;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const FailureClass& a, const FailureClass& b) { return a.count > b.count; });
+  return out;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// A trace on one line: its primitives joined by "; ".
+std::string one_line(const std::string& trace) {
+  std::string out;
+  std::istringstream in(trace);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out += (out.empty() ? "" : "; ") + line;
+  return out;
+}
+
+// est_cycles as a rounded count; a runtime as a duration.
+std::string cost_text(double cost, const std::string& metric) {
+  return metric == "runtime" ? seconds_text(cost) : figure(cost);
 }
 
 Status write_bytes(const std::string& path, const std::string& bytes) {
@@ -106,10 +166,9 @@ int run_search(const SearchCliOptions& o) {
   Search& s = **search;
 
   if (!o.quiet && !o.json) {
-    std::cerr << "search " << s.benchmark().uri << " with " << s.agent().name() << ", reward " << s.metric()
-              << ", seed " << s.setup().seed;
-    if (!o.resume.empty()) std::cerr << ", resumed at trial " << s.trials();
-    std::cerr << "\n";
+    std::cerr << fmt::format("search {} with {}, reward {}, seed {}{}\n", s.benchmark().uri, s.agent().name(),
+                             s.metric(), s.setup().seed,
+                             o.resume.empty() ? "" : fmt::format(", resumed at trial {}", s.trials()));
   }
   ProgressDisplay display(s.metric(), o.quiet || o.json, "", o.time_limit);
   Status st = s.run([&](const SearchProgress& p) { display.update(p); });
@@ -157,58 +216,80 @@ int run_search(const SearchCliOptions& o) {
 
   std::map<std::string, std::string> report = s.agent().report();
   SearchProgress p = s.progress();
+  const std::vector<FailureClass> failures = failure_classes(s.records());
   if (o.json) {
-    std::string j = "{\"benchmark\": " + json_quote(s.benchmark().uri) + ", \"agent\": " + json_quote(s.agent().name()) +
-                    ", \"reward\": " + json_quote(s.metric()) + ", \"seed\": " + std::to_string(s.setup().seed) +
-                    ", \"trials\": " + std::to_string(p.trials) + ", \"failed_trials\": " +
-                    std::to_string(p.failed_trials) + ", \"elapsed_s\": " + event_to_json(Event(p.elapsed_s)) +
-                    ", \"stop_reason\": " + json_quote(stop_reason_name(s.stop_reason()));
+    Json j = Json::object();
+    j["benchmark"] = s.benchmark().uri;
+    j["agent"] = s.agent().name();
+    j["reward"] = s.metric();
+    j["seed"] = s.setup().seed;
+    j["trials"] = p.trials;
+    j["failed_trials"] = p.failed_trials;
+    j["elapsed_s"] = p.elapsed_s;
+    j["stop_reason"] = stop_reason_name(s.stop_reason());
     if (best) {
-      j += ", \"best\": {\"trial\": " + std::to_string(best->trial) + ", \"cost\": " + event_to_json(Event(best->eval.cost)) +
-           ", \"gflops\": " + event_to_json(Event(best->eval.gflops)) + ", \"schedule\": " + json_quote(best->trace) + "}";
+      j["best"] = Json{{"trial", best->trial}, {"cost", best->eval.cost}, {"gflops", best->eval.gflops},
+                       {"schedule", best->trace}};
     } else {
-      j += ", \"best\": null";
+      j["best"] = nullptr;
     }
+    // Why trials failed: each error class with its count and first example, and
+    // every failed trial.
+    Json classes = Json::array();
+    for (const FailureClass& f : failures)
+      classes.push_back(Json{{"error", f.name}, {"count", f.count}, {"first_trial", f.first_trial},
+                             {"message", f.first_message}});
+    j["failures"] = std::move(classes);
+    Json failed = Json::array();
+    for (const TrialRecord& r : s.records())
+      if (!r.eval.ok())
+        failed.push_back(Json{{"trial", r.trial},
+                              {"error", failure_class_name(r.eval.status)},
+                              {"message", r.eval.status.message()},
+                              {"schedule", r.trace}});
+    j["failed"] = std::move(failed);
     if (cmp.ok()) {
-      j += ", \"side_by_side\": {\"threads\": " + std::to_string(cmp->threads) + ", \"rounds\": " +
-           std::to_string(cmp->rounds) + ", \"gflops\": " + event_to_json(Event(cmp->ours_gflops)) + ", \"others\": [";
-      for (size_t i = 0; i < cmp->others.size(); ++i) {
-        const ComparedKernel& k = cmp->others[i];
-        j += std::string(i ? ", " : "") + "{\"name\": " + json_quote(k.name) + ", \"gflops\": " +
-             event_to_json(Event(k.gflops)) + ", \"ours_over_it\": " + event_to_json(Event(k.speedup)) + "}";
-      }
-      j += "]}";
+      Json others = Json::array();
+      for (const ComparedKernel& k : cmp->others)
+        others.push_back(Json{{"name", k.name}, {"gflops", k.gflops}, {"ours_over_it", k.speedup}});
+      j["side_by_side"] = Json{{"threads", cmp->threads}, {"rounds", cmp->rounds}, {"gflops", cmp->ours_gflops},
+                               {"others", std::move(others)}};
     }
-    j += ", \"report\": {";
-    bool first = true;
-    for (const auto& [k, v] : report) {
-      j += (first ? "" : ", ") + json_quote(k) + ": " + json_quote(v);
-      first = false;
-    }
-    j += "}}";
-    std::cout << j << "\n";
+    Json report_json = Json::object();
+    for (const auto& [k, v] : report) report_json[k] = v;
+    j["report"] = std::move(report_json);
+    std::cout << json_text(j) << "\n";
   } else {
-    std::cout << "stopped: " << stop_reason_name(s.stop_reason()) << " after " << p.trials << " trials ("
-              << p.failed_trials << " failed), " << event_to_json(Event(p.elapsed_s)) << " s\n";
+    std::cout << fmt::format("stopped: {} after {} trials ({} failed), {}\n", stop_reason_name(s.stop_reason()),
+                             p.trials, p.failed_trials, seconds_text(p.elapsed_s));
+    for (const FailureClass& f : failures) {
+      std::cout << fmt::format("failed: {} x {}, first trial {}: {}\n", f.count, f.name, f.first_trial,
+                               first_line(f.first_message));
+    }
+    if (o.verbose) {
+      for (const TrialRecord& r : s.records()) {
+        if (r.eval.ok()) continue;
+        std::cout << fmt::format("trial {} failed: {}\n  schedule: {}\n", r.trial, r.eval.status.to_string(),
+                                 one_line(r.trace));
+      }
+    } else if (!failures.empty()) {
+      std::cout << "(--verbose lists every failed trial with its schedule)\n";
+    }
     if (best) {
-      std::cout << "best: trial " << best->trial << ", " << gflops_text(best->eval.gflops, s.metric()) << ", "
-                << s.metric() << " " << event_to_json(Event(best->eval.cost)) << "\n";
+      std::cout << fmt::format("best: trial {}, {}, {} {}\n", best->trial, gflops_text(best->eval.gflops, s.metric()),
+                               s.metric(), cost_text(best->eval.cost, s.metric()));
       std::cout << "schedule:\n" << best->trace;
     } else {
       std::cout << "no valid schedule found\n";
     }
     for (const auto& [k, v] : report) std::cout << k << ": " << v << "\n";
     if (cmp.ok()) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "side by side (%d thread%s, %d rounds): ours %.1f GFLOP/s", cmp->threads,
-                    cmp->threads == 1 ? "" : "s", cmp->rounds, cmp->ours_gflops);
-      std::cout << buf;
-      for (const ComparedKernel& k : cmp->others) {
-        std::snprintf(buf, sizeof buf, "; %s %.1f GFLOP/s (ours %.2fx)", k.name.c_str(), k.gflops, k.speedup);
-        std::cout << buf;
-      }
-      if (cmp->others.empty()) std::cout << "; no vendor library computes this operator";
-      std::cout << "\n";
+      std::string line = fmt::format("side by side ({} thread{}, {} rounds): ours {:.1f} GFLOP/s", cmp->threads,
+                                     cmp->threads == 1 ? "" : "s", cmp->rounds, cmp->ours_gflops);
+      for (const ComparedKernel& k : cmp->others)
+        line += fmt::format("; {} {:.1f} GFLOP/s (ours {:.2f}x)", k.name, k.gflops, k.speedup);
+      if (cmp->others.empty()) line += "; no vendor library computes this operator";
+      std::cout << line << "\n";
     }
     if (best && !o.state_out.empty() && state_status.ok()) std::cout << "state: " << o.state_out << "\n";
     if (!o.checkpoint.empty()) std::cout << "checkpoint: " << o.checkpoint << "\n";
@@ -267,6 +348,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--rounds", o->rounds, "--vs-vendor: rounds of side-by-side timing")->default_val(3)->check(CLI::Range(1, 100));
   cmd->add_flag("--json", o->json, "Print one JSON object with the outcome");
   cmd->add_flag("--quiet", o->quiet, "No progress output");
+  cmd->add_flag("--verbose", o->verbose, "List every failed trial: its error and its schedule");
   cmd->callback([o] {
     int rc = run_search(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);

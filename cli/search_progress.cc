@@ -1,16 +1,16 @@
 #include "cli/search_progress.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 
+
 namespace tensorgym::cli {
 
 std::string gflops_text(double g, const std::string& metric) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f %s", g, metric == "est_cycles" ? "est. GFLOP/s" : "GFLOP/s");
-  return buf;
+  return fmt::format("{:.2f} {}", g, metric == "est_cycles" ? "est. GFLOP/s" : "GFLOP/s");
 }
 
 ProgressDisplay::ProgressDisplay(std::string metric, bool quiet, std::string label, double time_budget_s)
@@ -34,15 +34,11 @@ void ProgressDisplay::update(const SearchProgress& p) {
     std::string bar(size_t(double(width) * fraction(p)), '#');
     bar.resize(size_t(width), '.');
     const std::string trials =
-        p.max_trials > 0 ? std::to_string(p.trials) + "/" + std::to_string(p.max_trials) : std::to_string(p.trials);
-    char seconds[48];
-    if (time_budget_s_ > 0) std::snprintf(seconds, sizeof seconds, "%.0f/%.0f s", p.elapsed_s, time_budget_s_);
-    else std::snprintf(seconds, sizeof seconds, "%.1f s", p.elapsed_s);
-    char buf[320];
-    std::snprintf(buf, sizeof buf, "\r%s[%s] %s trials  best %s (trial %lld)  failed %lld  %s ", label_.c_str(),
-                  bar.c_str(), trials.c_str(), best.c_str(), (long long)p.best_trial, (long long)p.failed_trials,
-                  seconds);
-    std::fputs(buf, stderr);
+        p.max_trials > 0 ? fmt::format("{}/{}", p.trials, p.max_trials) : std::to_string(p.trials);
+    const std::string seconds = time_budget_s_ > 0 ? fmt::format("{:.0f}/{:.0f} s", p.elapsed_s, time_budget_s_)
+                                                   : fmt::format("{:.1f} s", p.elapsed_s);
+    fmt::print(stderr, "\r{}[{}] {} trials  best {} (trial {})  failed {}  {} ", label_, bar, trials, best,
+               p.best_trial, p.failed_trials, seconds);
     std::fflush(stderr);
     drawn_ = true;
     return;
@@ -50,8 +46,8 @@ void ProgressDisplay::update(const SearchProgress& p) {
   const bool improved = p.has_best && p.best_trial != last_best_trial_;
   const int64_t decile = p.max_trials > 0 || time_budget_s_ > 0 ? int64_t(fraction(p) * 10) : p.trials / 100;
   if (improved || decile != last_decile_) {
-    std::fprintf(stderr, "%strial %lld: best %s (trial %lld), %lld failed, %.1f s\n", label_.c_str(),
-                 (long long)p.trials, best.c_str(), (long long)p.best_trial, (long long)p.failed_trials, p.elapsed_s);
+    fmt::print(stderr, "{}trial {}: best {} (trial {}), {} failed, {:.1f} s\n", label_, p.trials, best, p.best_trial,
+               p.failed_trials, p.elapsed_s);
     last_best_trial_ = p.best_trial;
     last_decile_ = decile;
   }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/listen_check.h"
 #include "service/server.h"
 
 namespace tensorgym::cli {
@@ -90,6 +91,8 @@ void add_serve_command(CLI::App& app) {
     Expected<int> cpu = service::parse_dispatch_cpu(*dispatch);
     if (!cpu.ok()) throw CLI::RuntimeError(report_error(cpu.status()));
     o->dispatch_cpu = *cpu;
+    const Status listen = check_can_listen(o->host, o->port);
+    if (!listen.ok()) throw CLI::RuntimeError(report_error(listen));
     const int status = service::run_server(*o);
     if (status != 0) throw CLI::RuntimeError(status);
   });

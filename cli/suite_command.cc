@@ -14,6 +14,8 @@
 // benchmarks (graphs) DIR/results.csv already has, and refuses other settings. Rows are
 // written whole, a benchmark's state before its row, so a run killed at any point
 // leaves at most one unfinished benchmark, which the next run redoes.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "agents/vendor_baselines.h"
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
+#include "cli/json_text.h"
 #include "cli/search_progress.h"
 #include "datasets/graphs.h"
 #include "datasets/registry.h"
@@ -55,6 +58,7 @@ struct SuiteOptions {
   double tolerance = 0.25;
   std::string out;
   bool quiet = false;
+  bool json = false;
 };
 
 // --- CSV ------------------------------------------------------------------------------
@@ -96,11 +100,24 @@ std::vector<std::string> parse_csv_line(const std::string& line) {
   return fields;
 }
 
-std::string fixed(double v, int digits) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+// A results.csv row as JSON: numbers as numbers, empty fields as null.
+Json row_json(const std::vector<std::string>& header, const std::vector<std::string>& row) {
+  Json j = Json::object();
+  for (size_t i = 0; i < header.size() && i < row.size(); ++i) {
+    const std::string& f = row[i];
+    char* end = nullptr;
+    const double v = f.empty() ? 0 : std::strtod(f.c_str(), &end);
+    if (f.empty()) j[header[i]] = nullptr;
+    else if (end == f.c_str() + f.size() && f.find_first_not_of("0123456789-") == std::string::npos) j[header[i]] = std::stoll(f);
+    else if (end == f.c_str() + f.size()) j[header[i]] = v;
+    else j[header[i]] = f;
+  }
+  return j;
 }
+
+Json geomean_json(const std::vector<double>& v) { return v.empty() ? Json(nullptr) : Json(geometric_mean(v)); }
 
 // "agent: random there, beam here; ..." for two `key=value` line lists.
 std::string settings_diff(const std::string& there, const std::string& here) {
@@ -228,7 +245,7 @@ Status prune_states(const std::string& file, const std::set<std::string>& finish
 }
 
 // Prints a table: a header row, rows, columns padded to their widest cell.
-void print_table(const std::vector<std::vector<std::string>>& table) {
+void print_table(const std::vector<std::vector<std::string>>& table, std::ostream& out) {
   std::vector<size_t> width;
   for (const auto& row : table)
     for (size_t i = 0; i < row.size(); ++i) {
@@ -243,7 +260,7 @@ void print_table(const std::vector<std::vector<std::string>>& table) {
       line += (i ? "  " : "") + (i ? std::string(pad, ' ') + cell : cell + std::string(pad, ' '));
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::cout << line << "\n";
+    out << line << "\n";
   }
 }
 
@@ -295,9 +312,8 @@ Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
 
 std::string ops_settings(const SuiteOptions& o) {
   std::string time_limit = fixed(o.time_limit, 3);
-  return "suite=ops-v0\nagent=" + o.agent + "\ntrials=" + std::to_string(o.trials) + "\nreward=" + o.reward +
-         "\nthreads=" + std::to_string(o.threads) + "\nseed=" + std::to_string(o.seed) +
-         "\nrounds=" + std::to_string(o.rounds) + "\ntime_limit=" + time_limit + "\n";
+  return fmt::format("suite=ops-v0\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n",
+                     o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit);
 }
 
 // Searches one benchmark, validates its best state and measures it side by side.
@@ -361,7 +377,8 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   return row;
 }
 
-void print_ops_table(const std::vector<std::vector<std::string>>& rows) {
+// Prints the table to `out`; returns the same as JSON: the rows and their geometric means.
+Json print_ops_table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<std::vector<std::string>> table = {
       {"benchmark", "trials", "GFLOP/s", "vendor", "vendor GFLOP/s", "vs vendor", "expert GFLOP/s", "vs expert",
        "validated"}};
@@ -379,8 +396,14 @@ void print_ops_table(const std::vector<std::vector<std::string>>& rows) {
   }
   auto gm = [](const std::vector<double>& v, int digits) { return v.empty() ? std::string("-") : fixed(geometric_mean(v), digits); };
   table.push_back({"geomean", "", gm(gflops, 3), "", "", gm(vs_vendor, 4), "", gm(vs_expert, 4),
-                   std::to_string(validated) + "/" + std::to_string(rows.size())});
-  print_table(table);
+                   fmt::format("{}/{}", validated, rows.size())});
+  print_table(table, out);
+  Json list = Json::array();
+  for (const auto& r : rows) list.push_back(row_json(kOpsHeader, r));
+  return Json{{"benchmarks", std::move(list)},
+              {"geomean", Json{{"gflops", geomean_json(gflops)}, {"vs_vendor", geomean_json(vs_vendor)},
+                               {"vs_expert", geomean_json(vs_expert)}}},
+              {"validated", validated}};
 }
 
 int run_ops_suite(const SuiteOptions& o) {
@@ -406,16 +429,18 @@ int run_ops_suite(const SuiteOptions& o) {
   st = prune_states(states_path, finished);
   if (!st.ok()) return report_error(st);
 
-  std::cout << "suite ops-v0: " << names->size() << " benchmarks, agent " << o.agent << ", " << o.trials
-            << " trials, reward " << o.reward << ", " << o.threads << " thread" << (o.threads == 1 ? "" : "s")
-            << ", seed " << o.seed << "; " << vendor_libraries_text() << "\n";
+  // With --json, stdout holds the JSON alone and the running commentary goes to stderr.
+  std::ostream& out = o.json ? std::cerr : std::cout;
+  out << fmt::format("suite ops-v0: {} benchmarks, agent {}, {} trials, reward {}, {} thread{}, seed {}; {}\n",
+                     names->size(), o.agent, o.trials, o.reward, o.threads, o.threads == 1 ? "" : "s", o.seed,
+                     vendor_libraries_text());
   int64_t ran = 0;
   size_t left = 0;
   for (size_t i = 0; i < names->size(); ++i) {
     const std::string uri = "benchmark://ops-v0/" + (*names)[i];
-    const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(names->size()) + "] ";
+    const std::string step = fmt::format("[{}/{}] ", i + 1, names->size());
     if (finished.count(uri)) {
-      std::cout << step << (*names)[i] << ": finished earlier, skipped" << std::endl;
+      out << step << (*names)[i] << ": finished earlier, skipped" << std::endl;
       continue;
     }
     if (o.limit > 0 && ran >= o.limit) {
@@ -429,12 +454,12 @@ int run_ops_suite(const SuiteOptions& o) {
     finished.insert(uri);
     ++ran;
     const auto& r = *row;
-    std::cout << step << (*names)[i] << ": " << r[6] << " GFLOP/s" << (r[8].empty() ? "" : ", vs " + r[8] + " " + r[10])
-              << (r[12].empty() ? "" : ", vs expert " + r[12]) << ", validated " << r[13] << std::endl;
+    out << step << (*names)[i] << ": " << r[6] << " GFLOP/s" << (r[8].empty() ? "" : ", vs " + r[8] + " " + r[10])
+        << (r[12].empty() ? "" : ", vs expert " + r[12]) << ", validated " << r[13] << std::endl;
   }
   if (left) {
-    std::cout << "stopped after " << ran << " benchmarks (--limit); " << left
-              << " left: run the same command again to continue\n";
+    out << fmt::format("stopped after {} benchmarks (--limit); {} left: run the same command again to continue\n", ran,
+                       left);
   }
   // The table covers the selection, in suite order, whichever run measured each row.
   std::map<std::string, std::vector<std::string>> by_uri;
@@ -442,9 +467,17 @@ int run_ops_suite(const SuiteOptions& o) {
   std::vector<std::vector<std::string>> rows;
   for (const std::string& n : *names)
     if (by_uri.count("benchmark://ops-v0/" + n)) rows.push_back(by_uri["benchmark://ops-v0/" + n]);
-  std::cout << "\n";
-  print_ops_table(rows);
-  std::cout << "results: " << dir.path("results.csv") << "\nstates: " << states_path << "\n";
+  out << "\n";
+  Json table = print_ops_table(rows, out);
+  out << "results: " << dir.path("results.csv") << "\nstates: " << states_path << "\n";
+  if (o.json) {
+    Json j = Json{{"suite", "ops-v0"}, {"agent", o.agent}, {"trials", o.trials}, {"reward", o.reward},
+                  {"threads", o.threads}, {"seed", o.seed}, {"left", left}};
+    j.update(table);
+    j["results"] = dir.path("results.csv");
+    j["states"] = states_path;
+    std::cout << json_text(j) << "\n";
+  }
   for (const auto& r : rows)
     if (r[13].rfind("yes", 0) != 0) return 1;
   return 0;
@@ -480,18 +513,19 @@ int run_graphs_suite(const SuiteOptions& o) {
   }
 
   SuiteDir dir(o.out, kGraphsHeader);
-  Status st = dir.open("suite=graphs-v0\nplanners=" + join(planners, ",") + "\ntime_limit=" + fixed(o.time_limit, 3) +
-                       "\nseed=" + std::to_string(o.seed) + "\n");
+  Status st = dir.open(fmt::format("suite=graphs-v0\nplanners={}\ntime_limit={}\nseed={}\n", join(planners, ","),
+                                   fixed(o.time_limit, 3), o.seed));
   if (!st.ok()) return report_error(st);
   std::set<std::string> finished;
   for (const auto& r : dir.rows()) finished.insert(r[0]);
 
-  std::cout << "suite graphs-v0: " << graphs.size() << " graphs, " << planners.size() << " planners\n";
+  std::ostream& out = o.json ? std::cerr : std::cout;
+  out << fmt::format("suite graphs-v0: {} graphs, {} planners\n", graphs.size(), planners.size());
   for (size_t i = 0; i < benches.size(); ++i) {
     const GraphBenchmark& b = benches[i];
-    const std::string step = "[" + std::to_string(i + 1) + "/" + std::to_string(benches.size()) + "] ";
+    const std::string step = fmt::format("[{}/{}] ", i + 1, benches.size());
     if (finished.count(b.uri)) {
-      std::cout << step << graphs[i] << ": finished earlier, skipped\n";
+      out << step << graphs[i] << ": finished earlier, skipped\n";
       continue;
     }
     std::vector<std::vector<std::string>> rows;
@@ -511,7 +545,7 @@ int run_graphs_suite(const SuiteOptions& o) {
     }
     st = dir.append(rows);
     if (!st.ok()) return report_error(st);
-    std::cout << step << graphs[i] << ": planned with " << planners.size() << " planners" << std::endl;
+    out << step << graphs[i] << ": planned with " << planners.size() << " planners" << std::endl;
   }
 
   // Table: a row per graph, a column per planner (arena / lower bound), geometric means.
@@ -533,11 +567,28 @@ int run_graphs_suite(const SuiteOptions& o) {
     table.push_back(line);
   }
   std::vector<std::string> gm = {"geomean"};
-  for (const auto& v : per_planner) gm.push_back(v.empty() ? "-" : fixed(geometric_mean(v), 4));
+  Json geomeans = Json::object();
+  for (size_t j = 0; j < planners.size(); ++j) {
+    gm.push_back(per_planner[j].empty() ? "-" : fixed(geometric_mean(per_planner[j]), 4));
+    geomeans[planners[j]] = geomean_json(per_planner[j]);
+  }
   table.push_back(gm);
-  std::cout << "\narena / live lower bound (" << o.time_limit << " s limit for the searching planners)\n";
-  print_table(table);
-  std::cout << "results: " << dir.path("results.csv") << "\n";
+  out << fmt::format("\narena / live lower bound ({} s limit for the searching planners)\n", o.time_limit);
+  print_table(table, out);
+  out << "results: " << dir.path("results.csv") << "\n";
+  if (o.json) {
+    Json list = Json::array();
+    for (const auto& r : dir.rows()) list.push_back(row_json(kGraphsHeader, r));
+    std::cout << json_text(Json{{"suite", "graphs-v0"},
+                                {"planners", planners},
+                                {"time_limit_s", o.time_limit},
+                                {"seed", o.seed},
+                                {"rows", std::move(list)},
+                                {"geomean_ratio", std::move(geomeans)},
+                                {"all_verified", all_verified},
+                                {"results", dir.path("results.csv")}})
+              << "\n";
+  }
   return all_verified ? 0 : 1;
 }
 
@@ -575,6 +626,9 @@ void add_suite_command(CLI::App& app) {
   cmd->add_option("--graphs", o->graphs, "graphs-v0: graph names (default: all)")->delimiter(',');
   cmd->add_option("--planners", o->planners, "graphs-v0: planner names, or all")->delimiter(',');
   cmd->add_flag("--quiet", o->quiet, "No progress output");
+  cmd->add_flag("--json", o->json,
+                "Print one JSON object at the end (settings, every row, geometric means); the running lines go to "
+                "stderr");
   cmd->callback([o] {
     SuiteOptions opts = *o;
     if (opts.suite.find("graphs") != std::string::npos && opts.time_limit == 0) opts.time_limit = 10;

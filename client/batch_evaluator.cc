@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "client/channel.h"
 #include "client/dns_endpoint.h"
 #include "client/managed_server.h"
 #include "proto/tensorgym.grpc.pb.h"
@@ -61,17 +62,23 @@ bool worker_level(proto::JobError error) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The addresses of a dns: endpoint as (name, gRPC target); any other endpoint is its
-// own target.
-Status resolve(const std::string& endpoint, std::vector<std::pair<std::string, std::string>>* out) {
+struct Address {
+  std::string name;      // "10.0.0.7:50051"
+  std::string target;    // the gRPC target
+  std::string tls_name;  // the name a dns: endpoint was resolved from (its certificate's)
+};
+
+// The addresses of a dns: endpoint; any other endpoint is its own target.
+Status resolve(const std::string& endpoint, std::vector<Address>* out) {
   if (!is_dns_endpoint(endpoint)) {
     if (endpoint.rfind(':') == std::string::npos || endpoint.back() == ':')
       return invalid_argument("endpoint '" + endpoint + "' is not host:port or dns:///name:port");
-    out->emplace_back(endpoint, endpoint);
+    out->push_back({endpoint, endpoint, ""});
     return Status();
   }
-  TG_ASSIGN_OR_RETURN(std::vector<ResolvedAddress> addresses, resolve_dns_endpoint(endpoint));
-  for (ResolvedAddress& a : addresses) out->emplace_back(std::move(a.name), std::move(a.target));
+  std::string host;
+  TG_ASSIGN_OR_RETURN(std::vector<ResolvedAddress> addresses, resolve_dns_endpoint(endpoint, &host));
+  for (ResolvedAddress& a : addresses) out->push_back({std::move(a.name), std::move(a.target), host});
   return Status();
 }
 
@@ -142,9 +149,9 @@ class BatchEvaluator::Impl {
     bool final = false;
   };
 
-  std::shared_ptr<grpc::Channel> make_channel(const std::string& target) const;
+  std::shared_ptr<grpc::Channel> endpoint_channel(const std::string& target, const std::string& tls_name) const;
   void start_endpoint_locked(std::unique_ptr<Endpoint> e);
-  void add_remote_locked(const std::string& name, const std::string& target);
+  void add_remote_locked(const Address& address);
   void run_resolver();
   void run_reader(Endpoint& e);
   void run_writer(Endpoint& e);
@@ -196,28 +203,15 @@ class BatchEvaluator::Impl {
 
 // --- set-up and shut-down ----------------------------------------------------------
 
-std::shared_ptr<grpc::Channel> BatchEvaluator::Impl::make_channel(const std::string& target) const {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, std::max(500, int(options.keepalive_s * 1000)));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(100, int(options.keepalive_timeout_s * 1000)));
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per endpoint
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = tls_roots_;
-    credentials = grpc::SslCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
-  return grpc::CreateCustomChannel(target, credentials, args);
+std::shared_ptr<grpc::Channel> BatchEvaluator::Impl::endpoint_channel(const std::string& target,
+                                                                       const std::string& tls_name) const {
+  ChannelOptions channel;
+  channel.tls = options.tls;
+  channel.tls_roots = tls_roots_;
+  channel.tls_name = tls_name;
+  channel.keepalive_s = options.keepalive_s;
+  channel.keepalive_timeout_s = options.keepalive_timeout_s;
+  return make_channel(target, channel);
 }
 
 Status BatchEvaluator::Impl::init() {
@@ -234,13 +228,13 @@ Status BatchEvaluator::Impl::init() {
   }
   if (options.resolve_period_s < 0) return invalid_argument("resolve_period_s must be >= 0");
   if (!options.endpoints.empty()) {
-    std::vector<std::pair<std::string, std::string>> addresses;
+    std::vector<Address> addresses;
     for (const std::string& spec : options.endpoints) {
       TG_RETURN_IF_ERROR(resolve(spec, &addresses));
       if (spec.rfind("dns:", 0) == 0) dns_names_.push_back(spec);
     }
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, target] : addresses) add_remote_locked(name, target);
+    for (const Address& a : addresses) add_remote_locked(a);
     if (!dns_names_.empty() && options.resolve_period_s > 0) resolver_ = std::thread([this] { run_resolver(); });
     return Status();
   }
@@ -270,12 +264,12 @@ void BatchEvaluator::Impl::start_endpoint_locked(std::unique_ptr<Endpoint> owned
   e.writer = std::thread([this, &e] { run_writer(e); });
 }
 
-void BatchEvaluator::Impl::add_remote_locked(const std::string& name, const std::string& target) {
-  if (!remote_names_.insert(name).second) return;  // one endpoint per address
+void BatchEvaluator::Impl::add_remote_locked(const Address& address) {
+  if (!remote_names_.insert(address.name).second) return;  // one endpoint per address
   auto e = std::make_unique<Endpoint>();
-  e->name = name;
-  e->target = target;
-  e->channel = make_channel(target);
+  e->name = address.name;
+  e->target = address.target;
+  e->channel = endpoint_channel(address.target, address.tls_name);
   e->stub = proto::TensorGym::NewStub(e->channel);
   start_endpoint_locked(std::move(e));
 }
@@ -288,11 +282,11 @@ void BatchEvaluator::Impl::run_resolver() {
     sleep_locked(lock, options.resolve_period_s);
     if (stopping_) return;
     lock.unlock();
-    std::vector<std::pair<std::string, std::string>> found;
+    std::vector<Address> found;
     for (const std::string& name : dns_names_) (void)resolve(name, &found);  // a failed lookup keeps what we have
     lock.lock();
     if (stopping_) return;
-    for (const auto& [n, target] : found) add_remote_locked(n, target);
+    for (const Address& a : found) add_remote_locked(a);
   }
 }
 
@@ -350,7 +344,7 @@ Status BatchEvaluator::Impl::ensure_local(Endpoint& e) {
   Expected<std::unique_ptr<ManagedServer>> started =
       ManagedServer::start(options.server_binary, args, options.startup_timeout_s);
   if (!started.ok()) return started.status();
-  std::shared_ptr<grpc::Channel> channel = make_channel((*started)->address());
+  std::shared_ptr<grpc::Channel> channel = endpoint_channel((*started)->address(), "");
   std::lock_guard<std::mutex> lock(mu_);
   e.name = (*started)->address();
   e.target = e.name;

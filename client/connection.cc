@@ -6,6 +6,7 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <thread>
 
+#include "client/channel.h"
 #include "client/connection_impl.h"
 #include "client/dns_endpoint.h"
 #include "client/remote_env.h"
@@ -45,27 +46,14 @@ ConnectionImpl::~ConnectionImpl() {
 }
 
 std::shared_ptr<Backend> ConnectionImpl::make_backend(const std::string& target, uint64_t epoch) const {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(int(std::min<int64_t>(options.max_message_bytes, (int64_t(1) << 31) - 1)));
-  args.SetMaxSendMessageSize(-1);
-  // Reconnect soon after a server comes back (gRPC's default first wait is 1 s).
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // retries are ours: only UNAVAILABLE, with replay
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = tls_roots_;
-    credentials = grpc::SslCredentials(ssl);
-    if (!tls_host_.empty()) args.SetSslTargetNameOverride(tls_host_);
-  } else {
-    credentials = grpc::InsecureChannelCredentials();
-  }
+  ChannelOptions channel;
+  channel.tls = options.tls;
+  channel.tls_roots = tls_roots_;
+  channel.tls_name = tls_host_;
+  channel.max_receive_bytes = options.max_message_bytes;
   auto b = std::make_shared<Backend>();
   b->target = target;
-  b->channel = grpc::CreateCustomChannel(target, credentials, args);
+  b->channel = make_channel(target, channel);
   b->stub = proto::TensorGym::NewStub(b->channel);
   b->epoch = epoch;
   return b;

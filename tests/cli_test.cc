@@ -1,0 +1,404 @@
+// The command line as a user meets it, through the real `tensorgym` binary, each run
+// bounded by timeout(1): typos are named with the nearest name, observation and reward
+// names are checked before any work and listed in --help, text output rounds figures
+// while --json keeps them whole, run --json says when an episode terminated, validate
+// shows progress and stops at --timeout, search explains its failed trials, serve on a
+// port in use says one clean line, and the README's commands use what they name.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "tests/test_support.h"
+
+namespace tensorgym {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+const std::string kSource = TENSORGYM_SOURCE_DIR;
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/cli_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+struct Result {
+  int rc = -1;      // exit status; -1 when killed by a signal
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `tensorgym ARGS` (a shell fragment) for at most `seconds`.
+Result run(const std::string& args, int seconds = 120) {
+  const std::string out = temp_path("stdout"), err = temp_path("stderr");
+  const std::string command =
+      "timeout -k 5 " + std::to_string(seconds) + " " + kBinary + " " + args + " > " + out + " 2> " + err;
+  const int status = std::system(command.c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read(out);
+  r.err = read(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+
+Json parse(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << text;
+  return j;
+}
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// ---- typos --------------------------------------------------------------------------
+
+TEST(CliTest, AMisspelledOptionIsNamedWithTheNearestOption) {
+  Result r = run("lower --programm " + kSource + "/datasets/ops/gemm_128.tg");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "unknown option --programm");
+  EXPECT_CONTAINS(r.err, "did you mean --program?");
+  EXPECT_EQ(r.err.find("is required"), std::string::npos) << r.err;
+  // Cut short, or with its value after '='.
+  r = run("search --benchmark benchmark://ops-v0/gmm-1 --trails=4");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "unknown option --trails");
+  EXPECT_CONTAINS(r.err, "did you mean --trials?");
+  // Nothing near: no guess.
+  r = run("lower --program x.tg --zzzzzzzz");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "unknown option --zzzzzzzz");
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, AMisspelledCommandIsNamedWithTheNearestCommand) {
+  Result r = run("serv --port 0");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "unknown command 'serv'; did you mean 'serve'?");
+  EXPECT_EQ(r.err.find("A subcommand is required"), std::string::npos) << r.err;
+  r = run("valdiate states.jsonl");
+  EXPECT_CONTAINS(r.err, "did you mean 'validate'?");
+  r = run("xyzzy");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "unknown command 'xyzzy' (commands: ");
+  EXPECT_CONTAINS(r.err, "search");
+  // Still the parser's own message when nothing was misspelled.
+  r = run("");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "subcommand is required");
+}
+
+// ---- names of observations and rewards ----------------------------------------------
+
+TEST(CliTest, RunChecksObservationAndRewardNamesBeforeAnyWork) {
+  // The benchmark does not exist: a name check that came after the reset would
+  // report that instead.
+  Result r = run("run --benchmark benchmark://ops-v0/gmm-99 --observe schedule,gflop");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "--observe: schedule-v0 has no observation 'gflop' (did you mean 'gflops'?)");
+  EXPECT_CONTAINS(r.err, "est_cycles");  // the valid names are listed
+  EXPECT_EQ(r.out.find("gflop: null"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("gmm-99"), std::string::npos) << r.err;
+  r = run("run --benchmark benchmark://ops-v0/gmm-99 --reward est_cycle");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "--reward: schedule-v0 has no reward 'est_cycle' (did you mean 'est_cycles'?)");
+  EXPECT_CONTAINS(r.err, "runtime_norm_expert");
+  r = run("run --benchmark benchmark://ops-v0/gmm-99 --step-observe colour");
+  EXPECT_CONTAINS(r.err, "--step-observe: schedule-v0 has no observation 'colour'");
+  // memory-v0 has names of its own.
+  r = run("run --env memory-v0 --benchmark benchmark://graphs-v0/none --observe est_cycles");
+  EXPECT_CONTAINS(r.err, "memory-v0 has no observation 'est_cycles'");
+  EXPECT_CONTAINS(r.err, "arena_ratio");
+}
+
+TEST(CliTest, HelpListsTheObservationAndRewardNames) {
+  for (const char* command : {"run --help", "batch --help"}) {
+    Result r = run(command);
+    EXPECT_EQ(r.rc, 0) << command;
+    EXPECT_CONTAINS(r.out, "schedule-v0 observations: ");
+    EXPECT_CONTAINS(r.out, "loop_nest");
+    EXPECT_CONTAINS(r.out, "schedule-v0 rewards: ");
+    EXPECT_CONTAINS(r.out, "gflops_norm_expert");
+    EXPECT_CONTAINS(r.out, "memory-v0 observations: ");
+  }
+}
+
+TEST(CliTest, MakeJobsRefusesUnknownNamesAndWritesNoJobs) {
+  Result r = run("batch --make-jobs --suite ops-v0 --limit 2 --observe est_cycle");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_CONTAINS(r.err, "--observe: schedule-v0 has no observation 'est_cycle' (did you mean 'est_cycles'?)");
+  EXPECT_CONTAINS(r.err, "loop_nest");
+  r = run("batch --make-jobs --suite ops-v0 --limit 2 --observe est_cycles --rewards runtimes");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "--rewards: schedule-v0 has no reward 'runtimes' (did you mean 'runtime'?)");
+  r = run("batch --make-jobs --suite ops-v0 --limit 2 --observe est_cycles");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 2);
+}
+
+// ---- figures ----------------------------------------------------------------------------
+
+// The number after `label` in a text line.
+double number_after(const std::string& text, const std::string& label, std::string* digits) {
+  const size_t at = text.find(label);
+  EXPECT_NE(at, std::string::npos) << "no '" << label << "' in " << text;
+  if (at == std::string::npos) return NAN;
+  std::smatch m;
+  const std::string rest = text.substr(at + label.size());
+  EXPECT_TRUE(std::regex_search(rest, m, std::regex("^-?[0-9.eE+-]+"))) << rest;
+  *digits = m.str();
+  return std::atof(digits->c_str());
+}
+
+TEST(CliTest, TextRoundsFiguresAndJsonKeepsThemWhole) {
+  const std::string args =
+      "run --benchmark benchmark://ops-v0/gmm-1 --actions 'split(C.i, 32, io, ii); split(C.j, 16, jo, ji); "
+      "reorder(C, io, jo, ii, ji); vectorize(C.ji)' --observe est_cycles,flops --reward est_cycles";
+  Result text = run(args);
+  Result json = run(args + " --json");
+  ASSERT_EQ(text.rc, 0) << text.err;
+  ASSERT_EQ(json.rc, 0) << json.err;
+  Json j = parse(json.out);
+  const double cycles = j["observations"]["est_cycles"].get<double>();
+  const double reward = j["rewards"]["est_cycles"].get<double>();
+  std::string cycles_text, reward_text;
+  const double shown_cycles = number_after(text.out, "est_cycles: ", &cycles_text);
+  const double shown_reward = number_after(text.out, "reward est_cycles (cumulative): ", &reward_text);
+  // Rounded to four significant digits (whole numbers stay whole) ...
+  EXPECT_NEAR(shown_cycles, cycles, std::max(0.5, std::fabs(cycles) * 5e-4)) << cycles_text;
+  EXPECT_NEAR(shown_reward, reward, std::fabs(reward) * 5e-4) << reward_text;
+  EXPECT_LE(reward_text.size(), 7u) << reward_text;
+  EXPECT_EQ(cycles_text.find('.'), std::string::npos) << cycles_text;  // thousands of cycles: no decimals
+  // ... and the JSON reads back to the very same doubles as the state it carries.
+  EXPECT_EQ(reward, j["state"]["reward"].get<double>());
+  EXPECT_NE(reward, std::round(reward * 1e4) / 1e4);  // a figure with more than four digits
+}
+
+TEST(CliTest, BenchmarksDatasetsAndInterpPrintJson) {
+  Result r = run("benchmarks ops-v0 --offset 2 --limit 3 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Json j = parse(r.out);
+  ASSERT_EQ(j["benchmarks"].size(), 3u);
+  EXPECT_EQ(j["benchmarks"][0]["uri"].get<std::string>().rfind("benchmark://ops-v0/", 0), 0u);
+  EXPECT_TRUE(j["benchmarks"][0]["shape"].is_string());
+  // The same rows as the text listing.
+  Result text = run("benchmarks ops-v0 --offset 2 --limit 3");
+  EXPECT_CONTAINS(text.out, j["benchmarks"][2]["uri"].get<std::string>());
+
+  r = run("datasets --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = parse(r.out);
+  bool ops = false;
+  for (const Json& d : j["datasets"]) ops |= d["name"] == "benchmark://ops-v0" && d["size"].get<int64_t>() > 0;
+  EXPECT_TRUE(ops) << r.out;
+
+  r = run("interp --program " + kSource + "/datasets/ops/gemm_128.tg --schedule-file " + kSource +
+          "/datasets/ops/gemm_tiled.sched --seed 1 --json");
+  ASSERT_EQ(r.rc, 0) << r.err << r.out;
+  j = parse(r.out);
+  EXPECT_TRUE(j["match"].get<bool>());
+  EXPECT_EQ(j["seed"].get<int>(), 1);
+  ASSERT_EQ(j["outputs"].size(), 1u);
+  EXPECT_EQ(j["outputs"][0]["name"], "C");
+  EXPECT_GT(j["outputs"][0]["checked"].get<int64_t>(), 0);
+}
+
+TEST(CliTest, SuitePrintsJson) {
+  const std::string dir = temp_path("suite");
+  std::filesystem::remove_all(dir);
+  Result r = run("suite --suite graphs-v0 --graphs mobilenet_v2@96 --planners naive,greedy_by_size --time-limit 1 "
+                 "--out " + dir + " --json",
+                 300);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Json j = parse(r.out);  // stdout is the JSON alone; the running lines went to stderr
+  EXPECT_EQ(j["suite"], "graphs-v0");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["verified"], "yes");
+  EXPECT_GE(j["rows"][0]["ratio"].get<double>(), 1.0);
+  EXPECT_TRUE(j["rows"][0]["arena"].is_number_integer());
+  EXPECT_TRUE(j["geomean_ratio"].contains("naive"));
+  EXPECT_CONTAINS(r.err, "geomean");
+  std::filesystem::remove_all(dir);
+}
+
+// ---- episodes -----------------------------------------------------------------------------
+
+// An offset-only memory-v0 instance of two buffers: two placements finish it.
+std::string two_buffers() {
+  const std::string path = temp_path("two_buffers.csv");
+  write(path, "id,lower,upper,size\n0,0,2,100\n1,1,3,50\n");
+  return path;
+}
+
+TEST(CliTest, RunJsonSaysWhenTheEpisodeTerminated) {
+  const std::string csv = two_buffers();
+  const std::string args = "run --env memory-v0 --benchmark file://" + csv + " --action-space placement --json --actions ";
+  Result done = run(args + "'best_fit; best_fit' --observe decision");
+  ASSERT_EQ(done.rc, 0) << done.err << done.out;
+  Json j = parse(done.out);
+  EXPECT_EQ(j["observations"]["decision"], "done");
+  EXPECT_TRUE(j["terminated"].get<bool>()) << done.out;
+  Result open = run(args + "best_fit --observe decision");
+  ASSERT_EQ(open.rc, 0) << open.err << open.out;
+  j = parse(open.out);
+  EXPECT_EQ(j["observations"]["decision"], "placement");
+  EXPECT_FALSE(j["terminated"].get<bool>()) << open.out;
+  // The text output says so too.
+  Result text = run("run --env memory-v0 --benchmark file://" + csv +
+                    " --action-space placement --actions 'best_fit; best_fit'");
+  EXPECT_CONTAINS(text.out, "terminated");
+  std::filesystem::remove(csv);
+}
+
+TEST(CliTest, ValidateShowsProgressAndTheDeadlinesItUses) {
+  const std::string state = temp_path("progress.jsonl");
+  std::filesystem::remove(state);
+  Result r = run("run --benchmark benchmark://ops-v0/gmm-1 --actions 'split(C.i, 32, io, ii); parallel(C.io)' "
+                 "--reward est_cycles --state-out " + state);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run("validate " + state);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "state 1 benchmark://ops-v0/gmm-1: ok");
+  EXPECT_CONTAINS(r.err, "state 1/1 benchmark://ops-v0/gmm-1: replaying 2 actions");
+  EXPECT_CONTAINS(r.err, "action 2/2");
+  r = run("validate --quiet " + state);
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.err, "");
+  // A measured state carries the deadlines it was measured under; validate keeps them.
+  Json line = parse(read(state));
+  line["provenance"] = Json{{"settings", {{"compile_timeout_s", 2}, {"run_timeout_s", 3}}}};
+  write(state, line.dump() + "\n");
+  r = run("validate " + state);
+  EXPECT_EQ(r.rc, 0) << r.err << r.out;
+  EXPECT_CONTAINS(r.err, "compile and run deadlines 3 s as recorded");
+  std::filesystem::remove(state);
+}
+
+TEST(CliTest, ValidateStopsAtItsTimeout) {
+  // A measured reward on a 512^3 GEMM: each of its measurements takes at least the
+  // runner's five 100 ms repeats, far past the timeout.
+  const std::string state = temp_path("timeout.jsonl");
+  write(state, Json{{"env", "schedule-v0"},
+                    {"benchmark", "benchmark://ops-v0/gmm-3"},
+                    {"action_space", "primitives"},
+                    {"actions", {"split(C.i, 32, io, ii)", "split(C.j, 32, jo, ji)"}},
+                    {"reward_space", "runtime"},
+                    {"reward", 0.5}}
+                       .dump() +
+                   "\n");
+  Result r = run("validate --timeout 0.3 " + state, 60);
+  EXPECT_EQ(r.rc, 124) << r.err << r.out;
+  EXPECT_CONTAINS(r.err, "validate: --timeout 300 ms passed during state 1 of 1 (benchmark://ops-v0/gmm-3");
+  EXPECT_CONTAINS(r.err, "0 states checked");
+  std::filesystem::remove(state);
+}
+
+// ---- search -----------------------------------------------------------------------------
+
+TEST(CliTest, SearchExplainsItsFailedTrials) {
+  // Random schedules of a 1024^3 GEMM now and then ask for a buffer past the caps (an
+  // rfactor of the whole reduction): those trials fail, and say why.
+  const std::string search = "search --benchmark benchmark://ops-v0/gmm-4 --agent random --trials 60 "
+                             "--episode-length 12 --reward est_cycles --quiet --seed ";
+  Json j;
+  int seed = 1;
+  for (; seed <= 8; ++seed) {
+    Result r = run(search + std::to_string(seed) + " --json");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    j = parse(r.out);
+    const int64_t failed = j["failed_trials"].get<int64_t>();
+    ASSERT_EQ(int64_t(j["failed"].size()), failed) << r.out;
+    int64_t by_class = 0;
+    for (const Json& f : j["failures"]) {
+      by_class += f["count"].get<int64_t>();
+      EXPECT_FALSE(f["error"].get<std::string>().empty());
+      EXPECT_FALSE(f["message"].get<std::string>().empty());
+    }
+    EXPECT_EQ(by_class, failed);
+    if (failed > 0) break;
+  }
+  ASSERT_LE(seed, 8) << "no trial failed with seeds 1 to 8";
+  const Json& first = j["failed"][0];
+  EXPECT_EQ(j["failures"][0]["error"], "INSTANTIATION") << j.dump();
+  EXPECT_CONTAINS(first["message"].get<std::string>(), "over the limit");
+  EXPECT_FALSE(first["schedule"].get<std::string>().empty());
+  // Text: a line per error class, and a hint; --verbose: each failed trial with its schedule.
+  Result text = run(search + std::to_string(seed));
+  EXPECT_CONTAINS(text.out, "x INSTANTIATION, first trial " + std::to_string(first["trial"].get<int64_t>()));
+  EXPECT_CONTAINS(text.out, "--verbose");
+  Result verbose = run(search + std::to_string(seed) + " --verbose");
+  EXPECT_CONTAINS(verbose.out, "trial " + std::to_string(first["trial"].get<int64_t>()) + " failed: ");
+  EXPECT_CONTAINS(verbose.out, "over the limit");
+  EXPECT_CONTAINS(verbose.out, "  schedule: ");
+}
+
+// ---- serve --------------------------------------------------------------------------------
+
+TEST(CliTest, ServeOnAPortInUseSaysOneCleanLine) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int port = ntohs(a.sin_port);
+  Result r = run("serve --port " + std::to_string(port), 60);
+  ::close(fd);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_CONTAINS(r.err, "cannot listen on 127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+}
+
+// ---- the README ---------------------------------------------------------------------------
+
+TEST(CliTest, TheReadmeRunsEachScheduleOnTheBenchmarkItWasWrittenFor) {
+  const std::string readme = read(kSource + "/README.md");
+  // "gemm_1024" schedules go with the 1024^3 GEMM, gmm-4 (datasets/ops_suite.cc).
+  std::smatch m;
+  std::string rest = readme;
+  int checked = 0;
+  const std::regex run_line(R"(--benchmark benchmark://ops-v0/(gmm-[0-9]+)[^\n]*\n[^\n]*--actions-file [^ ]*gemm_(\d+))");
+  while (std::regex_search(rest, m, run_line)) {
+    EXPECT_EQ(m[2].str() == "1024", m[1].str() == "gmm-4") << m.str();
+    ++checked;
+    rest = m.suffix();
+  }
+  EXPECT_GT(checked, 0);
+  Result r = run("benchmarks ops-v0 --json");
+  Json j = parse(r.out);
+  for (const Json& b : j["benchmarks"])
+    if (b["uri"] == "benchmark://ops-v0/gmm-4") EXPECT_CONTAINS(b["shape"].get<std::string>(), "1024");
+}
+
+}  // namespace
+}  // namespace tensorgym
