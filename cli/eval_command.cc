@@ -16,10 +16,11 @@
 
 #include "cli/cli_common.h"
 #include "spaces/event.h"
-#include "codegen/cpu/cpu_backend.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/runner.h"
+#include "proto/tensorgym.pb.h"
 
 namespace tensorgym::cli {
 namespace {
@@ -76,7 +77,9 @@ std::string with_sources(std::string message, const EvalOptions& o) {
   return message;
 }
 
-std::string provenance_json(const proto::Provenance& p) {
+std::string provenance_json(const Provenance& provenance) {
+  proto::Provenance p;
+  to_proto(provenance, &p);
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
@@ -85,76 +88,74 @@ std::string provenance_json(const proto::Provenance& p) {
   return out;
 }
 
-void print_json(const proto::MeasureResult& r, const EvalOptions& o) {
-  const bool measured = r.error() == proto::MEASURE_OK;
+void print_json(const MeasureResult& r, const EvalOptions& o) {
+  const bool measured = r.ok();
   std::ostringstream j;
   j << "{";
   if (measured) {
-    const proto::RuntimeStats& rt = r.runtime();
-    j << "\"runtime_s\": {\"median\": " << json_number(rt.median_s()) << ", \"min\": " << json_number(rt.min_s())
-      << ", \"max\": " << json_number(rt.max_s()) << ", \"mean\": " << json_number(rt.mean_s())
-      << ", \"cv\": " << json_number(rt.cv()) << ", \"number\": " << rt.number() << ", \"repeat\": " << rt.repeat()
+    const TimingStats& rt = r.runtime;
+    j << "\"runtime_s\": {\"median\": " << json_number(rt.median_s) << ", \"min\": " << json_number(rt.min_s)
+      << ", \"max\": " << json_number(rt.max_s) << ", \"mean\": " << json_number(rt.mean_s)
+      << ", \"cv\": " << json_number(rt.cv) << ", \"number\": " << rt.number << ", \"repeat\": " << rt.repeat
       << ", \"samples\": [";
-    for (int i = 0; i < rt.samples_s_size(); ++i) j << (i ? ", " : "") << json_number(rt.samples_s(i));
-    j << "]}, \"gflops\": " << json_number(r.gflops());
+    for (size_t i = 0; i < rt.samples_s.size(); ++i) j << (i ? ", " : "") << json_number(rt.samples_s[i]);
+    j << "]}, \"gflops\": " << json_number(r.gflops);
   } else {
     j << "\"runtime_s\": null, \"gflops\": null";
   }
-  j << ", \"flops\": " << json_number(r.flops());
-  j << ", \"compile_ms\": " << (r.compile_ms() > 0 ? json_number(r.compile_ms()) : "null");
-  j << ", \"correct\": " << (measured && r.correct() ? "true" : "false");
-  j << ", \"checked_points\": " << r.checked_points();
-  j << ", \"max_abs_error\": " << json_number(r.max_abs_error());
-  j << ", \"threads\": " << r.provenance().threads();
-  j << ", \"kernel_cache_hit\": " << (r.kernel_cache_hit() ? "true" : "false");
+  j << ", \"flops\": " << json_number(r.flops);
+  j << ", \"compile_ms\": " << (r.compile_ms > 0 ? json_number(r.compile_ms) : "null");
+  j << ", \"correct\": " << (measured && r.correct ? "true" : "false");
+  j << ", \"checked_points\": " << r.checked_points;
+  j << ", \"max_abs_error\": " << json_number(r.max_abs_error);
+  j << ", \"threads\": " << r.provenance.threads;
+  j << ", \"kernel_cache_hit\": " << (r.kernel_cache_hit ? "true" : "false");
   if (measured) {
     j << ", \"error\": null, \"error_message\": null";
   } else {
-    j << ", \"error\": " << json_string(measure_error_name(r.error()))
-      << ", \"error_message\": " << json_string(with_sources(r.error_message(), o));
+    j << ", \"error\": " << json_string(measure_error_name(r.error))
+      << ", \"error_message\": " << json_string(with_sources(r.error_message, o));
   }
-  j << ", \"provenance\": " << provenance_json(r.provenance());
+  j << ", \"provenance\": " << provenance_json(r.provenance);
   j << "}\n";
   std::cout << j.str();
 }
 
-void print_human(const proto::MeasureResult& r, const EvalOptions& o) {
-  if (r.error() != proto::MEASURE_OK) {
-    std::cerr << "tensorgym: error: " << measure_error_name(r.error()) << ": " << with_sources(r.error_message(), o)
+void print_human(const MeasureResult& r, const EvalOptions& o) {
+  if (!r.ok()) {
+    std::cerr << "tensorgym: error: " << measure_error_name(r.error) << ": " << with_sources(r.error_message, o)
               << "\n";
     return;
   }
-  const proto::RuntimeStats& rt = r.runtime();
+  const TimingStats& rt = r.runtime;
   char buf[256];
-  std::printf("correct    yes (%lld points checked, max abs error %.3g)\n", (long long)r.checked_points(),
-              r.max_abs_error());
+  std::printf("correct    yes (%lld points checked, max abs error %.3g)\n", (long long)r.checked_points,
+              r.max_abs_error);
   std::printf("runtime    %s median (min %s, max %s, cv %.2f%%; %d repeats of %d runs)\n",
-              human_time(rt.median_s()).c_str(), human_time(rt.min_s()).c_str(), human_time(rt.max_s()).c_str(),
-              rt.cv() * 100, rt.repeat(), rt.number());
-  std::snprintf(buf, sizeof buf, "%.2f", r.gflops());
-  std::printf("GFLOP/s    %s\n", r.flops() > 0 ? buf : "n/a (no float operations)");
-  std::printf("compile    %.1f ms%s\n", r.compile_ms(), r.kernel_cache_hit() ? " (cached)" : "");
-  std::printf("threads    %d\n", r.provenance().threads());
+              human_time(rt.median_s).c_str(), human_time(rt.min_s).c_str(), human_time(rt.max_s).c_str(),
+              rt.cv * 100, rt.repeat, rt.number);
+  std::snprintf(buf, sizeof buf, "%.2f", r.gflops);
+  std::printf("GFLOP/s    %s\n", r.flops > 0 ? buf : "n/a (no float operations)");
+  std::printf("compile    %.1f ms%s\n", r.compile_ms, r.kernel_cache_hit ? " (cached)" : "");
+  std::printf("threads    %d\n", r.provenance.threads);
   std::fflush(stdout);
 }
 
-Expected<proto::TestFault> parse_fault(const std::string& text) {
+Expected<TestFault> parse_fault(const std::string& text) {
   std::string name = text;
   for (char& c : name) c = c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
-  proto::TestFault fault = proto::NO_FAULT;
-  if (!name.empty() && !proto::TestFault_Parse(name, &fault))
-    return invalid_argument("unknown test fault '" + text + "'");
-  return fault;
+  if (Expected<TestFault> fault = test_fault_from_name(name); fault.ok()) return fault;
+  return invalid_argument("unknown test fault '" + text + "'");
 }
 
 int emit_llvm(const std::string& program_text, const std::string& schedule_text, const EvalOptions& o) {
   Expected<InstantiatedJob> job = instantiate_job(program_text, schedule_text);
   if (!job.ok()) return report_error(Status(job.status().code(), with_sources(job.status().message(), o)));
-  CpuCompileOptions options;
-  options.keep_llvm_ir = true;
-  Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(job->nest, options);
+  CompileOptions options;
+  options.keep_code_text = true;
+  Expected<std::shared_ptr<const Executable>> kernel = job->backend->compile(job->nest, options);
   if (!kernel.ok()) return report_error(kernel.status());
-  std::cout << (*kernel)->llvm_ir();
+  std::cout << (*kernel)->code_text();
   return 0;
 }
 
@@ -169,37 +170,37 @@ int run_eval(const EvalOptions& o) {
   }
   if (o.emit == "llvm") return emit_llvm(*program_text, schedule_text, o);
 
-  Expected<proto::TestFault> fault = parse_fault(o.test_fault);
+  Expected<TestFault> fault = parse_fault(o.test_fault);
   if (!fault.ok()) return report_error(fault.status());
-  proto::MeasureRequest request;
-  request.set_program(*program_text);
-  request.set_schedule(schedule_text);
-  request.set_test_fault(*fault);
-  proto::RunnerSettings* s = request.mutable_settings();
-  s->set_number(o.number);
-  s->set_repeat(o.repeat);
-  s->set_min_repeat_ms(o.min_repeat_ms);
-  s->set_flush_cache(o.flush_cache);
-  s->set_threads(o.threads);
-  s->set_seed(o.seed);
-  s->set_compile_timeout_s(o.compile_timeout_s);
-  s->set_run_timeout_s(o.run_timeout_s);
-  s->set_check_points(o.check_points);
-  s->set_rtol(o.rtol);
-  s->set_atol(o.atol);
+  MeasureRequest request;
+  request.program = *program_text;
+  request.schedule = schedule_text;
+  request.test_fault = *fault;
+  RunnerSettings& s = request.settings;
+  s.number = o.number;
+  s.repeat = o.repeat;
+  s.min_repeat_ms = o.min_repeat_ms;
+  s.flush_cache = o.flush_cache;
+  s.threads = o.threads;
+  s.seed = o.seed;
+  s.compile_timeout_s = o.compile_timeout_s;
+  s.run_timeout_s = o.run_timeout_s;
+  s.check_points = o.check_points;
+  s.rtol = o.rtol;
+  s.atol = o.atol;
 
   RunnerOptions runner_options;
   runner_options.num_workers = 1;
   runner_options.worker_binary = o.worker_binary;
   Runner runner(runner_options);
-  const proto::MeasureResult result = runner.measure(request);
+  const MeasureResult result = runner.measure(request);
   runner.shutdown();
   if (o.json) {
     print_json(result, o);
   } else {
     print_human(result, o);
   }
-  return result.error() == proto::MEASURE_OK && result.correct() ? 0 : 1;
+  return result.ok() && result.correct ? 0 : 1;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ void to_proto(const EpisodeState& s, proto::EpisodeState* p) {
   p->set_action_space(s.action_space);
   for (const std::string& a : s.actions) p->add_actions(a);
   p->set_reward_space(s.reward_space);
+  p->set_target(s.target);
   p->set_reward(s.reward);
   p->set_walltime(s.walltime);
   for (const auto& [k, v] : s.deterministic_rewards) (*p->mutable_deterministic_rewards())[k] = v;
@@ -56,6 +57,7 @@ Expected<EpisodeState> episode_state_from_json(const std::string& line) {
   s.action_space = p.action_space();
   s.actions = {p.actions().begin(), p.actions().end()};
   s.reward_space = p.reward_space();
+  if (!p.target().empty()) s.target = p.target();  // older states: "cpu"
   s.reward = p.reward();
   s.walltime = p.walltime();
   for (const auto& [k, v] : p.deterministic_rewards()) s.deterministic_rewards[k] = v;
