@@ -11,7 +11,7 @@
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
-#include "proto/provenance_json.h"
+#include "codegen/measure/measure_wire.h"
 
 namespace tensorgym {
 namespace {
@@ -108,23 +108,22 @@ class RunnerEvaluator : public Evaluator {
       return e;
     }
     e.flops = p->flops;
-    proto::MeasureRequest request;
-    request.set_program(p->text);
-    request.set_schedule(c.trace);
-    *request.mutable_settings() = options_.settings;
-    if (options_.threads > 0 && request.settings().threads() == 0)
-      request.mutable_settings()->set_threads(options_.threads);
-    proto::MeasureResult result = r.measure(request);
-    e.provenance_json = provenance_to_json(result.provenance());
-    if (result.error() != proto::MEASURE_OK) {
-      StatusCode code = result.error() == proto::INSTANTIATION ? StatusCode::kInvalidArgument
-                        : result.error() == proto::TIMEOUT     ? StatusCode::kDeadlineExceeded
-                                                               : StatusCode::kFailedPrecondition;
+    MeasureRequest request;
+    request.program = p->text;
+    request.schedule = c.trace;
+    request.settings = options_.settings;
+    if (options_.threads > 0 && request.settings.threads == 0) request.settings.threads = options_.threads;
+    MeasureResult result = r.measure(request);
+    e.provenance_json = provenance_to_json(result.provenance);
+    if (!result.ok()) {
+      StatusCode code = result.error == MeasureError::kInstantiation ? StatusCode::kInvalidArgument
+                        : result.error == MeasureError::kTimeout     ? StatusCode::kDeadlineExceeded
+                                                                     : StatusCode::kFailedPrecondition;
       e.status = measure_error_status(result, code);
       return e;
     }
-    e.cost = result.runtime().median_s();
-    e.gflops = result.gflops();
+    e.cost = result.runtime.median_s;
+    e.gflops = result.gflops;
     return e;
   }
 
@@ -182,13 +181,13 @@ class EstCyclesEvaluator : public Evaluator {
 
 }  // namespace
 
-proto::RunnerSettings search_runner_settings() {
-  proto::RunnerSettings s;
-  s.set_repeat(2);
-  s.set_min_repeat_ms(30);
-  s.set_check_points(128);
-  s.set_compile_timeout_s(20);
-  s.set_run_timeout_s(5);
+RunnerSettings search_runner_settings() {
+  RunnerSettings s;
+  s.repeat = 2;
+  s.min_repeat_ms = 30;
+  s.check_points = 128;
+  s.compile_timeout_s = 20;
+  s.run_timeout_s = 5;
   return s;
 }
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "proto/tensorgym.pb.h"
+#include "codegen/measure/measurement.h"
 #include "support/status.h"
 
 namespace tensorgym {
@@ -41,7 +41,7 @@ struct Evaluation {
   double cost = 0;    // runtime: median seconds per run; est_cycles: estimated cycles
   double gflops = 0;  // measured GFLOP/s, or est_cycles' nominal GFLOP/s (see kNominalGHz)
   double flops = 0;   // of the program
-  // Where the number came from: the measurement's proto::Provenance as JSON (empty for
+  // Where the number came from: the measurement's Provenance as JSON (empty for
   // est_cycles, which depends on nothing but the program and the schedule).
   std::string provenance_json;
 
@@ -68,7 +68,7 @@ struct RunnerEvaluatorOptions {
   std::string worker_binary;  // the `tensorgym` executable (empty: see RunnerOptions)
   // How each candidate is measured (zero fields: the runner's defaults). For searches
   // search_runner_settings() is lighter than the runner's defaults.
-  proto::RunnerSettings settings;
+  RunnerSettings settings;
   DatasetRegistry* datasets = nullptr;  // null: the global registry
 };
 
@@ -76,7 +76,7 @@ struct RunnerEvaluatorOptions {
 // points, a 5 s run deadline and a 20 s compile deadline. Cheaper than the runner's
 // defaults, still checked for correctness; candidates so slow that they pass the
 // deadline count as failed trials (TIMEOUT).
-proto::RunnerSettings search_runner_settings();
+RunnerSettings search_runner_settings();
 
 // Measures candidates through a Runner of its own (started on first use).
 std::unique_ptr<Evaluator> make_runner_evaluator(const RunnerEvaluatorOptions& options);

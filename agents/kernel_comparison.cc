@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "agents/vendor_baselines.h"
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 
 namespace tensorgym {
 
@@ -22,7 +22,7 @@ const ComparedKernel* KernelComparison::fastest_vendor() const {
 
 Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std::string& trace,
                                            const CompareOptions& options) {
-  const int threads = options.threads > 0 ? options.threads : std::max(1, CpuTarget::host().num_cores);
+  const int threads = options.threads > 0 ? options.threads : std::max(1, host_backend().target().num_cores);
   Expected<CompiledSchedule> ours = compile_schedule(benchmark.program, trace);
   if (!ours.ok()) return Status(ours.status().code(), benchmark.uri + ": " + ours.status().message());
 

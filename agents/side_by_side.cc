@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "codegen/analysis/op_count.h"
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/timing.h"
 #include "codegen/schedule/schedule.h"
@@ -22,9 +23,10 @@ Expected<CompiledSchedule> compile_schedule(const ProgramPtr& program, const std
   c.program = program;
   Expected<Schedule> s = Schedule::from_text(program, trace);
   if (!s.ok()) return Status(s.status().code(), "schedule: " + s.status().message());
-  Expected<LoopNest> nest = lower(*s);
+  const Backend& backend = host_backend();
+  Expected<LoopNest> nest = lower(*s, backend.lowering());
   if (!nest.ok()) return Status(nest.status().code(), "lowering: " + nest.status().message());
-  Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(*nest);
+  Expected<std::shared_ptr<const Executable>> kernel = backend.compile(*nest);
   if (!kernel.ok()) return Status(kernel.status().code(), "compiling: " + kernel.status().message());
   c.kernel = *kernel;
   c.compile_ms = c.kernel->compile_ms();

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/backend.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/ir/program.h"
 #include "support/status.h"
@@ -24,7 +24,7 @@ namespace tensorgym {
 // A schedule compiled in this process, with random inputs and output buffers.
 struct CompiledSchedule {
   ProgramPtr program;
-  std::shared_ptr<const CpuKernel> kernel;
+  std::shared_ptr<const Executable> kernel;
   std::vector<HostBuffer> inputs, outputs;  // in the program's order
   std::vector<std::string> output_names;
   std::vector<void*> args;

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 
 #if TENSORGYM_HAVE_ONEDNN
 #include <omp.h>
@@ -45,7 +45,7 @@ OpenBlas& openblas() {
   static OpenBlas* lib = [] {
     auto* l = new OpenBlas;
     if (!std::getenv("OPENBLAS_CORETYPE")) {
-      const std::string& f = CpuTarget::host().features;
+      const std::string& f = host_backend().target().features;
       const char* core = f.find("+avx512f") != std::string::npos ? "SkylakeX"
                          : f.find("+avx2") != std::string::npos  ? "Haswell"
                                                                  : "Prescott";

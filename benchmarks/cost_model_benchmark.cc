@@ -60,7 +60,7 @@
 //                     matches; the first two files' are compared as passes 1 and 2)
 //                     instead of measuring; schedules without one are left out. For
 //                     iterating on the model against fixed measurements.
-//   --host            ranks with host_machine_model() (one core) instead
+//   --host            ranks with the host target's machine model (one core) instead
 //   --param NAME=V    overrides one MachineModel field (repeatable): sensitivity
 //   --ir-stats FILE   compiles every schedule (no runs) and writes, per schedule, the
 //                     loops the model says LLVM vectorizes (with gathers, at all) and
@@ -110,8 +110,7 @@
 
 #include "codegen/analysis/cost_model.h"
 #include "codegen/analysis/features.h"
-#include "codegen/cpu/cpu_backend.h"
-#include "codegen/cpu/host_machine.h"
+#include "codegen/backend/registry.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/program.h"
@@ -123,6 +122,14 @@
 
 namespace tensorgym {
 namespace {
+
+// A target-independent nest (what the model reads) through the host target's own
+// passes, compiled.
+Expected<std::shared_ptr<const Executable>> compile_for_host(const LoopNest& nest, const CompileOptions& options) {
+  const Backend& backend = host_backend();
+  TG_ASSIGN_OR_RETURN(LoopNest lowered, lower_for_target(nest, backend.lowering()));
+  return backend.compile(lowered, options);
+}
 
 struct Workload {
   const char* name;
@@ -394,11 +401,11 @@ ChildResult measure_in_child(const LoopNest& nest, void* const* args, const Qual
   if (pid == 0) {
     close(fds[0]);
     arm_cpu_limit(o.compile_cap_s);
-    Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(nest);
+    Expected<std::shared_ptr<const Executable>> kernel = compile_for_host(nest, {});
     double compile_ms = kernel.ok() ? (*kernel)->compile_ms() : -1;
     ssize_t w = write(fds[1], &compile_ms, sizeof compile_ms);
     if (!kernel.ok()) _exit(0);
-    const CpuKernel& k = **kernel;
+    const Executable& k = **kernel;
     arm_cpu_limit(o.cap_s);
     const double start = thread_cpu_seconds();
     k.run(args, 1);
@@ -571,14 +578,14 @@ void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNe
   if (pid < 0) return;
   if (pid == 0) {
     arm_cpu_limit(o.compile_cap_s);
-    CpuCompileOptions co;
-    co.keep_llvm_ir = true;
-    co.keep_vectorizer_remarks = true;
-    Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(nest, co);
+    CompileOptions co;
+    co.keep_code_text = true;
+    co.keep_remarks = true;
+    Expected<std::shared_ptr<const Executable>> kernel = compile_for_host(nest, co);
     if (!kernel.ok()) _exit(0);
-    const std::string& ir = (*kernel)->llvm_ir();
+    const std::string& ir = (*kernel)->code_text();
     std::map<int64_t, int, std::greater<int64_t>> llvm_unrolls;
-    for (const std::string& r : (*kernel)->vectorizer_remarks()) {
+    for (const std::string& r : (*kernel)->remarks()) {
       long long trips = 0;
       if (std::sscanf(r.c_str(), "unrolled: completely unrolled loop with %lld", &trips) == 1 && trips > 1)
         ++llvm_unrolls[trips];
@@ -647,12 +654,12 @@ int run_replay(const QualityOptions& o, const MachineModel& machine) {
 void explain(const LoopNest& nest, const MachineModel& machine, bool remarks) {
   std::printf("%s%s", to_string(nest.body).c_str(), estimate_cost(nest, machine).to_string().c_str());
   if (!remarks) return;
-  CpuCompileOptions co;
-  co.keep_vectorizer_remarks = true;
-  Expected<std::shared_ptr<const CpuKernel>> k = compile_cpu_kernel(nest, co);
+  CompileOptions co;
+  co.keep_remarks = true;
+  Expected<std::shared_ptr<const Executable>> k = compile_for_host(nest, co);
   if (!k.ok()) std::printf("remarks: %s\n", k.status().to_string().c_str());
   if (k.ok())
-    for (const std::string& r : (*k)->vectorizer_remarks()) std::printf("remark: %s\n", r.c_str());
+    for (const std::string& r : (*k)->remarks()) std::printf("remark: %s\n", r.c_str());
 }
 
 int run_explain_traces(const QualityOptions& o, const MachineModel& machine) {
@@ -676,7 +683,7 @@ int run_explain_traces(const QualityOptions& o, const MachineModel& machine) {
 }
 
 int run_quality(const QualityOptions& o) {
-  MachineModel machine = o.host ? host_machine_model() : MachineModel::reference();
+  MachineModel machine = o.host ? *host_backend().machine_model() : MachineModel::reference();
   machine.cores = 1;
   for (const auto& [name, v] : o.params) {
     if (!set_param(&machine, name, v)) {

@@ -18,7 +18,7 @@
 #include "agents/kernel_comparison.h"
 #include "agents/side_by_side.h"
 #include "agents/vendor_baselines.h"
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 #include "datasets/registry.h"
 
 namespace tensorgym {
@@ -28,9 +28,9 @@ int run(int rounds, const std::vector<int>& thread_counts) {
   const char* const workloads[][2] = {
       {"gemm 1024^3", "benchmark://ops-v0/gmm-4"},
       {"conv2d 3x3 64->64 56x56 relu", "benchmark://resnet50-v0/conv-56x56-64-64-3x3-s1"}};
-  const CpuTarget& t = CpuTarget::host();
-  std::printf("host: %s, %s, %d-bit vectors, %d cores; LLVM %s; %s\n", t.triple.c_str(), t.cpu_name.c_str(),
-              t.vector_bits, t.num_cores, t.llvm_version.c_str(), vendor_libraries_text().c_str());
+  const TargetInfo& t = host_backend().target();
+  std::printf("host: %s, %s, %d-bit vectors, %d cores; LLVM %s; %s\n", t.triple.c_str(), t.device.c_str(),
+              t.vector_bits, t.num_cores, t.compiler_version.c_str(), vendor_libraries_text().c_str());
   std::printf("%-30s %7s  %-9s %12s %12s %8s %10s\n", "workload", "threads", "baseline", "ours GF/s", "base GF/s",
               "ratio", "max err");
   for (const auto& [label, uri] : workloads) {

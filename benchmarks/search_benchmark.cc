@@ -31,7 +31,7 @@
 #include "agents/kernel_comparison.h"
 #include "agents/search.h"
 #include "agents/vendor_baselines.h"
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 #include "datasets/registry.h"
 
 namespace tensorgym {
@@ -223,8 +223,8 @@ int main(int argc, char** argv) {
     f.binary = dir.substr(0, dir.rfind('/')) + "/tensorgym";
   }
   try {
-    const CpuTarget& t = CpuTarget::host();
-    std::printf("host: %s, %s, %d-bit vectors, %d cores; %s; seed %llu\n", t.triple.c_str(), t.cpu_name.c_str(),
+    const TargetInfo& t = host_backend().target();
+    std::printf("host: %s, %s, %d-bit vectors, %d cores; %s; seed %llu\n", t.triple.c_str(), t.device.c_str(),
                 t.vector_bits, t.num_cores, vendor_libraries_text().c_str(), (unsigned long long)f.seed);
     SearchRun gemm;
     bool have_gemm = false;

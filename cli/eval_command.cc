@@ -19,10 +19,11 @@
 #include "cli/figures.h"
 #include "cli/json_text.h"
 #include "spaces/event.h"
-#include "codegen/cpu/cpu_backend.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/runner.h"
+#include "proto/tensorgym.pb.h"
 
 namespace tensorgym::cli {
 namespace {
@@ -64,7 +65,9 @@ std::string with_sources(std::string message, const EvalOptions& o) {
   return message;
 }
 
-Json provenance_json(const proto::Provenance& p) {
+Json provenance_json(const Provenance& provenance) {
+  proto::Provenance p;
+  to_proto(provenance, &p);
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
@@ -73,67 +76,65 @@ Json provenance_json(const proto::Provenance& p) {
   return parsed_json(out);
 }
 
-void print_json(const proto::MeasureResult& r, const EvalOptions& o) {
-  const bool measured = r.error() == proto::MEASURE_OK;
+void print_json(const MeasureResult& r, const EvalOptions& o) {
+  const bool measured = r.ok();
   Json j = Json::object();
   if (measured) {
-    const proto::RuntimeStats& rt = r.runtime();
-    j["runtime_s"] = Json{{"median", rt.median_s()}, {"min", rt.min_s()},       {"max", rt.max_s()},
-                          {"mean", rt.mean_s()},     {"cv", rt.cv()},           {"number", rt.number()},
-                          {"repeat", rt.repeat()},   {"samples", std::vector<double>(rt.samples_s().begin(), rt.samples_s().end())}};
-    j["gflops"] = r.gflops();
+    const TimingStats& rt = r.runtime;
+    j["runtime_s"] = Json{{"median", rt.median_s}, {"min", rt.min_s},       {"max", rt.max_s},
+                          {"mean", rt.mean_s},     {"cv", rt.cv},           {"number", rt.number},
+                          {"repeat", rt.repeat},   {"samples", rt.samples_s}};
+    j["gflops"] = r.gflops;
   } else {
     j["runtime_s"] = nullptr;
     j["gflops"] = nullptr;
   }
-  j["flops"] = r.flops();
-  j["compile_ms"] = r.compile_ms() > 0 ? Json(r.compile_ms()) : Json(nullptr);
-  j["correct"] = measured && r.correct();
-  j["checked_points"] = r.checked_points();
-  j["max_abs_error"] = r.max_abs_error();
-  j["threads"] = r.provenance().threads();
-  j["kernel_cache_hit"] = r.kernel_cache_hit();
-  j["error"] = measured ? Json(nullptr) : Json(measure_error_name(r.error()));
-  j["error_message"] = measured ? Json(nullptr) : Json(with_sources(r.error_message(), o));
-  j["provenance"] = provenance_json(r.provenance());
+  j["flops"] = r.flops;
+  j["compile_ms"] = r.compile_ms > 0 ? Json(r.compile_ms) : Json(nullptr);
+  j["correct"] = measured && r.correct;
+  j["checked_points"] = r.checked_points;
+  j["max_abs_error"] = r.max_abs_error;
+  j["threads"] = r.provenance.threads;
+  j["kernel_cache_hit"] = r.kernel_cache_hit;
+  j["error"] = measured ? Json(nullptr) : Json(measure_error_name(r.error));
+  j["error_message"] = measured ? Json(nullptr) : Json(with_sources(r.error_message, o));
+  j["provenance"] = provenance_json(r.provenance);
   std::cout << json_text(j) << "\n";
 }
 
-void print_human(const proto::MeasureResult& r, const EvalOptions& o) {
-  if (r.error() != proto::MEASURE_OK) {
-    std::cerr << "tensorgym: error: " << measure_error_name(r.error()) << ": " << with_sources(r.error_message(), o)
+void print_human(const MeasureResult& r, const EvalOptions& o) {
+  if (!r.ok()) {
+    std::cerr << "tensorgym: error: " << measure_error_name(r.error) << ": " << with_sources(r.error_message, o)
               << "\n";
     return;
   }
-  const proto::RuntimeStats& rt = r.runtime();
-  std::string text = fmt::format("correct    yes ({} points checked, max abs error {:.3g})\n", r.checked_points(),
-                                 r.max_abs_error());
+  const TimingStats& rt = r.runtime;
+  std::string text = fmt::format("correct    yes ({} points checked, max abs error {:.3g})\n", r.checked_points,
+                                 r.max_abs_error);
   text += fmt::format("runtime    {} median (min {}, max {}, cv {:.2f}%; {} repeats of {} runs)\n",
-                      human_time(rt.median_s()), human_time(rt.min_s()), human_time(rt.max_s()), rt.cv() * 100,
-                      rt.repeat(), rt.number());
-  text += fmt::format("GFLOP/s    {}\n", r.flops() > 0 ? fmt::format("{:.2f}", r.gflops()) : "n/a (no float operations)");
-  text += fmt::format("compile    {:.1f} ms{}\n", r.compile_ms(), r.kernel_cache_hit() ? " (cached)" : "");
-  text += fmt::format("threads    {}\n", r.provenance().threads());
+                      human_time(rt.median_s), human_time(rt.min_s), human_time(rt.max_s), rt.cv * 100,
+                      rt.repeat, rt.number);
+  text += fmt::format("GFLOP/s    {}\n", r.flops > 0 ? fmt::format("{:.2f}", r.gflops) : "n/a (no float operations)");
+  text += fmt::format("compile    {:.1f} ms{}\n", r.compile_ms, r.kernel_cache_hit ? " (cached)" : "");
+  text += fmt::format("threads    {}\n", r.provenance.threads);
   std::cout << text << std::flush;
 }
 
-Expected<proto::TestFault> parse_fault(const std::string& text) {
+Expected<TestFault> parse_fault(const std::string& text) {
   std::string name = text;
   for (char& c : name) c = c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
-  proto::TestFault fault = proto::NO_FAULT;
-  if (!name.empty() && !proto::TestFault_Parse(name, &fault))
-    return invalid_argument("unknown test fault '" + text + "'");
-  return fault;
+  if (Expected<TestFault> fault = test_fault_from_name(name); fault.ok()) return fault;
+  return invalid_argument("unknown test fault '" + text + "'");
 }
 
 int emit_llvm(const std::string& program_text, const std::string& schedule_text, const EvalOptions& o) {
   Expected<InstantiatedJob> job = instantiate_job(program_text, schedule_text);
   if (!job.ok()) return report_error(Status(job.status().code(), with_sources(job.status().message(), o)));
-  CpuCompileOptions options;
-  options.keep_llvm_ir = true;
-  Expected<std::shared_ptr<const CpuKernel>> kernel = compile_cpu_kernel(job->nest, options);
+  CompileOptions options;
+  options.keep_code_text = true;
+  Expected<std::shared_ptr<const Executable>> kernel = job->backend->compile(job->nest, options);
   if (!kernel.ok()) return report_error(kernel.status());
-  std::cout << (*kernel)->llvm_ir();
+  std::cout << (*kernel)->code_text();
   return 0;
 }
 
@@ -148,37 +149,37 @@ int run_eval(const EvalOptions& o) {
   }
   if (o.emit == "llvm") return emit_llvm(*program_text, schedule_text, o);
 
-  Expected<proto::TestFault> fault = parse_fault(o.test_fault);
+  Expected<TestFault> fault = parse_fault(o.test_fault);
   if (!fault.ok()) return report_error(fault.status());
-  proto::MeasureRequest request;
-  request.set_program(*program_text);
-  request.set_schedule(schedule_text);
-  request.set_test_fault(*fault);
-  proto::RunnerSettings* s = request.mutable_settings();
-  s->set_number(o.number);
-  s->set_repeat(o.repeat);
-  s->set_min_repeat_ms(o.min_repeat_ms);
-  s->set_flush_cache(o.flush_cache);
-  s->set_threads(o.threads);
-  s->set_seed(o.seed);
-  s->set_compile_timeout_s(o.compile_timeout_s);
-  s->set_run_timeout_s(o.run_timeout_s);
-  s->set_check_points(o.check_points);
-  s->set_rtol(o.rtol);
-  s->set_atol(o.atol);
+  MeasureRequest request;
+  request.program = *program_text;
+  request.schedule = schedule_text;
+  request.test_fault = *fault;
+  RunnerSettings& s = request.settings;
+  s.number = o.number;
+  s.repeat = o.repeat;
+  s.min_repeat_ms = o.min_repeat_ms;
+  s.flush_cache = o.flush_cache;
+  s.threads = o.threads;
+  s.seed = o.seed;
+  s.compile_timeout_s = o.compile_timeout_s;
+  s.run_timeout_s = o.run_timeout_s;
+  s.check_points = o.check_points;
+  s.rtol = o.rtol;
+  s.atol = o.atol;
 
   RunnerOptions runner_options;
   runner_options.num_workers = 1;
   runner_options.worker_binary = o.worker_binary;
   Runner runner(runner_options);
-  const proto::MeasureResult result = runner.measure(request);
+  const MeasureResult result = runner.measure(request);
   runner.shutdown();
   if (o.json) {
     print_json(result, o);
   } else {
     print_human(result, o);
   }
-  return result.error() == proto::MEASURE_OK && result.correct() ? 0 : 1;
+  return result.ok() && result.correct ? 0 : 1;
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ class RemoteEvaluator : public Evaluator {
   bool deterministic() const override { return false; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
-    const proto::RunnerSettings settings = search_runner_settings();
+    const RunnerSettings settings = search_runner_settings();
     std::vector<client::BatchJob> jobs;
     for (const Candidate& c : candidates) {
       client::BatchJob j;
@@ -37,10 +37,10 @@ class RemoteEvaluator : public Evaluator {
       j.program = c.program_text;
       j.actions = c.trace;
       j.observations = {"runtime", "flops"};
-      j.parameters["runner.repeat"] = std::to_string(settings.repeat());
-      j.parameters["runner.min_repeat_ms"] = std::to_string(int(settings.min_repeat_ms()));
+      j.parameters["runner.repeat"] = std::to_string(settings.repeat);
+      j.parameters["runner.min_repeat_ms"] = std::to_string(int(settings.min_repeat_ms));
       if (threads_ > 0) j.parameters["runner.threads"] = std::to_string(threads_);
-      j.timeout_s = settings.compile_timeout_s();
+      j.timeout_s = settings.compile_timeout_s;
       jobs.push_back(std::move(j));
     }
     std::vector<client::BatchResult> results = batch_->evaluate(jobs);

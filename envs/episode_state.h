@@ -20,6 +20,7 @@ struct EpisodeState {
   double walltime = 0;  // seconds since reset
   std::map<std::string, double> deterministic_rewards;  // name -> cumulative
   std::string provenance_json;  // the measurement provenance, when a runtime was measured
+  std::string target = "cpu";   // where its rewards were measured; replayed only there
 
   bool operator==(const EpisodeState&) const = default;
 };

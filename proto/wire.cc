@@ -14,6 +14,7 @@ void episode_state_to_proto(const EpisodeState& s, proto::EpisodeState* out) {
   out->set_reward_space(s.reward_space);
   out->set_reward(s.reward);
   out->set_walltime(s.walltime);
+  out->set_target(s.target);
   for (const auto& [k, v] : s.deterministic_rewards) (*out->mutable_deterministic_rewards())[k] = v;
   if (!s.provenance_json.empty()) {
     google::protobuf::util::JsonParseOptions opts;
@@ -31,6 +32,7 @@ EpisodeState episode_state_from_proto(const proto::EpisodeState& p) {
   s.reward_space = p.reward_space();
   s.reward = p.reward();
   s.walltime = p.walltime();
+  if (!p.target().empty()) s.target = p.target();  // older peers: "cpu"
   for (const auto& [k, v] : p.deterministic_rewards()) s.deterministic_rewards[k] = v;
   if (p.has_provenance()) {
     google::protobuf::util::JsonPrintOptions opts;

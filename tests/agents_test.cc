@@ -422,8 +422,8 @@ TEST(SearchTest, EvolutionaryWithRealMeasurements) {
   ro.worker_binary = kBinary;
   ro.threads = 1;
   ro.settings = search_runner_settings();
-  ro.settings.set_repeat(1);
-  ro.settings.set_min_repeat_ms(1);
+  ro.settings.repeat = 1;
+  ro.settings.min_repeat_ms = 1;
   std::unique_ptr<Evaluator> e = make_runner_evaluator(ro);
   SearchSetup setup = small_setup("evolutionary", "benchmark://ops-v0/gmm-1", e.get(), 12);
   setup.options.batch_size = 6;

@@ -37,27 +37,43 @@ std::vector<HostBuffer> run_kernel(const CpuKernel& kernel, const std::vector<Ho
   return outputs;
 }
 
+// A kernel and the target-independent nest it was lowered from: what the interpreter
+// runs (it runs no vector code, which the CPU's vectorize_loops pass makes).
+struct Compiled {
+  std::shared_ptr<const CpuKernel> kernel;
+  LoopNest generic;
+  const CpuKernel* operator->() const { return kernel.get(); }
+  const CpuKernel& operator*() const { return *kernel; }
+};
+
+// Lowers a nest's target-independent form for the CPU and compiles it.
+Expected<Compiled> compile_generic(const LoopNest& generic, const CpuCompileOptions& opts = {}) {
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower_for_target(generic, cpu_backend().lowering()));
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, compile_cpu_kernel(nest, opts));
+  return Compiled{std::move(kernel), generic};
+}
+
 // Lowers a schedule and compiles it, keeping the LLVM IR.
-Expected<std::shared_ptr<const CpuKernel>> compile_keeping_ir(const Schedule& s) {
+Expected<Compiled> compile_keeping_ir(const Schedule& s) {
   TG_ASSIGN_OR_RETURN(LoopNest nest, lower(s));
   CpuCompileOptions opts;
   opts.keep_llvm_ir = true;
-  return compile_cpu_kernel(nest, opts);
+  return compile_generic(nest, opts);
 }
 
 // The same for a schedule given as text.
-Expected<std::shared_ptr<const CpuKernel>> compile_keeping_ir(const ProgramPtr& p, const std::string& schedule) {
+Expected<Compiled> compile_keeping_ir(const ProgramPtr& p, const std::string& schedule) {
   TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(p, schedule));
   return compile_keeping_ir(s);
 }
 
 // Expects the kernel to compute what the interpreter computes, on each thread count.
-void expect_matches_interpreter(const CpuKernel& kernel, const Program& p, uint64_t seed, std::vector<int> threads) {
+void expect_matches_interpreter(const Compiled& kernel, const Program& p, uint64_t seed, std::vector<int> threads) {
   std::vector<HostBuffer> in = make_random_inputs(p, seed);
-  std::vector<HostBuffer> expected = make_output_buffers(kernel.nest());
-  ASSERT_TRUE(interpret(kernel.nest(), const_pointers(in), pointers(expected)).ok());
+  std::vector<HostBuffer> expected = make_output_buffers(kernel.generic);
+  ASSERT_TRUE(interpret(kernel.generic, const_pointers(in), pointers(expected)).ok());
   for (int t : threads) {
-    std::vector<HostBuffer> got = run_kernel(kernel, in, t);
+    std::vector<HostBuffer> got = run_kernel(*kernel, in, t);
     Comparison c = compare_buffers(expected[0], got[0], Tolerance{1e-5, 1e-6});
     EXPECT_TRUE(c.match) << t << " threads: " << c.describe();
   }
@@ -86,7 +102,7 @@ TEST(CpuBackend, PaddedLoadsReadTheInputsSlackAndStillComputeThePaddedValues) {
       "Y[c, y] += P[c, y + r] * W[r] where y in 0..64\n");
   for (const char* schedule : {"compute_inline(P)", "compute_inline(P); unroll(Y.r)",
                                "compute_inline(P); split(Y.y, 8, yo, yi); vectorize(Y.yi); parallel(Y.c)", ""}) {
-    Expected<std::shared_ptr<const CpuKernel>> k = compile_keeping_ir(of_input, schedule);
+    Expected<Compiled> k = compile_keeping_ir(of_input, schedule);
     ASSERT_TRUE(k.ok()) << k.status().to_string();
     // (A select of vectors, from vectorize(), masks its loads by design; a padding
     // stage's own store of a select stays a branch.)
@@ -94,10 +110,10 @@ TEST(CpuBackend, PaddedLoadsReadTheInputsSlackAndStillComputeThePaddedValues) {
         std::string(schedule).find("compute_inline") != std::string::npos) {
       EXPECT_EQ((*k)->llvm_ir().find("llvm.masked"), std::string::npos) << schedule;
     }
-    expect_matches_interpreter(**k, *of_input, 5, {1, 2});
-    Expected<std::shared_ptr<const CpuKernel>> c = compile_keeping_ir(of_computed, schedule);
+    expect_matches_interpreter(*k, *of_input, 5, {1, 2});
+    Expected<Compiled> c = compile_keeping_ir(of_computed, schedule);
     ASSERT_TRUE(c.ok()) << c.status().to_string();
-    expect_matches_interpreter(**c, *of_computed, 5, {1, 2});
+    expect_matches_interpreter(*c, *of_computed, 5, {1, 2});
   }
 }
 
@@ -142,7 +158,7 @@ TEST(CpuBackend, AFusedLoopSplitAgainIndexesAffinelyAndVectorizes) {
   EXPECT_EQ(ir.find(" urem "), std::string::npos) << ir;
   EXPECT_EQ(ir.find(" udiv "), std::string::npos) << ir;
   EXPECT_NE(ir.find(" x float>"), std::string::npos) << "no vector code:\n" << ir;
-  expect_matches_interpreter(**kernel, *p, 1, {1});
+  expect_matches_interpreter(*kernel, *p, 1, {1});
 }
 
 TEST(CpuBackend, ARemainderByAPowerOfTwoThatWrapsLeavesTheFusedLoopScalar) {
@@ -158,7 +174,7 @@ TEST(CpuBackend, ARemainderByAPowerOfTwoThatWrapsLeavesTheFusedLoopScalar) {
     ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
     const std::string& ir = (*kernel)->llvm_ir();
     EXPECT_EQ(ir.find(" x float>") != std::string::npos, text == &quotient) << ir;
-    expect_matches_interpreter(**kernel, *p, 1, {1});
+    expect_matches_interpreter(*kernel, *p, 1, {1});
   }
 }
 
@@ -175,7 +191,7 @@ TEST(CpuBackend, UnscheduledGemmMatchesInterpreter) {
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   EXPECT_NE((*kernel)->llvm_ir().find("define void @tg_kernel"), std::string::npos);
   EXPECT_GT((*kernel)->compile_ms(), 0.0);
-  expect_matches_interpreter(**kernel, *p, 1, {1});
+  expect_matches_interpreter(*kernel, *p, 1, {1});
 }
 
 TEST(CpuBackend, VectorizedTailsParallelAndCaches) {
@@ -191,7 +207,7 @@ TEST(CpuBackend, VectorizedTailsParallelAndCaches) {
   // Vector code and an outlined parallel body.
   EXPECT_NE((*kernel)->llvm_ir().find("<4 x float>"), std::string::npos);
   EXPECT_NE((*kernel)->llvm_ir().find("tg_parallel_for"), std::string::npos);
-  expect_matches_interpreter(**kernel, *p, 2, {1, 2});
+  expect_matches_interpreter(*kernel, *p, 2, {1, 2});
 }
 
 // A 28-lane loop runs as 16 + 8 + 4 lanes (x86 legalizes <28 x float> by spilling), a
@@ -207,7 +223,7 @@ TEST(CpuBackend, NonPowerOfTwoVectorsRunInPowerOfTwoChunks) {
     const std::string& ir = (*kernel)->llvm_ir();
     for (const char* odd : {"<28 x float>", "<7 x float>", "<5 x float>"}) EXPECT_EQ(ir.find(odd), std::string::npos) << odd;
     EXPECT_NE(ir.find("<4 x float>"), std::string::npos);
-    expect_matches_interpreter(**kernel, *p, 3, {1});
+    expect_matches_interpreter(*kernel, *p, 3, {1});
   }
 }
 
@@ -235,7 +251,7 @@ TEST(CpuBackend, LoopsInsideAParallelLoopAreVectorizedAsInASerialNest) {
     auto kernel = compile_keeping_ir(p, text);
     ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
     EXPECT_GT(vector_fmuls((*kernel)->llvm_ir()), 0) << (*kernel)->llvm_ir();
-    expect_matches_interpreter(**kernel, *p, 4, {1, 2, 3});
+    expect_matches_interpreter(*kernel, *p, 4, {1, 2, 3});
   }
 }
 
@@ -253,7 +269,7 @@ TEST(CpuBackend, LocalBuffersOnTheHeapDoNotAliasEachOther) {
   // for the case that the two buffers overlap.
   EXPECT_NE(ir.find("vector.body"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("Y_w.x.body"), std::string::npos) << ir;
-  expect_matches_interpreter(**kernel, *p, 6, {1});
+  expect_matches_interpreter(*kernel, *p, 6, {1});
 }
 
 // The remarks of compiling `p` under `schedule` (text; the default schedule when
@@ -273,12 +289,12 @@ std::string remarks_of(const ProgramPtr& p, const std::string& schedule = "") {
   }
   CpuCompileOptions o;
   o.keep_vectorizer_remarks = true;
-  auto kernel = compile_cpu_kernel(*nest, o);
+  auto kernel = compile_generic(*nest, o);
   if (!kernel.ok()) {
     ADD_FAILURE() << "compile failed: " << kernel.status().to_string();
     return "";
   }
-  expect_matches_interpreter(**kernel, *p, 5, {1});
+  expect_matches_interpreter(*kernel, *p, 5, {1});
   std::string all;
   for (const std::string& r : (*kernel)->vectorizer_remarks()) all += r + "\n";
   return all;
@@ -294,7 +310,7 @@ TEST(CpuBackend, VectorizerRemarksSayWhichLoopsWereVectorizedAndWhyNot) {
 
   Expected<LoopNest> nest = lower(Schedule(p));
   ASSERT_TRUE(nest.ok());
-  auto plain = compile_cpu_kernel(*nest);  // not kept unless asked
+  auto plain = compile_generic(*nest);  // not kept unless asked
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE((*plain)->vectorizer_remarks().empty());
 }
@@ -364,7 +380,7 @@ TEST(CpuBackend, ScratchAboveTheStackLimitIsReusedAcrossRuns) {
   EXPECT_GE(held, size_t(512 * 512 * 4));
   (void)run_kernel(**kernel, in, 1);
   EXPECT_EQ(workspace_pool_held_bytes(), held);
-  expect_matches_interpreter(**kernel, *p, 5, {1, 2});
+  expect_matches_interpreter(*kernel, *p, 5, {1, 2});
 }
 
 struct Operator {
@@ -414,7 +430,7 @@ TEST_P(CpuBackendPropertyTest, RandomSchedulesMatchTheInterpreter) {
     SCOPED_TRACE(std::string(op.name) + " schedule " + std::to_string(t) + ":\n" + trace);
     Expected<LoopNest> nest = lower(s);
     ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-    auto kernel = compile_cpu_kernel(*nest);
+    auto kernel = compile_generic(*nest);
     ASSERT_TRUE(kernel.ok()) << kernel.status().to_string() << "\n" << to_string(nest->body);
     for (int threads : {1, 2}) {
       std::vector<HostBuffer> got = run_kernel(**kernel, in, threads);

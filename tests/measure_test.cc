@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backend/registry.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"
@@ -20,6 +21,7 @@
 #include "codegen/measure/frame.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/runner_settings.h"
 #include "codegen/measure/timing.h"
@@ -228,46 +230,46 @@ TEST(CacheFlusherTest, LargerThanTheLastLevelCache) {
 // ---- settings ------------------------------------------------------------------------
 
 TEST(RunnerSettingsTest, ZeroFieldsTakeTheDefaults) {
-  Expected<proto::RunnerSettings> r = resolve_runner_settings(proto::RunnerSettings());
+  Expected<RunnerSettings> r = resolve_runner_settings(RunnerSettings());
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->number(), 1);
-  EXPECT_EQ(r->repeat(), kDefaultRepeat);
-  EXPECT_EQ(r->min_repeat_ms(), kDefaultMinRepeatMs);
-  EXPECT_EQ(r->threads(), available_cores());
-  EXPECT_GE(r->threads(), 1);
-  EXPECT_EQ(r->compile_timeout_s(), kDefaultCompileTimeoutS);
-  EXPECT_EQ(r->run_timeout_s(), kDefaultRunTimeoutS);
-  EXPECT_EQ(r->check_points(), kDefaultCheckPoints);
-  EXPECT_EQ(r->rtol(), kDefaultRtol);
-  EXPECT_EQ(r->atol(), kDefaultAtol);
-  EXPECT_FALSE(r->flush_cache());
+  EXPECT_EQ(r->number, 1);
+  EXPECT_EQ(r->repeat, kDefaultRepeat);
+  EXPECT_EQ(r->min_repeat_ms, kDefaultMinRepeatMs);
+  EXPECT_EQ(r->threads, available_cores());
+  EXPECT_GE(r->threads, 1);
+  EXPECT_EQ(r->compile_timeout_s, kDefaultCompileTimeoutS);
+  EXPECT_EQ(r->run_timeout_s, kDefaultRunTimeoutS);
+  EXPECT_EQ(r->check_points, kDefaultCheckPoints);
+  EXPECT_EQ(r->rtol, kDefaultRtol);
+  EXPECT_EQ(r->atol, kDefaultAtol);
+  EXPECT_FALSE(r->flush_cache);
 
-  proto::RunnerSettings s;
-  s.set_repeat(3);
-  s.set_threads(1);
-  s.set_seed(42);
-  Expected<proto::RunnerSettings> kept = resolve_runner_settings(s);
+  RunnerSettings s;
+  s.repeat = 3;
+  s.threads = 1;
+  s.seed = 42;
+  Expected<RunnerSettings> kept = resolve_runner_settings(s);
   ASSERT_TRUE(kept.ok());
-  EXPECT_EQ(kept->repeat(), 3);
-  EXPECT_EQ(kept->threads(), 1);
-  EXPECT_EQ(kept->seed(), 42u);
+  EXPECT_EQ(kept->repeat, 3);
+  EXPECT_EQ(kept->threads, 1);
+  EXPECT_EQ(kept->seed, 42u);
   TimingOptions t = timing_options(*kept);
   EXPECT_EQ(t.repeat, 3);
   EXPECT_EQ(t.min_repeat_ms, kDefaultMinRepeatMs);
 }
 
 TEST(RunnerSettingsTest, OutOfRangeValuesAreRejected) {
-  proto::RunnerSettings s;
-  s.set_repeat(-1);
+  RunnerSettings s;
+  s.repeat = -1;
   EXPECT_EQ(resolve_runner_settings(s).status().code(), StatusCode::kInvalidArgument);
-  s.set_repeat(kMaxRepeat + 1);
+  s.repeat = kMaxRepeat + 1;
   EXPECT_FALSE(resolve_runner_settings(s).ok());
-  proto::RunnerSettings t;
-  t.set_run_timeout_s(std::numeric_limits<double>::quiet_NaN());
+  RunnerSettings t;
+  t.run_timeout_s = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(resolve_runner_settings(t).ok());
-  proto::RunnerSettings u;
-  u.set_check_points(-5);
-  Expected<proto::RunnerSettings> r = resolve_runner_settings(u);
+  RunnerSettings u;
+  u.check_points = -5;
+  Expected<RunnerSettings> r = resolve_runner_settings(u);
   ASSERT_FALSE(r.ok());
   EXPECT_CONTAINS(r.status().message(), "check_points");
 }
@@ -304,18 +306,19 @@ TEST(FrameTest, MalformedHeadersAreDataLoss) {
 TEST(FrameTest, BlockingIoOverASocketPair) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  proto::MeasureRequest request;
-  request.set_job_id(7);
-  request.set_program("input A: f32[4]\nB[i] = A[i]\n");
-  ASSERT_TRUE(write_frame(sv[0], FrameType::kRequest, request.SerializeAsString()).ok());
+  MeasureRequest request;
+  request.job_id = 7;
+  request.program = "input A: f32[4]\nB[i] = A[i]\n";
+  ASSERT_TRUE(write_frame(sv[0], FrameType::kRequest, serialize(request)).ok());
   ASSERT_TRUE(write_frame(sv[0], FrameType::kGo, "").ok());
   Expected<Frame> f = read_frame(sv[1]);
   ASSERT_TRUE(f.ok()) << f.status().to_string();
   EXPECT_EQ(f->type, FrameType::kRequest);
-  proto::MeasureRequest back;
-  ASSERT_TRUE(back.ParseFromString(f->payload));
-  EXPECT_EQ(back.job_id(), 7u);
-  EXPECT_EQ(back.program(), request.program());
+  Expected<MeasureRequest> parsed = parse_measure_request(f->payload);
+  ASSERT_TRUE(parsed.ok());
+  const MeasureRequest& back = *parsed;
+  EXPECT_EQ(back.job_id, 7u);
+  EXPECT_EQ(back.program, request.program);
   Expected<Frame> go = read_frame(sv[1]);
   ASSERT_TRUE(go.ok());
   EXPECT_EQ(go->type, FrameType::kGo);
@@ -343,8 +346,8 @@ TEST(FrameTest, WritingToAClosedPeerIsAnErrorNotSigpipe) {
 // ---- error words -----------------------------------------------------------------------
 
 TEST(MeasureErrorTest, NamesAndWaitStatuses) {
-  EXPECT_EQ(measure_error_name(proto::WRONG_ANSWER), "WRONG_ANSWER");
-  EXPECT_EQ(measure_error_name(proto::MEASURE_OK), "MEASURE_OK");
+  EXPECT_EQ(measure_error_name(MeasureError::kWrongAnswer), "WRONG_ANSWER");
+  EXPECT_EQ(measure_error_name(MeasureError::kOk), "MEASURE_OK");
   EXPECT_EQ(signal_name(SIGSEGV), "SIGSEGV");
   EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
   EXPECT_EQ(signal_name(SIGBUS), "SIGBUS");
@@ -362,32 +365,37 @@ TEST(MeasureErrorTest, NamesAndWaitStatuses) {
   ASSERT_EQ(waitpid(exits, &status, 0), exits);
   EXPECT_EQ(describe_wait_status(status), "exited with status 7");
 
-  proto::MeasureResult r = error_result(proto::TIMEOUT, "late");
-  EXPECT_EQ(r.error(), proto::TIMEOUT);
-  EXPECT_EQ(r.error_message(), "late");
-  EXPECT_FALSE(r.correct());
+  MeasureResult r = error_result(MeasureError::kTimeout, "late");
+  EXPECT_EQ(r.error, MeasureError::kTimeout);
+  EXPECT_EQ(r.error_message, "late");
+  EXPECT_FALSE(r.correct);
 }
 
 TEST(ProvenanceTest, NamesTheMachineAndTheSettings) {
-  proto::RunnerSettings s;
-  s.set_threads(3);
-  s.set_seed(9);
-  proto::Provenance p = make_provenance(s, 1234);
-  EXPECT_EQ(p.tensorgym_version(), TENSORGYM_VERSION);
-  EXPECT_EQ(p.threads(), 3);
-  EXPECT_EQ(p.settings().seed(), 9u);
-  EXPECT_EQ(p.worker_pid(), 1234);
-  EXPECT_EQ(p.hostname(), host_name());
+  RunnerSettings s;
+  s.threads = 3;
+  s.seed = 9;
+  Provenance p = make_provenance(host_backend().target(), s, 1234);
+  EXPECT_EQ(p.target, "cpu");
+  EXPECT_EQ(p.tensorgym_version, TENSORGYM_VERSION);
+  EXPECT_EQ(p.threads, 3);
+  EXPECT_EQ(p.settings.seed, 9u);
+  EXPECT_EQ(p.worker_pid, 1234);
+  EXPECT_EQ(p.hostname, host_name());
 }
 
 TEST(ProvenanceTest, RoundTripsThroughJsonWithTheProtoFieldNames) {
-  proto::RunnerSettings s;
-  s.set_seed(5);
-  proto::Provenance p = make_provenance(s, 77);
-  p.set_endpoint("127.0.0.1:5000");
-  const std::string json = provenance_to_json(p);
+  RunnerSettings s;
+  s.seed = 5;
+  Provenance made = make_provenance(host_backend().target(), s, 77);
+  made.endpoint = "127.0.0.1:5000";
+  proto::Provenance p;
+  to_proto(made, &p);
+  const std::string json = provenance_to_json(made);
+  EXPECT_EQ(json, provenance_to_json(p));
   EXPECT_NE(json.find("\"worker_pid\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"endpoint\":\"127.0.0.1:5000\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"target\":\"cpu\""), std::string::npos) << json;
   EXPECT_EQ(provenance_from_json(json).SerializeAsString(), p.SerializeAsString());
   // Informative only: a bad text gives an empty provenance, never an error.
   EXPECT_EQ(provenance_from_json("{not json").ByteSizeLong(), 0u);
@@ -402,41 +410,41 @@ const char* kGemm32 =
     "input B: f32[32, 32]\n"
     "C[i, j] += A[i, k] * B[k, j]\n";
 
-proto::MeasureRequest quick_request(const std::string& program, const std::string& schedule = "") {
-  proto::MeasureRequest r;
-  r.set_job_id(11);
-  r.set_program(program);
-  r.set_schedule(schedule);
-  r.mutable_settings()->set_repeat(2);
-  r.mutable_settings()->set_min_repeat_ms(1);
-  r.mutable_settings()->set_threads(1);
-  r.mutable_settings()->set_seed(3);
+MeasureRequest quick_request(const std::string& program, const std::string& schedule = "") {
+  MeasureRequest r;
+  r.job_id = 11;
+  r.program = program;
+  r.schedule = schedule;
+  r.settings.repeat = 2;
+  r.settings.min_repeat_ms = 1;
+  r.settings.threads = 1;
+  r.settings.seed = 3;
   return r;
 }
 
 TEST(MeasureJobTest, BadProgramIsInstantiationWithLineAndColumn) {
-  proto::MeasureResult r = run_measure_job(quick_request("input A: f32[4]\nB[i] = A[i] +* 2\n"));
-  EXPECT_EQ(r.error(), proto::INSTANTIATION);
-  EXPECT_CONTAINS(r.error_message(), "program:2:14:");
-  EXPECT_FALSE(r.correct());
-  EXPECT_EQ(r.job_id(), 11u);
-  EXPECT_EQ(r.provenance().worker_pid(), int64_t(getpid()));
-  EXPECT_EQ(r.provenance().settings().repeat(), 2);
+  MeasureResult r = run_measure_job(quick_request("input A: f32[4]\nB[i] = A[i] +* 2\n"));
+  EXPECT_EQ(r.error, MeasureError::kInstantiation);
+  EXPECT_CONTAINS(r.error_message, "program:2:14:");
+  EXPECT_FALSE(r.correct);
+  EXPECT_EQ(r.job_id, 11u);
+  EXPECT_EQ(r.provenance.worker_pid, int64_t(getpid()));
+  EXPECT_EQ(r.provenance.settings.repeat, 2);
 }
 
 TEST(MeasureJobTest, BadScheduleIsInstantiationWithLineAndColumn) {
-  proto::MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.i, 4, io, ii)\nsplit(C.q, 4, a, b)"));
-  EXPECT_EQ(r.error(), proto::INSTANTIATION);
-  EXPECT_CONTAINS(r.error_message(), "schedule:2:1:");
-  EXPECT_CONTAINS(r.error_message(), "no loop 'q'");
+  MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.i, 4, io, ii)\nsplit(C.q, 4, a, b)"));
+  EXPECT_EQ(r.error, MeasureError::kInstantiation);
+  EXPECT_CONTAINS(r.error_message, "schedule:2:1:");
+  EXPECT_CONTAINS(r.error_message, "no loop 'q'");
 }
 
 TEST(MeasureJobTest, BadSettingsAreInstantiationErrors) {
-  proto::MeasureRequest req = quick_request(kGemm32);
-  req.mutable_settings()->set_repeat(-3);
-  proto::MeasureResult r = run_measure_job(req);
-  EXPECT_EQ(r.error(), proto::INSTANTIATION);
-  EXPECT_CONTAINS(r.error_message(), "repeat");
+  MeasureRequest req = quick_request(kGemm32);
+  req.settings.repeat = -3;
+  MeasureResult r = run_measure_job(req);
+  EXPECT_EQ(r.error, MeasureError::kInstantiation);
+  EXPECT_CONTAINS(r.error_message, "repeat");
 }
 
 TEST(MeasureJobTest, InstantiateReportsWhereTextWasWrong) {
@@ -452,64 +460,64 @@ TEST(MeasureJobTest, InstantiateReportsWhereTextWasWrong) {
 TEST(MeasureJobTest, CorrectKernelIsTimedWithStatsAndProvenance) {
   bool compiled_hook = false;
   MeasureJobHooks hooks;
-  hooks.on_compiled = [&](const proto::MeasureResult& partial) {
+  hooks.on_compiled = [&](const MeasureResult& partial) {
     compiled_hook = true;
-    EXPECT_GE(partial.compile_ms(), 0);
+    EXPECT_GE(partial.compile_ms, 0);
     return true;
   };
-  proto::MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.j, 8, jo, ji)\nvectorize(C.ji)"), hooks);
-  ASSERT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
+  MeasureResult r = run_measure_job(quick_request(kGemm32, "split(C.j, 8, jo, ji)\nvectorize(C.ji)"), hooks);
+  ASSERT_EQ(r.error, MeasureError::kOk) << r.error_message;
   EXPECT_TRUE(compiled_hook);
-  EXPECT_TRUE(r.correct());
-  EXPECT_EQ(r.checked_points(), 32 * 32);  // small output: every point
-  EXPECT_GT(r.compile_ms(), 0);
-  EXPECT_EQ(r.runtime().repeat(), 2);
-  EXPECT_EQ(r.runtime().samples_s_size(), 2);
-  EXPECT_GT(r.runtime().median_s(), 0);
-  EXPECT_LE(r.runtime().min_s(), r.runtime().median_s());
-  EXPECT_LE(r.runtime().median_s(), r.runtime().max_s());
-  EXPECT_DOUBLE_EQ(r.flops(), 2.0 * 32 * 32 * 32);
-  EXPECT_NEAR(r.gflops(), r.flops() / r.runtime().median_s() / 1e9, 1e-9 * r.gflops());
-  EXPECT_EQ(r.provenance().threads(), 1);
-  EXPECT_FALSE(r.provenance().target_triple().empty());
-  EXPECT_FALSE(r.provenance().llvm_version().empty());
-  EXPECT_FALSE(r.provenance().cpu_name().empty());
+  EXPECT_TRUE(r.correct);
+  EXPECT_EQ(r.checked_points, 32 * 32);  // small output: every point
+  EXPECT_GT(r.compile_ms, 0);
+  EXPECT_EQ(r.runtime.repeat, 2);
+  EXPECT_EQ(r.runtime.samples_s.size(), 2);
+  EXPECT_GT(r.runtime.median_s, 0);
+  EXPECT_LE(r.runtime.min_s, r.runtime.median_s);
+  EXPECT_LE(r.runtime.median_s, r.runtime.max_s);
+  EXPECT_DOUBLE_EQ(r.flops, 2.0 * 32 * 32 * 32);
+  EXPECT_NEAR(r.gflops, r.flops / r.runtime.median_s / 1e9, 1e-9 * r.gflops);
+  EXPECT_EQ(r.provenance.threads, 1);
+  EXPECT_FALSE(r.provenance.target_triple.empty());
+  EXPECT_FALSE(r.provenance.compiler_version.empty());
+  EXPECT_FALSE(r.provenance.device.empty());
 }
 
 // Needs the LLVM backend.
 TEST(MeasureJobTest, CorruptOutputIsWrongAnswerNeverARuntime) {
-  proto::MeasureRequest req = quick_request(kGemm32);
-  req.set_test_fault(proto::CORRUPT_OUTPUT);
-  proto::MeasureResult r = run_measure_job(req);
-  ASSERT_EQ(r.error(), proto::WRONG_ANSWER) << r.error_message();
-  EXPECT_FALSE(r.correct());
-  EXPECT_FALSE(r.has_runtime());
-  EXPECT_EQ(r.gflops(), 0);
-  EXPECT_CONTAINS(r.error_message(), "output C");
-  EXPECT_CONTAINS(r.error_message(), "expected");
-  EXPECT_CONTAINS(r.error_message(), "[0, 0]");
+  MeasureRequest req = quick_request(kGemm32);
+  req.test_fault = TestFault::kCorruptOutput;
+  MeasureResult r = run_measure_job(req);
+  ASSERT_EQ(r.error, MeasureError::kWrongAnswer) << r.error_message;
+  EXPECT_FALSE(r.correct);
+  EXPECT_TRUE(r.runtime.samples_s.empty());  // nothing was timed
+  EXPECT_EQ(r.gflops, 0);
+  EXPECT_CONTAINS(r.error_message, "output C");
+  EXPECT_CONTAINS(r.error_message, "expected");
+  EXPECT_CONTAINS(r.error_message, "[0, 0]");
 }
 
 // Needs the LLVM backend.
 TEST(MeasureJobTest, KernelCacheServesRepeatedRequests) {
   KernelCache cache(2);
-  proto::MeasureRequest req = quick_request(kGemm32);
-  proto::MeasureResult first = run_measure_job(req, {}, &cache);
-  ASSERT_EQ(first.error(), proto::MEASURE_OK) << first.error_message();
-  EXPECT_FALSE(first.kernel_cache_hit());
-  proto::MeasureResult second = run_measure_job(req, {}, &cache);
-  ASSERT_EQ(second.error(), proto::MEASURE_OK) << second.error_message();
-  EXPECT_TRUE(second.kernel_cache_hit());
-  EXPECT_DOUBLE_EQ(second.compile_ms(), first.compile_ms());
+  MeasureRequest req = quick_request(kGemm32);
+  MeasureResult first = run_measure_job(req, {}, &cache);
+  ASSERT_EQ(first.error, MeasureError::kOk) << first.error_message;
+  EXPECT_FALSE(first.kernel_cache_hit);
+  MeasureResult second = run_measure_job(req, {}, &cache);
+  ASSERT_EQ(second.error, MeasureError::kOk) << second.error_message;
+  EXPECT_TRUE(second.kernel_cache_hit);
+  EXPECT_DOUBLE_EQ(second.compile_ms, first.compile_ms);
 }
 
 // Needs the LLVM backend.
 TEST(MeasureJobTest, EmitsLlvmIrWhenAsked) {
-  proto::MeasureRequest req = quick_request(kGemm32);
-  req.set_emit_llvm_ir(true);
-  proto::MeasureResult r = run_measure_job(req);
-  ASSERT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
-  EXPECT_CONTAINS(r.llvm_ir(), "define");
+  MeasureRequest req = quick_request(kGemm32);
+  req.emit_code_text = true;
+  MeasureResult r = run_measure_job(req);
+  ASSERT_EQ(r.error, MeasureError::kOk) << r.error_message;
+  EXPECT_CONTAINS(r.code_text, "define");
 }
 
 // ---- the check of reordered sums ---------------------------------------------------
@@ -540,34 +548,34 @@ TEST(MeasureJobTest, AReorderedLongSumIsCorrect) {
   Expected<InstantiatedJob> job = instantiate_job(kLongDot, "");
   ASSERT_TRUE(job.ok()) << job.status().to_string();
   const Program& program = *job->program;
-  Expected<proto::RunnerSettings> settings = resolve_runner_settings(proto::RunnerSettings());
+  Expected<RunnerSettings> settings = resolve_runner_settings(RunnerSettings());
   ASSERT_TRUE(settings.ok());
-  const std::vector<HostBuffer> inputs = make_random_inputs(program, settings->seed());
+  const std::vector<HostBuffer> inputs = make_random_inputs(program, settings->seed);
   const std::vector<HostBuffer> reordered = interpreted(kLongDot, "split(S.k, 8, ko, ki)\nrfactor(S.ki, SR)", inputs);
   ASSERT_EQ(reordered.size(), 1u);
-  proto::MeasureResult r = check_outputs(program, {"S"}, inputs, reordered, *settings);
-  EXPECT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
-  EXPECT_EQ(r.checked_points(), 256);
+  MeasureResult r = check_outputs(program, {"S"}, inputs, reordered, *settings);
+  EXPECT_EQ(r.error, MeasureError::kOk) << r.error_message;
+  EXPECT_EQ(r.checked_points, 256);
   ProgramEvaluator evaluator(program, const_pointers(inputs));
-  Comparison fixed = compare_with_evaluator(evaluator, "S", reordered[0], Tolerance{settings->rtol(), settings->atol()},
-                                            settings->check_points(), 0);
+  Comparison fixed = compare_with_evaluator(evaluator, "S", reordered[0], Tolerance{settings->rtol, settings->atol},
+                                            settings->check_points, 0);
   EXPECT_FALSE(fixed.match) << "the fixed tolerance passes it too; the test proves nothing: " << fixed.describe();
 }
 
 // Needs the LLVM backend: the compiled kernel of a vectorized, split reduction.
 TEST(MeasureJobTest, AReorderedLongSumIsMeasured) {
-  proto::MeasureRequest req = quick_request(kLongDot, "split(S.k, 8, ko, ki)\nrfactor(S.ki, SR)\nvectorize(SR.ki)");
-  proto::MeasureResult r = run_measure_job(req);
-  ASSERT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
-  EXPECT_TRUE(r.correct());
+  MeasureRequest req = quick_request(kLongDot, "split(S.k, 8, ko, ki)\nrfactor(S.ki, SR)\nvectorize(SR.ki)");
+  MeasureResult r = run_measure_job(req);
+  ASSERT_EQ(r.error, MeasureError::kOk) << r.error_message;
+  EXPECT_TRUE(r.correct);
 }
 
 // Kernels that drop a term, add one twice or read one index off are WRONG_ANSWER.
 TEST(MeasureJobTest, AWrongLongSumIsWrongAnswer) {
   Expected<InstantiatedJob> job = instantiate_job(kLongDot, "");
   ASSERT_TRUE(job.ok()) << job.status().to_string();
-  proto::RunnerSettings settings = *resolve_runner_settings(proto::RunnerSettings());
-  const std::vector<HostBuffer> inputs = make_random_inputs(*job->program, settings.seed());
+  RunnerSettings settings = *resolve_runner_settings(RunnerSettings());
+  const std::vector<HostBuffer> inputs = make_random_inputs(*job->program, settings.seed);
   const char* const wrong[] = {
       // The first term dropped.
       "input A: f32[256, 16384]\n"
@@ -586,10 +594,10 @@ TEST(MeasureJobTest, AWrongLongSumIsWrongAnswer) {
   for (const char* text : wrong) {
     const std::vector<HostBuffer> out = interpreted(text, "", inputs);
     ASSERT_EQ(out.size(), 1u);
-    proto::MeasureResult r = check_outputs(*job->program, {"S"}, inputs, out, settings);
-    EXPECT_EQ(r.error(), proto::WRONG_ANSWER) << text;
-    EXPECT_CONTAINS(r.error_message(), "output S: ");
-    EXPECT_CONTAINS(r.error_message(), "allowed error");
+    MeasureResult r = check_outputs(*job->program, {"S"}, inputs, out, settings);
+    EXPECT_EQ(r.error, MeasureError::kWrongAnswer) << text;
+    EXPECT_CONTAINS(r.error_message, "output S: ");
+    EXPECT_CONTAINS(r.error_message, "allowed error");
   }
 }
 
@@ -608,12 +616,12 @@ TEST(KernelCacheTest, EvictsTheLeastRecentlyUsed) {
   none.insert("a", {nullptr, 1});
   EXPECT_EQ(none.find("a"), nullptr);
 
-  proto::MeasureRequest x, y;
-  x.set_program("p");
-  x.set_schedule("s");
-  y.set_program("p");
-  y.set_schedule("s");
-  y.set_emit_llvm_ir(true);
+  MeasureRequest x, y;
+  x.program = "p";
+  x.schedule = "s";
+  y.program = "p";
+  y.schedule = "s";
+  y.emit_code_text = true;
   EXPECT_NE(KernelCache::key(x), KernelCache::key(y));
 }
 

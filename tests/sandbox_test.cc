@@ -42,22 +42,22 @@ const char* kGemm32 =
     "input B: f32[32, 32]\n"
     "C[i, j] += A[i, k] * B[k, j]\n";
 
-proto::MeasureRequest request(const std::string& program, const std::string& schedule,
-                              proto::TestFault fault = proto::NO_FAULT) {
-  proto::MeasureRequest r;
-  r.set_program(program);
-  r.set_schedule(schedule);
-  r.set_test_fault(fault);
-  proto::RunnerSettings* s = r.mutable_settings();
-  s->set_repeat(2);
-  s->set_min_repeat_ms(1);
-  s->set_threads(1);
-  s->set_compile_timeout_s(60);
-  s->set_run_timeout_s(60);
+MeasureRequest request(const std::string& program, const std::string& schedule,
+                              TestFault fault = TestFault::kNone) {
+  MeasureRequest r;
+  r.program = program;
+  r.schedule = schedule;
+  r.test_fault = fault;
+  RunnerSettings* s = &r.settings;
+  s->repeat = 2;
+  s->min_repeat_ms = 1;
+  s->threads = 1;
+  s->compile_timeout_s = 60;
+  s->run_timeout_s = 60;
   return r;
 }
 
-proto::MeasureRequest gemm(proto::TestFault fault = proto::NO_FAULT) {
+MeasureRequest gemm(TestFault fault = TestFault::kNone) {
   return request(kGemm32, "split(C.j, 8, jo, ji)\nvectorize(C.ji)", fault);
 }
 
@@ -107,22 +107,22 @@ TEST(MemoryCapTest, EachCacheStageCountsTowardsTheTotal) {
 }
 
 TEST(MemoryCapTest, TheCacheBombIsResourceExhaustedInProcessBeforeCompiling) {
-  proto::MeasureResult r = run_measure_job(request(kBomb, kBombSchedule));
-  ASSERT_EQ(r.error(), proto::RESOURCE_EXHAUSTED) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "max_total_bytes");
-  EXPECT_EQ(r.compile_ms(), 0);
+  MeasureResult r = run_measure_job(request(kBomb, kBombSchedule));
+  ASSERT_EQ(r.error, MeasureError::kResourceExhausted) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "max_total_bytes");
+  EXPECT_EQ(r.compile_ms, 0);
 }
 
 TEST(MemoryCapTest, TheCacheBombIsResourceExhaustedThroughTheRunner) {
   Runner runner(runner_options());
-  proto::MeasureResult r = runner.measure(request(kBomb, kBombSchedule));
-  ASSERT_EQ(r.error(), proto::RESOURCE_EXHAUSTED) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "max_total_bytes");
-  EXPECT_EQ(r.compile_ms(), 0);
+  MeasureResult r = runner.measure(request(kBomb, kBombSchedule));
+  ASSERT_EQ(r.error, MeasureError::kResourceExhausted) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "max_total_bytes");
+  EXPECT_EQ(r.compile_ms, 0);
   // Nothing was allocated: the same worker measures the next job.
-  proto::MeasureResult next = runner.measure(gemm());
-  EXPECT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
-  EXPECT_EQ(next.provenance().worker_pid(), r.provenance().worker_pid());
+  MeasureResult next = runner.measure(gemm());
+  EXPECT_EQ(next.error, MeasureError::kOk) << next.error_message;
+  EXPECT_EQ(next.provenance.worker_pid, r.provenance.worker_pid);
 }
 
 // ---- the worker's hard memory limit --------------------------------------------------
@@ -131,16 +131,16 @@ TEST(WorkerMemoryLimitTest, AJobPastTheLimitIsResourceExhaustedAndTheNextRunsOnA
   if (!memory_limit_supported()) GTEST_SKIP() << "a sanitizer build: workers run without a memory limit";
   Runner runner(runner_options());
   ASSERT_GT(runner.options().worker_memory_limit_bytes, ProgramLimits{}.max_total_bytes);
-  proto::MeasureResult bomb = runner.measure(gemm(proto::ALLOCATE_IN_RUN));
-  ASSERT_EQ(bomb.error(), proto::RESOURCE_EXHAUSTED) << bomb.error_message();
-  EXPECT_CONTAINS(bomb.error_message(), "the job passed the worker's memory limit while running");
-  EXPECT_CONTAINS(bomb.error_message(),
+  MeasureResult bomb = runner.measure(gemm(TestFault::kAllocateInRun));
+  ASSERT_EQ(bomb.error, MeasureError::kResourceExhausted) << bomb.error_message;
+  EXPECT_CONTAINS(bomb.error_message, "the job passed the worker's memory limit while running");
+  EXPECT_CONTAINS(bomb.error_message,
                   "limit of " + std::to_string(runner.options().worker_memory_limit_bytes) + " bytes (RLIMIT_DATA)");
   EXPECT_EQ(runner.stats().workers_lost, 1);
 
-  proto::MeasureResult next = runner.measure(gemm());
-  ASSERT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
-  EXPECT_NE(next.provenance().worker_pid(), bomb.provenance().worker_pid());
+  MeasureResult next = runner.measure(gemm());
+  ASSERT_EQ(next.error, MeasureError::kOk) << next.error_message;
+  EXPECT_NE(next.provenance.worker_pid, bomb.provenance.worker_pid);
 }
 
 TEST(WorkerMemoryLimitTest, TheWorkerRunsUnderTheLimitItWasGiven) {
@@ -162,18 +162,18 @@ TEST(WorkerMemoryLimitTest, TheWorkerRunsUnderTheLimitItWasGiven) {
   EXPECT_EQ(soft, "6442450944") << data;
   EXPECT_EQ(hard, "6442450944") << data;
   // A parallel kernel still runs: the runtime's threads fit under it.
-  proto::MeasureRequest parallel = gemm();
-  parallel.set_schedule("parallel(C.i)");
-  parallel.mutable_settings()->set_threads(4);
-  proto::MeasureResult r = runner.measure(parallel);
-  EXPECT_EQ(r.error(), proto::MEASURE_OK) << r.error_message();
+  MeasureRequest parallel = gemm();
+  parallel.schedule = "parallel(C.i)";
+  parallel.settings.threads = 4;
+  MeasureResult r = runner.measure(parallel);
+  EXPECT_EQ(r.error, MeasureError::kOk) << r.error_message;
 }
 
 // ---- the sandbox ---------------------------------------------------------------------
 
 TEST(SandboxTest, ALiveWorkerHasNoPrivilegesAndSaysWhatItRunsUnder) {
   Runner runner(runner_options());
-  ASSERT_EQ(runner.measure(gemm()).error(), proto::MEASURE_OK);  // sandboxed, LLVM initialized, threads started
+  ASSERT_EQ(runner.measure(gemm()).error, MeasureError::kOk);  // sandboxed, LLVM initialized, threads started
   const std::string sandbox = runner.worker_sandbox();
   EXPECT_CONTAINS(sandbox, "no capabilities, no_new_privs");
   const pid_t pid = runner.worker_pids().at(0);
@@ -199,14 +199,14 @@ TEST(SandboxTest, ALiveWorkerHasNoPrivilegesAndSaysWhatItRunsUnder) {
 
 TEST(SandboxTest, ExecAndSocketFromTheRunPhaseAreDenied) {
   Runner runner(runner_options());
-  proto::MeasureResult r = runner.measure(gemm(proto::EXEC_IN_RUN));
+  MeasureResult r = runner.measure(gemm(TestFault::kExecInRun));
   if (!built_with_seccomp(runner.worker_sandbox())) GTEST_SKIP() << runner.worker_sandbox();
-  ASSERT_EQ(r.error(), proto::RUNTIME_CRASH) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "execve: Operation not permitted; socket: Operation not permitted");
+  ASSERT_EQ(r.error, MeasureError::kRuntimeCrash) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "execve: Operation not permitted; socket: Operation not permitted");
   // The worker reported it and carries on.
-  proto::MeasureResult next = runner.measure(gemm());
-  ASSERT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
-  EXPECT_EQ(next.provenance().worker_pid(), r.provenance().worker_pid());
+  MeasureResult next = runner.measure(gemm());
+  ASSERT_EQ(next.error, MeasureError::kOk) << next.error_message;
+  EXPECT_EQ(next.provenance.worker_pid, r.provenance.worker_pid);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "codegen/analysis/cost_model.h"
-#include "codegen/cpu/host_machine.h"
+#include "codegen/backend/registry.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/lower.h"
@@ -301,7 +301,7 @@ TEST(ScheduleEnv, EstCyclesHostIsTheModelOnThisHostsMachine) {
   ASSERT_TRUE(schedule.apply_text(actions).ok());
   Expected<LoopNest> nest = lower(schedule);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  EXPECT_EQ(r.observations[0].as<double>(), est_cycles(*nest, host_machine_model()));
+  EXPECT_EQ(r.observations[0].as<double>(), est_cycles(*nest, *host_backend().machine_model()));
   EXPECT_EQ(r.observations[1].as<double>(), est_cycles(*nest, MachineModel::reference()));
   // Platform-dependent and, as the gather probe is measured, not deterministic.
   for (const Space& space : e->observation_spaces()) {

@@ -41,26 +41,26 @@ const char* kGemm32 =
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-proto::MeasureRequest request(proto::TestFault fault = proto::NO_FAULT, uint64_t job_id = 0) {
-  proto::MeasureRequest r;
-  r.set_job_id(job_id);
-  r.set_program(kGemm32);
-  r.set_schedule("split(C.j, 8, jo, ji)\nvectorize(C.ji)");
-  r.set_test_fault(fault);
-  proto::RunnerSettings* s = r.mutable_settings();
-  s->set_repeat(2);
-  s->set_min_repeat_ms(1);
-  s->set_threads(1);
-  s->set_compile_timeout_s(20);
-  s->set_run_timeout_s(20);
+MeasureRequest request(TestFault fault = TestFault::kNone, uint64_t job_id = 0) {
+  MeasureRequest r;
+  r.job_id = job_id;
+  r.program = kGemm32;
+  r.schedule = "split(C.j, 8, jo, ji)\nvectorize(C.ji)";
+  r.test_fault = fault;
+  RunnerSettings* s = &r.settings;
+  s->repeat = 2;
+  s->min_repeat_ms = 1;
+  s->threads = 1;
+  s->compile_timeout_s = 20;
+  s->run_timeout_s = 20;
   return r;
 }
 
 // A job that hangs in `fault`'s phase until cancelled: both deadlines a minute away.
-proto::MeasureRequest long_hang(proto::TestFault fault, uint64_t job_id) {
-  proto::MeasureRequest r = request(fault, job_id);
-  r.mutable_settings()->set_compile_timeout_s(60);
-  r.mutable_settings()->set_run_timeout_s(60);
+MeasureRequest long_hang(TestFault fault, uint64_t job_id) {
+  MeasureRequest r = request(fault, job_id);
+  r.settings.compile_timeout_s = 60;
+  r.settings.run_timeout_s = 60;
   return r;
 }
 
@@ -162,134 +162,134 @@ std::string write_temp(const std::string& name, const std::string& text, bool ex
 // Needs the LLVM backend (every fault in the run phase happens after compilation).
 TEST(WorkerIsolationTest, CrashInRunIsRuntimeCrashWithTheSignalThenRecovers) {
   Runner runner(runner_options());
-  proto::MeasureResult crash = runner.measure(request(proto::CRASH_IN_RUN));
-  ASSERT_EQ(crash.error(), proto::RUNTIME_CRASH) << crash.error_message();
-  EXPECT_CONTAINS(crash.error_message(), "SIGSEGV");
-  EXPECT_FALSE(crash.correct());
-  EXPECT_GT(crash.provenance().worker_pid(), 0);
-  EXPECT_TRUE(process_gone(pid_t(crash.provenance().worker_pid())));
+  MeasureResult crash = runner.measure(request(TestFault::kCrashInRun));
+  ASSERT_EQ(crash.error, MeasureError::kRuntimeCrash) << crash.error_message;
+  EXPECT_CONTAINS(crash.error_message, "SIGSEGV");
+  EXPECT_FALSE(crash.correct);
+  EXPECT_GT(crash.provenance.worker_pid, 0);
+  EXPECT_TRUE(process_gone(pid_t(crash.provenance.worker_pid)));
 
-  proto::MeasureResult next = runner.measure(request());
-  ASSERT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
-  EXPECT_TRUE(next.correct());
-  EXPECT_NE(next.provenance().worker_pid(), crash.provenance().worker_pid());
+  MeasureResult next = runner.measure(request());
+  ASSERT_EQ(next.error, MeasureError::kOk) << next.error_message;
+  EXPECT_TRUE(next.correct);
+  EXPECT_NE(next.provenance.worker_pid, crash.provenance.worker_pid);
 }
 
 // Needs the LLVM backend.
 TEST(WorkerIsolationTest, HangInRunTimesOutOnTheRunDeadline) {
   Runner runner(runner_options());
-  ASSERT_EQ(runner.measure(request()).error(), proto::MEASURE_OK);  // a warm worker
-  proto::MeasureRequest hang = request(proto::HANG_IN_RUN);
+  ASSERT_EQ(runner.measure(request()).error, MeasureError::kOk);  // a warm worker
+  MeasureRequest hang = request(TestFault::kHangInRun);
   const double deadline = 0.5;
-  hang.mutable_settings()->set_run_timeout_s(deadline);
-  hang.mutable_settings()->set_compile_timeout_s(60);
+  hang.settings.run_timeout_s = deadline;
+  hang.settings.compile_timeout_s = 60;
   const double t0 = now_s();
-  proto::MeasureResult r = runner.measure(hang);
+  MeasureResult r = runner.measure(hang);
   const double elapsed = now_s() - t0;
-  ASSERT_EQ(r.error(), proto::TIMEOUT) << r.error_message();
+  ASSERT_EQ(r.error, MeasureError::kTimeout) << r.error_message;
   // The run's deadline ended it, not the compile deadline or a cancellation. How soon
   // after the deadline it was seen depends on the machine: reported, not asserted.
-  EXPECT_CONTAINS(r.error_message(), "the run passed its deadline of 0.5 s");
+  EXPECT_CONTAINS(r.error_message, "the run passed its deadline of 0.5 s");
   // Time spent past the run deadline: compilation (reported, unless the worker's
   // kernel cache served it) comes before it.
-  const double compile_s = r.kernel_cache_hit() ? 0 : r.compile_ms() / 1e3;
+  const double compile_s = r.kernel_cache_hit ? 0 : r.compile_ms / 1e3;
   const double margin = elapsed - compile_s - deadline;
   std::printf("[ measured ] run deadline %.2f s: detected %.1f ms after it (compile %.1f ms, total %.1f ms)\n",
-              deadline, margin * 1e3, r.compile_ms(), elapsed * 1e3);
+              deadline, margin * 1e3, r.compile_ms, elapsed * 1e3);
   RecordProperty("run_timeout_margin_ms", std::to_string(margin * 1e3));
   EXPECT_GE(elapsed, deadline);  // never before the deadline
-  EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
+  EXPECT_TRUE(process_gone(pid_t(r.provenance.worker_pid)));
 
-  proto::MeasureResult next = runner.measure(request());
-  EXPECT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
+  MeasureResult next = runner.measure(request());
+  EXPECT_EQ(next.error, MeasureError::kOk) << next.error_message;
 }
 
 TEST(WorkerIsolationTest, HangInCompileTimesOutOnTheCompileDeadline) {
   Runner runner(runner_options());
-  proto::MeasureRequest hang = request(proto::HANG_IN_COMPILE);
+  MeasureRequest hang = request(TestFault::kHangInCompile);
   const double deadline = 0.5;
-  hang.mutable_settings()->set_compile_timeout_s(deadline);
-  hang.mutable_settings()->set_run_timeout_s(30);
-  proto::MeasureResult warm = runner.measure(request(proto::NO_FAULT));  // starts the worker
+  hang.settings.compile_timeout_s = deadline;
+  hang.settings.run_timeout_s = 30;
+  MeasureResult warm = runner.measure(request(TestFault::kNone));  // starts the worker
   (void)warm;
   const double t0 = now_s();
-  proto::MeasureResult r = runner.measure(hang);
+  MeasureResult r = runner.measure(hang);
   const double elapsed = now_s() - t0;
-  ASSERT_EQ(r.error(), proto::TIMEOUT) << r.error_message();
+  ASSERT_EQ(r.error, MeasureError::kTimeout) << r.error_message;
   // The compile deadline ended it (the run's is 30 s); how soon after it is reported.
-  EXPECT_CONTAINS(r.error_message(), "compilation passed its deadline of 0.5 s");
+  EXPECT_CONTAINS(r.error_message, "compilation passed its deadline of 0.5 s");
   std::printf("[ measured ] compile deadline %.2f s: detected %.1f ms after it\n", deadline,
               (elapsed - deadline) * 1e3);
   RecordProperty("compile_timeout_margin_ms", std::to_string((elapsed - deadline) * 1e3));
   EXPECT_GE(elapsed, deadline);  // never before the deadline
-  EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
+  EXPECT_TRUE(process_gone(pid_t(r.provenance.worker_pid)));
 
   // The runner carries on with a fresh worker.
-  proto::MeasureResult bad = runner.measure([] {
-    proto::MeasureRequest q = request();
-    q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
+  MeasureResult bad = runner.measure([] {
+    MeasureRequest q = request();
+    q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
     return q;
   }());
-  EXPECT_EQ(bad.error(), proto::INSTANTIATION);
-  EXPECT_NE(bad.provenance().worker_pid(), r.provenance().worker_pid());
+  EXPECT_EQ(bad.error, MeasureError::kInstantiation);
+  EXPECT_NE(bad.provenance.worker_pid, r.provenance.worker_pid);
 }
 
 // Needs the LLVM backend.
 TEST(WorkerIsolationTest, ExitInRunIsRuntimeCrashWithTheWorkersStderr) {
   Runner runner(runner_options());
-  proto::MeasureResult r = runner.measure(request(proto::EXIT_IN_RUN));
-  ASSERT_EQ(r.error(), proto::RUNTIME_CRASH) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "exited with status 3");
-  EXPECT_CONTAINS(r.error_message(), "worker stderr");
-  EXPECT_CONTAINS(r.error_message(), "EXIT_IN_RUN");
-  EXPECT_EQ(runner.measure(request()).error(), proto::MEASURE_OK);
+  MeasureResult r = runner.measure(request(TestFault::kExitInRun));
+  ASSERT_EQ(r.error, MeasureError::kRuntimeCrash) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "exited with status 3");
+  EXPECT_CONTAINS(r.error_message, "worker stderr");
+  EXPECT_CONTAINS(r.error_message, "EXIT_IN_RUN");
+  EXPECT_EQ(runner.measure(request()).error, MeasureError::kOk);
 }
 
 // Needs the LLVM backend.
 TEST(WorkerIsolationTest, CorruptOutputIsWrongAnswerThenRecovers) {
   Runner runner(runner_options());
-  proto::MeasureResult r = runner.measure(request(proto::CORRUPT_OUTPUT));
-  ASSERT_EQ(r.error(), proto::WRONG_ANSWER) << r.error_message();
-  EXPECT_FALSE(r.correct());
-  EXPECT_FALSE(r.has_runtime());
-  EXPECT_CONTAINS(r.error_message(), "expected");
-  EXPECT_CONTAINS(r.error_message(), "got");
+  MeasureResult r = runner.measure(request(TestFault::kCorruptOutput));
+  ASSERT_EQ(r.error, MeasureError::kWrongAnswer) << r.error_message;
+  EXPECT_FALSE(r.correct);
+  EXPECT_TRUE(r.runtime.samples_s.empty());  // nothing was timed
+  EXPECT_CONTAINS(r.error_message, "expected");
+  EXPECT_CONTAINS(r.error_message, "got");
   // A wrong answer does not kill the worker: the same one measures the next job.
-  proto::MeasureResult next = runner.measure(request());
-  ASSERT_EQ(next.error(), proto::MEASURE_OK) << next.error_message();
-  EXPECT_EQ(next.provenance().worker_pid(), r.provenance().worker_pid());
+  MeasureResult next = runner.measure(request());
+  ASSERT_EQ(next.error, MeasureError::kOk) << next.error_message;
+  EXPECT_EQ(next.provenance.worker_pid, r.provenance.worker_pid);
 }
 
 TEST(WorkerIsolationTest, CrashInCompileIsACompileErrorWithTheSignal) {
   Runner runner(runner_options());
-  proto::MeasureResult r = runner.measure(request(proto::CRASH_IN_COMPILE));
-  ASSERT_EQ(r.error(), proto::COMPILE) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "SIGSEGV");
-  EXPECT_CONTAINS(r.error_message(), "while compiling");
-  EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
+  MeasureResult r = runner.measure(request(TestFault::kCrashInCompile));
+  ASSERT_EQ(r.error, MeasureError::kCompile) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "SIGSEGV");
+  EXPECT_CONTAINS(r.error_message, "while compiling");
+  EXPECT_TRUE(process_gone(pid_t(r.provenance.worker_pid)));
 }
 
 TEST(WorkerIsolationTest, BadProgramIsInstantiationWithLineAndColumn) {
   Runner runner(runner_options());
-  proto::MeasureRequest q = request();
-  q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
-  proto::MeasureResult r = runner.measure(q);
-  ASSERT_EQ(r.error(), proto::INSTANTIATION) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "program:2:14: expected an expression");
-  EXPECT_GT(r.provenance().worker_pid(), 0);
-  EXPECT_NE(r.provenance().worker_pid(), int64_t(getpid()));
-  EXPECT_EQ(r.provenance().tensorgym_version(), TENSORGYM_VERSION);
-  EXPECT_FALSE(r.provenance().hostname().empty());
-  EXPECT_NE(r.job_id(), 0u);
+  MeasureRequest q = request();
+  q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
+  MeasureResult r = runner.measure(q);
+  ASSERT_EQ(r.error, MeasureError::kInstantiation) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "program:2:14: expected an expression");
+  EXPECT_GT(r.provenance.worker_pid, 0);
+  EXPECT_NE(r.provenance.worker_pid, int64_t(getpid()));
+  EXPECT_EQ(r.provenance.tensorgym_version, TENSORGYM_VERSION);
+  EXPECT_FALSE(r.provenance.hostname.empty());
+  EXPECT_NE(r.job_id, 0u);
 }
 
 TEST(WorkerIsolationTest, InvalidSettingsNeverReachAWorker) {
   Runner runner(runner_options());
-  proto::MeasureRequest q = request();
-  q.mutable_settings()->set_run_timeout_s(-1);
-  proto::MeasureResult r = runner.measure(q);
-  EXPECT_EQ(r.error(), proto::INSTANTIATION);
-  EXPECT_CONTAINS(r.error_message(), "run_timeout_s");
+  MeasureRequest q = request();
+  q.settings.run_timeout_s = -1;
+  MeasureResult r = runner.measure(q);
+  EXPECT_EQ(r.error, MeasureError::kInstantiation);
+  EXPECT_CONTAINS(r.error_message, "run_timeout_s");
   EXPECT_TRUE(runner.worker_pids().empty());
 }
 
@@ -299,10 +299,10 @@ TEST(WorkerIsolationTest, WorkersAreRecycledAfterMaxJobs) {
   RunnerOptions o = runner_options();
   o.max_jobs_per_worker = 2;
   Runner runner(o);
-  proto::MeasureRequest q = request();
-  q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");  // cheap: an instantiation error
+  MeasureRequest q = request();
+  q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";  // cheap: an instantiation error
   std::vector<int64_t> pids;
-  for (int i = 0; i < 5; ++i) pids.push_back(runner.measure(q).provenance().worker_pid());
+  for (int i = 0; i < 5; ++i) pids.push_back(runner.measure(q).provenance.worker_pid);
   EXPECT_EQ(pids[0], pids[1]);
   EXPECT_NE(pids[1], pids[2]);
   EXPECT_EQ(pids[2], pids[3]);
@@ -317,24 +317,24 @@ TEST(WorkerIsolationTest, WorkersAreRecycledPastTheirMemoryLimit) {
   RunnerOptions o = runner_options();
   o.max_worker_rss_bytes = 1;  // every worker is over it after its first job
   Runner runner(o);
-  proto::MeasureRequest q = request();
-  q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
-  const int64_t a = runner.measure(q).provenance().worker_pid();
-  const int64_t b = runner.measure(q).provenance().worker_pid();
+  MeasureRequest q = request();
+  q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
+  const int64_t a = runner.measure(q).provenance.worker_pid;
+  const int64_t b = runner.measure(q).provenance.worker_pid;
   EXPECT_NE(a, b);
   EXPECT_EQ(runner.stats().workers_recycled, 2);
 }
 
 TEST(WorkerIsolationTest, AWorkerThatDiedWhileIdleIsReplaced) {
   Runner runner(runner_options());
-  proto::MeasureRequest q = request();
-  q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
-  const int64_t first = runner.measure(q).provenance().worker_pid();
+  MeasureRequest q = request();
+  q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
+  const int64_t first = runner.measure(q).provenance.worker_pid;
   ASSERT_EQ(::kill(pid_t(first), SIGKILL), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  proto::MeasureResult r = runner.measure(q);
-  EXPECT_EQ(r.error(), proto::INSTANTIATION) << r.error_message();
-  EXPECT_NE(r.provenance().worker_pid(), first);
+  MeasureResult r = runner.measure(q);
+  EXPECT_EQ(r.error, MeasureError::kInstantiation) << r.error_message;
+  EXPECT_NE(r.provenance.worker_pid, first);
   EXPECT_EQ(runner.stats().workers_lost, 1);
 }
 
@@ -344,20 +344,20 @@ TEST(WorkerIsolationTest, ConcurrentCallsUseDifferentWorkers) {
   Runner runner(runner_options(2));
   ASSERT_TRUE(runner.start_workers().ok());
   ASSERT_EQ(runner.worker_pids().size(), 2u);
-  proto::MeasureResult a, b;
-  std::thread ta([&] { a = runner.measure(long_hang(proto::HANG_IN_COMPILE, 1)); });
-  std::thread tb([&] { b = runner.measure(long_hang(proto::HANG_IN_COMPILE, 2)); });
+  MeasureResult a, b;
+  std::thread ta([&] { a = runner.measure(long_hang(TestFault::kHangInCompile, 1)); });
+  std::thread tb([&] { b = runner.measure(long_hang(TestFault::kHangInCompile, 2)); });
   const bool side_by_side = wait_until([&] { return runner.stats().busy_workers == 2; }, 30);
   EXPECT_TRUE(runner.cancel(1));
   EXPECT_TRUE(runner.cancel(2));
   ta.join();
   tb.join();
   EXPECT_TRUE(side_by_side) << "the two calls never held two workers at once";
-  EXPECT_EQ(a.error(), proto::TIMEOUT);
-  EXPECT_EQ(b.error(), proto::TIMEOUT);
-  EXPECT_CONTAINS(a.error_message(), "cancelled by the caller");
-  EXPECT_CONTAINS(b.error_message(), "cancelled by the caller");
-  EXPECT_NE(a.provenance().worker_pid(), b.provenance().worker_pid());
+  EXPECT_EQ(a.error, MeasureError::kTimeout);
+  EXPECT_EQ(b.error, MeasureError::kTimeout);
+  EXPECT_CONTAINS(a.error_message, "cancelled by the caller");
+  EXPECT_CONTAINS(b.error_message, "cancelled by the caller");
+  EXPECT_NE(a.provenance.worker_pid, b.provenance.worker_pid);
   EXPECT_EQ(runner.stats().busy_workers, 0);
 }
 
@@ -369,19 +369,19 @@ TEST(WorkerIsolationTest, SerializedRunPhasesTakeTurns) {
     o.serialize_runs = true;
     Runner runner(o);
     ASSERT_TRUE(runner.start_workers().ok());
-    proto::MeasureRequest hang = request(proto::HANG_IN_RUN);
-    hang.mutable_settings()->set_run_timeout_s(0.4);
-    proto::MeasureResult a, b;
+    MeasureRequest hang = request(TestFault::kHangInRun);
+    hang.settings.run_timeout_s = 0.4;
+    MeasureResult a, b;
     const double t0 = now_s();
     std::thread ta([&] { a = runner.measure(hang); });
     std::thread tb([&] { b = runner.measure(hang); });
     ta.join();
     tb.join();
     const double elapsed = now_s() - t0;
-    ASSERT_EQ(a.error(), proto::TIMEOUT) << a.error_message();
-    ASSERT_EQ(b.error(), proto::TIMEOUT) << b.error_message();
-    EXPECT_CONTAINS(a.error_message(), "the run passed its deadline");
-    EXPECT_CONTAINS(b.error_message(), "the run passed its deadline");
+    ASSERT_EQ(a.error, MeasureError::kTimeout) << a.error_message;
+    ASSERT_EQ(b.error, MeasureError::kTimeout) << b.error_message;
+    EXPECT_CONTAINS(a.error_message, "the run passed its deadline");
+    EXPECT_CONTAINS(b.error_message, "the run passed its deadline");
     EXPECT_GE(elapsed, 0.8) << "two 0.4 s run phases overlapped";
   }
   {
@@ -389,20 +389,20 @@ TEST(WorkerIsolationTest, SerializedRunPhasesTakeTurns) {
     o.serialize_runs = false;
     Runner runner(o);
     ASSERT_TRUE(runner.start_workers().ok());
-    proto::MeasureResult a, b;
-    std::thread ta([&] { a = runner.measure(long_hang(proto::HANG_IN_RUN, 1)); });
-    std::thread tb([&] { b = runner.measure(long_hang(proto::HANG_IN_RUN, 2)); });
+    MeasureResult a, b;
+    std::thread ta([&] { a = runner.measure(long_hang(TestFault::kHangInRun, 1)); });
+    std::thread tb([&] { b = runner.measure(long_hang(TestFault::kHangInRun, 2)); });
     const bool overlapped = wait_until([&] { return runner.stats().runs_in_progress == 2; }, 60);
     EXPECT_TRUE(runner.cancel(1));
     EXPECT_TRUE(runner.cancel(2));
     ta.join();
     tb.join();
     EXPECT_TRUE(overlapped) << "run phases did not overlap";
-    EXPECT_EQ(a.error(), proto::TIMEOUT);
-    EXPECT_EQ(b.error(), proto::TIMEOUT);
+    EXPECT_EQ(a.error, MeasureError::kTimeout);
+    EXPECT_EQ(b.error, MeasureError::kTimeout);
     if (overlapped) {
-      EXPECT_CONTAINS(a.error_message(), "cancelled by the caller while running");
-      EXPECT_CONTAINS(b.error_message(), "cancelled by the caller while running");
+      EXPECT_CONTAINS(a.error_message, "cancelled by the caller while running");
+      EXPECT_CONTAINS(b.error_message, "cancelled by the caller while running");
     }
     EXPECT_EQ(runner.stats().runs_in_progress, 0);
   }
@@ -410,9 +410,9 @@ TEST(WorkerIsolationTest, SerializedRunPhasesTakeTurns) {
 
 TEST(WorkerIsolationTest, CancellingAJobInFlightKillsItsWorker) {
   Runner runner(runner_options());
-  proto::MeasureRequest hang = request(proto::HANG_IN_COMPILE, /*job_id=*/77);
-  hang.mutable_settings()->set_compile_timeout_s(30);
-  proto::MeasureResult r;
+  MeasureRequest hang = request(TestFault::kHangInCompile, /*job_id=*/77);
+  hang.settings.compile_timeout_s = 30;
+  MeasureResult r;
   double returned_at = 0;
   std::thread t([&] {
     r = runner.measure(hang);
@@ -427,24 +427,24 @@ TEST(WorkerIsolationTest, CancellingAJobInFlightKillsItsWorker) {
   EXPECT_TRUE(runner.cancel(77));
   t.join();
   // The cancel ended it (its compile deadline is 30 s away); how soon is reported.
-  EXPECT_EQ(r.error(), proto::TIMEOUT);
-  EXPECT_CONTAINS(r.error_message(), "cancelled by the caller");
+  EXPECT_EQ(r.error, MeasureError::kTimeout);
+  EXPECT_CONTAINS(r.error_message, "cancelled by the caller");
   EXPECT_GE(returned_at, cancelled_at);
   RecordProperty("cancel_latency_ms", std::to_string((returned_at - cancelled_at) * 1e3));
-  EXPECT_TRUE(process_gone(pid_t(r.provenance().worker_pid())));
+  EXPECT_TRUE(process_gone(pid_t(r.provenance.worker_pid)));
   EXPECT_FALSE(runner.cancel(77));  // no longer in flight
 
-  proto::MeasureRequest q = request();
-  q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
-  EXPECT_EQ(runner.measure(q).error(), proto::INSTANTIATION);
+  MeasureRequest q = request();
+  q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
+  EXPECT_EQ(runner.measure(q).error, MeasureError::kInstantiation);
 }
 
 TEST(WorkerIsolationTest, ShutdownLeavesNoChildProcesses) {
   std::vector<pid_t> pids;
   {
     Runner runner(runner_options(2));
-    proto::MeasureRequest q = request();
-    q.set_program("input A: f32[4]\nB[i] = A[i] +* 2\n");
+    MeasureRequest q = request();
+    q.program = "input A: f32[4]\nB[i] = A[i] +* 2\n";
     std::thread other([&] { runner.measure(q); });
     runner.measure(q);
     other.join();
@@ -453,9 +453,9 @@ TEST(WorkerIsolationTest, ShutdownLeavesNoChildProcesses) {
     for (pid_t p : pids) EXPECT_FALSE(process_gone(p));
     EXPECT_FALSE(children_of(getpid(), kCli).empty());
     runner.shutdown();
-    proto::MeasureResult after = runner.measure(q);
-    EXPECT_EQ(after.error(), proto::WORKER_LOST);
-    EXPECT_CONTAINS(after.error_message(), "shut down");
+    MeasureResult after = runner.measure(q);
+    EXPECT_EQ(after.error, MeasureError::kWorkerLost);
+    EXPECT_CONTAINS(after.error_message, "shut down");
   }
   // Reaped, not zombies: the /proc entries are gone altogether.
   for (pid_t p : pids) EXPECT_NE(::kill(p, 0), 0) << "worker " << p << " survived shutdown";
@@ -464,9 +464,9 @@ TEST(WorkerIsolationTest, ShutdownLeavesNoChildProcesses) {
 
 TEST(WorkerIsolationTest, ShutdownKillsAJobInFlight) {
   auto runner = std::make_unique<Runner>(runner_options());
-  proto::MeasureRequest hang = request(proto::HANG_IN_COMPILE);
-  hang.mutable_settings()->set_compile_timeout_s(30);
-  proto::MeasureResult r;
+  MeasureRequest hang = request(TestFault::kHangInCompile);
+  hang.settings.compile_timeout_s = 30;
+  MeasureResult r;
   std::thread t([&] { r = runner->measure(hang); });
   for (int i = 0; i < 500 && runner->worker_pids().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -477,8 +477,8 @@ TEST(WorkerIsolationTest, ShutdownKillsAJobInFlight) {
   t.join();
   RecordProperty("shutdown_ms", std::to_string((now_s() - t0) * 1e3));
   // The shutdown ended it (its compile deadline is 30 s away).
-  EXPECT_EQ(r.error(), proto::TIMEOUT);
-  EXPECT_CONTAINS(r.error_message(), "cancelled");
+  EXPECT_EQ(r.error, MeasureError::kTimeout);
+  EXPECT_CONTAINS(r.error_message, "cancelled");
   EXPECT_TRUE(children_of(getpid()).empty());
 }
 
@@ -488,16 +488,16 @@ TEST(WorkerIsolationTest, AWorkerThatDoesNotStartIsWorkerLost) {
   RunnerOptions o = runner_options();
   o.worker_binary = "/bin/true";
   Runner runner(o);
-  proto::MeasureResult r = runner.measure(request());
-  EXPECT_EQ(r.error(), proto::WORKER_LOST);
-  EXPECT_CONTAINS(r.error_message(), "did not start");
+  MeasureResult r = runner.measure(request());
+  EXPECT_EQ(r.error, MeasureError::kWorkerLost);
+  EXPECT_CONTAINS(r.error_message, "did not start");
 
   RunnerOptions missing = runner_options();
   missing.worker_binary = "/nonexistent/tensorgym";
   Runner nobody(missing);
-  proto::MeasureResult m = nobody.measure(request());
-  EXPECT_EQ(m.error(), proto::WORKER_LOST);
-  EXPECT_CONTAINS(m.error_message(), "/nonexistent/tensorgym");
+  MeasureResult m = nobody.measure(request());
+  EXPECT_EQ(m.error, MeasureError::kWorkerLost);
+  EXPECT_CONTAINS(m.error_message, "/nonexistent/tensorgym");
 }
 
 TEST(WorkerIsolationTest, AWorkerThatBreaksTheProtocolIsWorkerLost) {
@@ -514,9 +514,9 @@ TEST(WorkerIsolationTest, AWorkerThatBreaksTheProtocolIsWorkerLost) {
   o.worker_binary = script;
   Runner runner(o);
   const double t0 = now_s();
-  proto::MeasureResult r = runner.measure(request());
-  EXPECT_EQ(r.error(), proto::WORKER_LOST) << r.error_message();
-  EXPECT_CONTAINS(r.error_message(), "bad frame magic");
+  MeasureResult r = runner.measure(request());
+  EXPECT_EQ(r.error, MeasureError::kWorkerLost) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "bad frame magic");
   EXPECT_LT(now_s() - t0, 30.0);  // a safety bound: not the script's 60 s sleep
   runner.shutdown();
   std::filesystem::remove(script);

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "codegen/cpu/host_machine.h"
+#include "codegen/cpu/inst_count.h"
 #include "codegen/cpu/jit_engine.h"
 #include "codegen/cpu/runtime.h"
 #include "codegen/lower/vectorize_loops.h"
@@ -23,8 +25,8 @@ class LlvmKernel : public CpuKernel {
              std::vector<std::string> remarks, double compile_ms)
       : engine_(engine), added_(added) {
     nest_ = std::move(nest);
-    llvm_ir_ = std::move(ir);
-    vectorizer_remarks_ = std::move(remarks);
+    code_text_ = std::move(ir);
+    remarks_ = std::move(remarks);
     compile_ms_ = compile_ms;
   }
   ~LlvmKernel() override { engine_->remove(added_.dylib); }
@@ -72,7 +74,56 @@ class VectorizerRemarks final : public llvm::DiagnosticHandler {
   std::vector<std::string>* out_;
 };
 
+class CpuBackend final : public Backend {
+ public:
+  const TargetInfo& target() const override {
+    static const TargetInfo info = [] {
+      const CpuTarget& t = CpuTarget::host();
+      TargetInfo i;
+      i.name = "cpu";
+      i.triple = t.triple;
+      i.device = t.cpu_name;
+      i.features = t.features;
+      i.compiler_version = t.llvm_version;
+      i.num_cores = t.num_cores;
+      i.vector_bits = t.vector_bits;
+      i.auto_vector_bits = t.auto_vector_bits;
+      i.fingerprint = t.fingerprint();
+      i.can_run = !t.triple.empty();  // LLVM found this host's target
+      i.has_cost_model = true;
+      return i;
+    }();
+    return info;
+  }
+
+  // The passes lower() runs for the CPU after the generic ones.
+  const LoweringTarget& lowering() const override {
+    static const LoweringTarget lowering{"cpu", {{"vectorize_loops", vectorize_loops}}};
+    return lowering;
+  }
+
+  Expected<std::shared_ptr<const Executable>> compile(const LoopNest& nest,
+                                                      const CompileOptions& options) const override {
+    CpuCompileOptions cpu;
+    cpu.keep_llvm_ir = options.keep_code_text;
+    cpu.keep_vectorizer_remarks = options.keep_remarks;
+    TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, compile_cpu_kernel(nest, cpu));
+    return std::shared_ptr<const Executable>(std::move(kernel));
+  }
+
+  const MachineModel* machine_model() const override { return &host_machine_model(); }
+  const std::vector<std::string>& opcode_names() const override { return llvm_opcode_names(); }
+  Expected<std::vector<int64_t>> count_opcodes(const std::string& code_text) const override {
+    return count_llvm_opcodes(code_text);
+  }
+};
+
 }  // namespace
+
+const Backend& cpu_backend() {
+  static const CpuBackend backend;
+  return backend;
+}
 
 const CpuTarget& CpuTarget::host() {
   static const CpuTarget target = [] {
@@ -91,12 +142,17 @@ std::string CpuTarget::fingerprint() const {
 
 Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& nest, const CpuCompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  if (nest.target != "cpu") {
+    return failed_precondition(
+        nest.target.empty() ? std::string("the loop nest was not lowered for the cpu target (its passes did not run: "
+                                          "lower it with the target, codegen/lower/lower.h)")
+                            : "the loop nest was lowered for target " + nest.target + ", not cpu");
+  }
   TG_ASSIGN_OR_RETURN(JitEngine * engine, JitEngine::get());
 
-  Stmt body = vectorize_loops(nest.body);
   auto context = std::make_unique<llvm::LLVMContext>();
   TG_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module,
-                      emit_llvm_module(nest, body, *context, engine->data_layout(), engine->emit_target()));
+                      emit_llvm_module(nest, nest.body, *context, engine->data_layout(), engine->emit_target()));
   std::vector<std::string> remarks;
   if (options.keep_vectorizer_remarks) context->setDiagnosticHandler(std::make_unique<VectorizerRemarks>(&remarks));
   TG_RETURN_IF_ERROR(engine->optimize(*module));

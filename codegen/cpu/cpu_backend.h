@@ -1,5 +1,7 @@
 // The CPU backend: a lowered loop nest compiled to machine code for this machine by
 // LLVM 19 (IR emission, O3, ORC LLJIT). No LLVM header leaks out of this interface.
+// Outside codegen/ it is reached through the backend interface and its registry
+// (codegen/backend/registry.h), never through this header.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backend/backend.h"
 #include "codegen/lower/loop_nest.h"
 #include "support/status.h"
 
@@ -35,32 +38,22 @@ struct CpuCompileOptions {
   bool keep_vectorizer_remarks = false;
 };
 
-// A compiled loop nest, callable any number of times from any thread.
-class CpuKernel {
+// A compiled loop nest (Executable), with the CPU's names for what it keeps.
+class CpuKernel : public Executable {
  public:
-  virtual ~CpuKernel() = default;
-  // `args` holds one pointer per buffer, the nest's inputs then its outputs, each
-  // dense row-major and 64-byte aligned; each input readable kInputReadSlackBytes
-  // past both ends (support/read_slack.h; HostBuffer's storage is). `num_threads`
-  // <= 0 means every core.
-  virtual void run(void* const* args, int num_threads) const = 0;
-
-  const LoopNest& nest() const { return nest_; }
-  const std::string& llvm_ir() const { return llvm_ir_; }  // empty unless kept
+  const std::string& llvm_ir() const { return code_text_; }  // empty unless kept
   // "vectorized: ...", "missed: ...", "analysis: ..." or "unrolled: completely unrolled
   // loop with N iterations" lines, in LLVM's order; empty unless kept.
-  const std::vector<std::string>& vectorizer_remarks() const { return vectorizer_remarks_; }
-  double compile_ms() const { return compile_ms_; }
-
- protected:
-  LoopNest nest_;
-  std::string llvm_ir_;
-  std::vector<std::string> vectorizer_remarks_;
-  double compile_ms_ = 0;
+  const std::vector<std::string>& vectorizer_remarks() const { return remarks_; }
 };
 
-// Compiles a nest. Errors (INTERNAL, with LLVM's message) are COMPILE errors.
+// Compiles a nest lowered for the CPU (lower(state, cpu_backend().lowering()));
+// FAILED_PRECONDITION for a nest lowered for another target or for none. Errors
+// (INTERNAL, with LLVM's message) are COMPILE errors.
 Expected<std::shared_ptr<const CpuKernel>> compile_cpu_kernel(const LoopNest& nest,
                                                               const CpuCompileOptions& options = {});
+
+// The CPU backend, for the registry (codegen/backend/registry.cc).
+const Backend& cpu_backend();
 
 }  // namespace tensorgym

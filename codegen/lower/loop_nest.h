@@ -26,6 +26,9 @@ struct LoopNest {
   // Allocate one extent (its element count). Intermediate buffers are Allocate'd
   // inside the body; loop variables and indices are i32.
   Stmt body;
+  // The target whose own lowering passes ran (lower(state, target)); empty for the
+  // target-independent nest. A backend compiles only a nest lowered for it.
+  std::string target;
 
   // Inputs then outputs, the order in which a backend receives buffers.
   std::vector<BufferArg> args() const {

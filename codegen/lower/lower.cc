@@ -1,4 +1,19 @@
 // The lowering pipeline, in order. Each pass lives in its own file.
+//
+//   check_target       check_target.cc     what the target cannot run (thread binding)
+//   infer_bounds       codegen/schedule/bound_inference.cc: inlined bodies, regions
+//   build_loop_nest    build_loop_nest.cc  loops, inits, guards, attachments; accesses
+//                                          flattened on the way (storage_flatten.cc)
+//   auto_unroll        auto_unroll.cc      pragma(auto_unroll_max_step)
+//   check_allocations  storage_flatten.cc  buffer sizes within the caps
+//   simplify           codegen/ir/simplify.cc
+//   limit_code_size    limit_code_size.cc  unrolling within a statement budget
+//   -- the target-independent nest: analyses, the interpreter, loop_nest observations --
+//   the target's own passes, in the order it lists them (LoweringTarget::passes):
+//     cpu              vectorize_loops.cc  vectorized loops become vector code
+//
+// Every pass that changes the nest reports to LowerOptions::after_pass (the lowering
+// log of `tensorgym lower --after`).
 #include "codegen/lower/lower.h"
 
 #include "codegen/ir/ir_mutator.h"
@@ -8,6 +23,17 @@
 
 namespace tensorgym {
 namespace {
+
+// The generic passes that change the nest, as the lowering log names them.
+constexpr std::string_view kGenericPasses[] = {"build_loop_nest", "auto_unroll", "simplify", "limit_code_size"};
+
+// Reports the nest after `pass` to the lowering log, if there is one.
+void log_pass(const LowerOptions& options, std::string_view pass, const LoopNest& nest, const Stmt& body) {
+  if (!options.after_pass) return;
+  LoopNest after = nest;
+  after.body = body;
+  options.after_pass(pass, after);
+}
 
 // The pipeline up to limit_code_size.
 Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOptions& options) {
@@ -30,15 +56,23 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   // build_loop_nest.cc: loops, inits, guards, attachments; accesses flattened on the
   // way (storage_flatten.cc: one flat index per access, one extent per Allocate).
   Stmt body = build_loop_nest(ctx, nest);
-  body = mark_auto_unroll(body, ctx);           // auto_unroll.cc: pragma(auto_unroll_max_step)
+  log_pass(options, "build_loop_nest", nest, body);
+  body = mark_auto_unroll(body, ctx);  // auto_unroll.cc: pragma(auto_unroll_max_step)
+  log_pass(options, "auto_unroll", nest, body);
   TG_RETURN_IF_ERROR(check_allocations(body, nest));  // storage_flatten.cc: sizes within caps
-  if (options.simplify) body = simplify(body);  // codegen/ir/simplify.cc
+  if (options.simplify) {
+    body = simplify(body);  // codegen/ir/simplify.cc
+    log_pass(options, "simplify", nest, body);
+  }
   nest.body = body;
   return nest;
 }
 
-// The last pass: limit_code_size.cc.
-Stmt limit_for_target(const Stmt& body) { return limit_code_size(body, kMaxUnrolledStatements); }
+// The last generic pass: limit_code_size.cc.
+void limit_size(LoopNest& nest, const Stmt& body, const LowerOptions& options) {
+  nest.body = limit_code_size(body, kMaxUnrolledStatements);
+  log_pass(options, "limit_code_size", nest, nest.body);
+}
 
 // Whether the lowered body depends on loop kinds other than through the kind of each
 // For: auto_unroll.cc marks serial loops only, so a pragma makes it depend on them.
@@ -54,8 +88,30 @@ bool kinds_only_in_loops(const ScheduleState& state) {
 
 Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options) {
   TG_ASSIGN_OR_RETURN(LoopNest nest, lower_before_limits(state, options));
-  nest.body = limit_for_target(nest.body);
+  limit_size(nest, nest.body, options);
   return nest;
+}
+
+Expected<LoopNest> lower(const ScheduleState& state, const LoweringTarget& target, const LowerOptions& options) {
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(state, options));
+  return lower_for_target(std::move(nest), target, options);
+}
+
+Expected<LoopNest> lower_for_target(LoopNest nest, const LoweringTarget& target, const LowerOptions& options) {
+  if (!nest.target.empty())
+    return failed_precondition("the loop nest was already lowered for target " + nest.target);
+  for (const TargetPass& pass : target.passes) {
+    nest.body = pass.run(nest.body);
+    log_pass(options, pass.name, nest, nest.body);
+  }
+  nest.target = target.name;
+  return nest;
+}
+
+std::vector<std::string> lowering_pass_names(const LoweringTarget& target) {
+  std::vector<std::string> names(std::begin(kGenericPasses), std::end(kGenericPasses));
+  for (const TargetPass& pass : target.passes) names.emplace_back(pass.name);
+  return names;
 }
 
 Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const ScheduleState> state,
@@ -63,6 +119,7 @@ Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const
                                                            const LowerOptions& options) {
   auto out = std::make_shared<LoweredNest>();
   out->options = options;
+  out->options.after_pass = nullptr;  // the log is the caller's, for this call only
   // reuse_nest.cc: loop kinds, one split or one reorder rewritten into the last nest.
   Stmt reused;
   if (previous && previous->kind_independent_body.defined() && previous->options.simplify == options.simplify &&
@@ -79,7 +136,8 @@ Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const
     TG_ASSIGN_OR_RETURN(out->nest, lower_before_limits(*state, options));
     if (kinds_only_in_loops(*state)) out->kind_independent_body = out->nest.body;
   }
-  out->nest.body = limit_for_target(out->kind_independent_body.defined() ? out->kind_independent_body : out->nest.body);
+  limit_size(out->nest, out->kind_independent_body.defined() ? out->kind_independent_body : out->nest.body,
+                   options);
   out->state = std::move(state);
   return std::shared_ptr<const LoweredNest>(std::move(out));
 }

@@ -2,7 +2,11 @@
 // pass, is listed in lower.cc.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "codegen/lower/loop_nest.h"
 #include "codegen/schedule/schedule.h"
@@ -13,19 +17,53 @@ namespace tensorgym {
 // Most statements one unrolled loop may expand to (limit_code_size.cc).
 inline constexpr int64_t kMaxUnrolledStatements = 256;
 
+// A pass a target adds after the generic pipeline: a rewrite of the nest's body.
+struct TargetPass {
+  std::string_view name;  // as the lowering log (`tensorgym lower --after`) names it
+  Stmt (*run)(const Stmt& body);
+};
+
+// What lowering needs of a target: its name and its own passes, in order (a backend
+// gives them: Backend::lowering(), codegen/backend/backend.h).
+struct LoweringTarget {
+  std::string name;  // "cpu"
+  std::vector<TargetPass> passes;
+};
+
 struct LowerOptions {
   // GPU backends accept bind(); the CPU target rejects a bound loop.
   bool allow_thread_binding = false;
   // Run the simplifier (turn off only to look at the raw nest).
   bool simplify = true;
+  // The lowering log: called after each pass that changes the nest, with the pass's
+  // name (lowering_pass_names()) and the nest as it then is.
+  std::function<void(std::string_view pass, const LoopNest& nest)> after_pass;
 };
 
-// Errors are FAILED_PRECONDITION / INVALID_ARGUMENT with a message naming the stage
-// or loop; the measurement layer reports them as INSTANTIATION errors.
+// The target-independent pipeline: the nest the analyses (features, cost model) and
+// the interpreter read; LoopNest::target stays empty. Errors are FAILED_PRECONDITION /
+// INVALID_ARGUMENT with a message naming the stage or loop; the measurement layer
+// reports them as INSTANTIATION errors.
 Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options = {});
 inline Expected<LoopNest> lower(const Schedule& schedule, const LowerOptions& options = {}) {
   return lower(schedule.state(), options);
 }
+
+// The whole pipeline for a target: the generic passes, then the target's own. The
+// nest a backend compiles (LoopNest::target is the target's name).
+Expected<LoopNest> lower(const ScheduleState& state, const LoweringTarget& target, const LowerOptions& options = {});
+inline Expected<LoopNest> lower(const Schedule& schedule, const LoweringTarget& target,
+                                const LowerOptions& options = {}) {
+  return lower(schedule.state(), target, options);
+}
+
+// The target's passes on a target-independent nest (FAILED_PRECONDITION when the nest
+// was already lowered for a target).
+Expected<LoopNest> lower_for_target(LoopNest nest, const LoweringTarget& target, const LowerOptions& options = {});
+
+// The names of the passes that change the nest, in pipeline order: the generic ones,
+// then the target's.
+std::vector<std::string> lowering_pass_names(const LoweringTarget& target = {});
 
 // A lowering, with what a later lowering of a similar state can reuse. Immutable:
 // environments share it between forks and steps.

@@ -4,25 +4,49 @@
 
 #include <csignal>
 #include <cstring>
+#include <utility>
 
 namespace tensorgym {
 
-std::string measure_error_name(proto::MeasureError error) {
-  const std::string& name = proto::MeasureError_Name(error);
-  return name.empty() ? "MEASURE_ERROR_" + std::to_string(int(error)) : name;
+std::string measure_error_name(MeasureError error) {
+  switch (error) {
+    case MeasureError::kOk: return "MEASURE_OK";
+    case MeasureError::kInstantiation: return "INSTANTIATION";
+    case MeasureError::kCompile: return "COMPILE";
+    case MeasureError::kRuntimeCrash: return "RUNTIME_CRASH";
+    case MeasureError::kWrongAnswer: return "WRONG_ANSWER";
+    case MeasureError::kTimeout: return "TIMEOUT";
+    case MeasureError::kWorkerLost: return "WORKER_LOST";
+    case MeasureError::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+  }
+  return "MEASURE_ERROR_" + std::to_string(int(error));
 }
 
-proto::MeasureResult error_result(proto::MeasureError error, std::string message) {
-  proto::MeasureResult r;
-  r.set_error(error);
-  r.set_error_message(std::move(message));
-  r.set_correct(false);
+Expected<TestFault> test_fault_from_name(const std::string& name) {
+  static constexpr std::pair<const char*, TestFault> kFaults[] = {
+      {"NO_FAULT", TestFault::kNone},           {"CRASH_IN_COMPILE", TestFault::kCrashInCompile},
+      {"HANG_IN_COMPILE", TestFault::kHangInCompile}, {"CRASH_IN_RUN", TestFault::kCrashInRun},
+      {"HANG_IN_RUN", TestFault::kHangInRun},   {"EXIT_IN_RUN", TestFault::kExitInRun},
+      {"CORRUPT_OUTPUT", TestFault::kCorruptOutput}, {"ALLOCATE_IN_RUN", TestFault::kAllocateInRun},
+      {"EXEC_IN_RUN", TestFault::kExecInRun},
+  };
+  if (name.empty()) return TestFault::kNone;
+  for (const auto& [n, fault] : kFaults)
+    if (name == n) return fault;
+  return invalid_argument("unknown test fault '" + name + "'");
+}
+
+MeasureResult error_result(MeasureError error, std::string message) {
+  MeasureResult r;
+  r.error = error;
+  r.error_message = std::move(message);
+  r.correct = false;
   return r;
 }
 
-Status measure_error_status(const proto::MeasureResult& result, StatusCode code) {
-  if (result.error() == proto::RESOURCE_EXHAUSTED) code = StatusCode::kResourceExhausted;
-  return Status(code, measure_error_name(result.error()) + ": " + result.error_message());
+Status measure_error_status(const MeasureResult& result, StatusCode code) {
+  if (result.error == MeasureError::kResourceExhausted) code = StatusCode::kResourceExhausted;
+  return Status(code, measure_error_name(result.error) + ": " + result.error_message);
 }
 
 std::string signal_name(int sig) {

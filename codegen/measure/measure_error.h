@@ -1,9 +1,9 @@
-// Error classes of a measurement (proto MeasureError) and the words used in their
+// Error classes of a measurement (MeasureError, measurement.h) and the words used in their
 // diagnostics: class names, signal names, how a worker process ended.
 //
 //   INSTANTIATION  parse, schedule or lowering failed; the message is theirs
 //                  (line:column for program and schedule text)
-//   COMPILE        compile_cpu_kernel failed, or the worker died while compiling
+//   COMPILE        the backend failed to compile, or the worker died while compiling
 //                  (an LLVM crash or fatal error is a property of the module)
 //   RUNTIME_CRASH  the worker died during the run phase (signal or exit status),
 //                  with the tail of its stderr
@@ -20,20 +20,24 @@
 
 #include <string>
 
-#include "proto/tensorgym.pb.h"
+#include "codegen/measure/measurement.h"
 #include "support/status.h"
 
 namespace tensorgym {
 
-// "WRONG_ANSWER"; "MEASURE_OK" for no error.
-std::string measure_error_name(proto::MeasureError error);
+// "WRONG_ANSWER" (the wire's name); "MEASURE_OK" for no error.
+std::string measure_error_name(MeasureError error);
+
+// A test fault by its wire name ("CRASH_IN_RUN"; "" and "NO_FAULT": none);
+// INVALID_ARGUMENT for another.
+Expected<TestFault> test_fault_from_name(const std::string& name);
 
 // A result holding only an error class and its message.
-proto::MeasureResult error_result(proto::MeasureError error, std::string message);
+MeasureResult error_result(MeasureError error, std::string message);
 
 // A failed measurement as a status: "CLASS: message" with `code`, except that
 // RESOURCE_EXHAUSTED keeps its own code.
-Status measure_error_status(const proto::MeasureResult& result, StatusCode code);
+Status measure_error_status(const MeasureResult& result, StatusCode code);
 
 // "SIGSEGV" (or "signal 42" for one without a name).
 std::string signal_name(int sig);

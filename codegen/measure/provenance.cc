@@ -4,7 +4,7 @@
 
 #include <climits>
 
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 
 #ifndef TENSORGYM_VERSION
 #define TENSORGYM_VERSION "unknown"
@@ -18,19 +18,27 @@ std::string host_name() {
   return buf;
 }
 
-proto::Provenance make_provenance(const proto::RunnerSettings& settings, int64_t worker_pid) {
-  const CpuTarget& target = CpuTarget::host();
-  proto::Provenance p;
-  p.set_tensorgym_version(TENSORGYM_VERSION);
-  p.set_llvm_version(target.llvm_version);
-  p.set_target_triple(target.triple);
-  p.set_cpu_name(target.cpu_name);
-  p.set_cpu_features(target.features);
-  p.set_threads(settings.threads());
-  *p.mutable_settings() = settings;
-  p.set_hostname(host_name());
-  p.set_worker_pid(worker_pid);
+Provenance make_provenance(const TargetInfo& target, const RunnerSettings& settings, int64_t worker_pid) {
+  Provenance p;
+  p.tensorgym_version = TENSORGYM_VERSION;
+  p.target = target.name;
+  p.compiler_version = target.compiler_version;
+  p.target_triple = target.triple;
+  p.device = target.device;
+  p.features = target.features;
+  p.threads = settings.threads;
+  p.settings = settings;
+  p.hostname = host_name();
+  p.worker_pid = worker_pid;
   return p;
+}
+
+Provenance make_provenance(const std::string& target, const RunnerSettings& settings, int64_t worker_pid) {
+  Expected<const Backend*> backend = find_backend(target);
+  if (backend.ok()) return make_provenance((*backend)->target(), settings, worker_pid);
+  TargetInfo unknown;
+  unknown.name = target;
+  return make_provenance(unknown, settings, worker_pid);
 }
 
 }  // namespace tensorgym

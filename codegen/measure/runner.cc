@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "codegen/backend/registry.h"
 #include "codegen/ir/program.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/provenance.h"
@@ -17,9 +18,10 @@ namespace {
 // caller chose (which cancel() takes).
 constexpr uint64_t kRunnerJobIdBit = uint64_t(1) << 63;
 
-proto::MeasureResult finish_result(proto::MeasureResult r, const proto::MeasureRequest& request, int64_t pid) {
-  r.set_job_id(request.job_id());
-  if (!r.has_provenance()) *r.mutable_provenance() = make_provenance(request.settings(), pid);
+MeasureResult finish_result(MeasureResult r, const MeasureRequest& request, int64_t pid) {
+  r.job_id = request.job_id;
+  if (r.target.empty()) r.target = request.target.empty() ? std::string(kDefaultTarget) : request.target;
+  if (r.provenance.tensorgym_version.empty()) r.provenance = make_provenance(r.target, request.settings, pid);
   return r;
 }
 
@@ -36,25 +38,26 @@ Runner::Runner(RunnerOptions options) : options_(std::move(options)) {
 
 Runner::~Runner() { shutdown(); }
 
-proto::MeasureResult Runner::measure(proto::MeasureRequest request) {
-  Expected<proto::RunnerSettings> settings = resolve_runner_settings(request.settings());
-  if (!settings.ok()) return finish_result(error_result(proto::INSTANTIATION, settings.status().message()), request, 0);
-  *request.mutable_settings() = *settings;
+MeasureResult Runner::measure(MeasureRequest request) {
+  Expected<RunnerSettings> settings = resolve_runner_settings(request.settings);
+  if (!settings.ok())
+    return finish_result(error_result(MeasureError::kInstantiation, settings.status().message()), request, 0);
+  request.settings = *settings;
 
   Job job;
   size_t slot = 0;
   std::unique_lock<std::mutex> lock(mu_);
-  if (request.job_id() == 0) request.set_job_id(kRunnerJobIdBit | next_job_id_++);
-  job.id = request.job_id();
-  if (shut_down_) return finish_result(error_result(proto::WORKER_LOST, "the runner is shut down"), request, 0);
+  if (request.job_id == 0) request.job_id = kRunnerJobIdBit | next_job_id_++;
+  job.id = request.job_id;
+  if (shut_down_) return finish_result(error_result(MeasureError::kWorkerLost, "the runner is shut down"), request, 0);
   auto registered = jobs_.emplace(job.id, &job);
   auto free_slot = [&] { return std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.busy; }); };
   slot_free_.wait(lock, [&] { return shut_down_ || job.cancelled.load() || free_slot() != slots_.end(); });
   if (shut_down_ || job.cancelled.load()) {
     jobs_.erase(registered);
     return finish_result(shut_down_
-                             ? error_result(proto::WORKER_LOST, "the runner is shut down")
-                             : error_result(proto::TIMEOUT, "cancelled by the caller while waiting for a worker"),
+                             ? error_result(MeasureError::kWorkerLost, "the runner is shut down")
+                             : error_result(MeasureError::kTimeout, "cancelled by the caller while waiting for a worker"),
                          request, 0);
   }
   slot = size_t(free_slot() - slots_.begin());
@@ -62,11 +65,11 @@ proto::MeasureResult Runner::measure(proto::MeasureRequest request) {
   ++busy_;
   lock.unlock();
 
-  proto::MeasureResult result;
+  MeasureResult result;
   try {
     result = run_on_slot(slot, job, request);
   } catch (const std::exception& e) {  // e.g. std::bad_alloc; the slot must still be freed
-    result = finish_result(error_result(proto::WORKER_LOST, std::string("runner error: ") + e.what()), request, 0);
+    result = finish_result(error_result(MeasureError::kWorkerLost, std::string("runner error: ") + e.what()), request, 0);
   }
 
   lock.lock();
@@ -80,7 +83,7 @@ proto::MeasureResult Runner::measure(proto::MeasureRequest request) {
   return result;
 }
 
-proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::MeasureRequest& request) {
+MeasureResult Runner::run_on_slot(size_t slot, Job& job, const MeasureRequest& request) {
   // The slot is ours while busy; its worker pointer changes under mu_ so that
   // worker_pids() and cancel() may look at it.
   Slot& s = slots_[slot];
@@ -94,7 +97,7 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
   if (!s.worker) {
     Expected<std::unique_ptr<WorkerProcess>> started = WorkerProcess::start(launch(), spawner_);
     if (!started.ok()) {
-      return finish_result(error_result(proto::WORKER_LOST, "cannot start a worker: " + started.status().message()),
+      return finish_result(error_result(MeasureError::kWorkerLost, "cannot start a worker: " + started.status().message()),
                            request, 0);
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -106,19 +109,19 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_ || job.cancelled.load()) {
-      return finish_result(error_result(proto::TIMEOUT, "cancelled by the caller before it started"), request,
+      return finish_result(error_result(MeasureError::kTimeout, "cancelled by the caller before it started"), request,
                            worker->pid());
     }
     job.worker = worker;
   }
 
   JobControl control;
-  control.compile_timeout_s = request.settings().compile_timeout_s();
-  control.run_timeout_s = request.settings().run_timeout_s();
+  control.compile_timeout_s = request.settings.compile_timeout_s;
+  control.run_timeout_s = request.settings.run_timeout_s;
   control.cancelled = &job.cancelled;
   control.acquire_run = [this, &job] { return acquire_run(job); };
   control.release_run = [this] { release_run(); };
-  proto::MeasureResult result = worker->run_job(request, control);
+  MeasureResult result = worker->run_job(request, control);
 
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -128,7 +131,7 @@ proto::MeasureResult Runner::run_on_slot(size_t slot, Job& job, const proto::Mea
       ++stats_.workers_lost;
     } else if ((options_.max_jobs_per_worker > 0 && worker->jobs_done() >= options_.max_jobs_per_worker) ||
                (options_.max_worker_rss_bytes > 0 && worker->resident_bytes() > options_.max_worker_rss_bytes) ||
-               (result.error() == proto::RESOURCE_EXHAUSTED && worker->last_job_ran())) {
+               (result.error == MeasureError::kResourceExhausted && worker->last_job_ran())) {
       retired = std::move(s.worker);
       ++stats_.workers_recycled;
     }

@@ -1,6 +1,6 @@
 // The Runner: a pool of sandboxed worker processes that measure MeasureRequests.
 //
-//   proto::MeasureResult r = runner.measure(request);   // thread-safe
+//   MeasureResult r = runner.measure(request);   // thread-safe; plain C++ (measurement.h)
 //
 // Each call takes a free worker (concurrent calls use different workers; with
 // serialize_runs one run phase at a time across the pool, so timings do not disturb
@@ -12,7 +12,10 @@
 // ran out of memory in its run phase (RESOURCE_EXHAUSTED; one refused before
 // compiling costs nothing); each runs under a hard memory limit and a sandbox
 // (sandbox.h). Every
-// result carries provenance; errors are values (measure_error.h), never exceptions.
+// result carries its target and provenance; errors are values (measure_error.h),
+// never exceptions. The request's target names the backend the worker compiles for
+// (codegen/backend/registry.h); requests and results cross to the worker as protobuf
+// frames (measure_wire.h), and nowhere else here.
 #pragma once
 
 #include <sys/types.h>
@@ -26,9 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/measure/measurement.h"
 #include "codegen/measure/spawn_thread.h"
 #include "codegen/measure/worker_process.h"
-#include "proto/tensorgym.pb.h"
 #include "support/status.h"
 
 namespace tensorgym {
@@ -66,7 +69,7 @@ class Runner {
   // Measures one request. A zero job_id is replaced by a fresh one (the result
   // carries it). Settings are resolved (runner_settings.h) before anything runs;
   // invalid settings are INSTANTIATION errors.
-  proto::MeasureResult measure(proto::MeasureRequest request);
+  MeasureResult measure(MeasureRequest request);
 
   // Starts every worker that is not running yet, now rather than on first use (a
   // warm pool: the first measurements do not pay for process start-up).
@@ -113,7 +116,7 @@ class Runner {
   WorkerLaunch launch() const;
   bool acquire_run(const Job& job);
   void release_run();
-  proto::MeasureResult run_on_slot(size_t slot, Job& job, const proto::MeasureRequest& request);
+  MeasureResult run_on_slot(size_t slot, Job& job, const MeasureRequest& request);
 
   const RunnerOptions options_;
   SpawnThread spawner_;

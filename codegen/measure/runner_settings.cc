@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "support/cpu_affinity.h"
 
 namespace tensorgym {
@@ -27,39 +29,47 @@ int available_cores() {
   return hw > 0 ? int(hw) : 1;
 }
 
-Expected<proto::RunnerSettings> resolve_runner_settings(const proto::RunnerSettings& settings) {
-  TG_RETURN_IF_ERROR(check_range("number", settings.number(), kMaxNumber));
-  TG_RETURN_IF_ERROR(check_range("repeat", settings.repeat(), kMaxRepeat));
-  TG_RETURN_IF_ERROR(check_range("min_repeat_ms", settings.min_repeat_ms(), kMaxMinRepeatMs));
-  TG_RETURN_IF_ERROR(check_range("threads", settings.threads(), kMaxThreads));
-  TG_RETURN_IF_ERROR(check_range("compile_timeout_s", settings.compile_timeout_s(), kMaxTimeoutS));
-  TG_RETURN_IF_ERROR(check_range("run_timeout_s", settings.run_timeout_s(), kMaxTimeoutS));
-  TG_RETURN_IF_ERROR(check_range("check_points", double(settings.check_points()), double(kMaxCheckPoints)));
-  TG_RETURN_IF_ERROR(check_range("rtol", settings.rtol(), 1));
-  TG_RETURN_IF_ERROR(check_range("atol", settings.atol(), 1e30));
+Expected<RunnerSettings> resolve_runner_settings(const RunnerSettings& settings) {
+  TG_RETURN_IF_ERROR(check_range("number", settings.number, kMaxNumber));
+  TG_RETURN_IF_ERROR(check_range("repeat", settings.repeat, kMaxRepeat));
+  TG_RETURN_IF_ERROR(check_range("min_repeat_ms", settings.min_repeat_ms, kMaxMinRepeatMs));
+  TG_RETURN_IF_ERROR(check_range("threads", settings.threads, kMaxThreads));
+  TG_RETURN_IF_ERROR(check_range("compile_timeout_s", settings.compile_timeout_s, kMaxTimeoutS));
+  TG_RETURN_IF_ERROR(check_range("run_timeout_s", settings.run_timeout_s, kMaxTimeoutS));
+  TG_RETURN_IF_ERROR(check_range("check_points", double(settings.check_points), double(kMaxCheckPoints)));
+  TG_RETURN_IF_ERROR(check_range("rtol", settings.rtol, 1));
+  TG_RETURN_IF_ERROR(check_range("atol", settings.atol, 1e30));
 
-  proto::RunnerSettings r = settings;
-  if (r.number() == 0) r.set_number(1);
-  if (r.repeat() == 0) r.set_repeat(kDefaultRepeat);
-  if (r.min_repeat_ms() == 0) r.set_min_repeat_ms(kDefaultMinRepeatMs);
-  if (r.threads() == 0) r.set_threads(available_cores());
-  if (r.compile_timeout_s() == 0) r.set_compile_timeout_s(kDefaultCompileTimeoutS);
-  if (r.run_timeout_s() == 0) r.set_run_timeout_s(kDefaultRunTimeoutS);
-  if (r.check_points() == 0) r.set_check_points(kDefaultCheckPoints);
-  if (r.rtol() == 0) r.set_rtol(kDefaultRtol);
-  if (r.atol() == 0) r.set_atol(kDefaultAtol);
+  RunnerSettings r = settings;
+  if (r.number == 0) r.number = 1;
+  if (r.repeat == 0) r.repeat = kDefaultRepeat;
+  if (r.min_repeat_ms == 0) r.min_repeat_ms = kDefaultMinRepeatMs;
+  if (r.threads == 0) r.threads = available_cores();
+  if (r.compile_timeout_s == 0) r.compile_timeout_s = kDefaultCompileTimeoutS;
+  if (r.run_timeout_s == 0) r.run_timeout_s = kDefaultRunTimeoutS;
+  if (r.check_points == 0) r.check_points = kDefaultCheckPoints;
+  if (r.rtol == 0) r.rtol = kDefaultRtol;
+  if (r.atol == 0) r.atol = kDefaultAtol;
   return r;
 }
 
-TimingOptions timing_options(const proto::RunnerSettings& resolved) {
+TimingOptions timing_options(const RunnerSettings& resolved) {
   TimingOptions t;
   t.warmup_runs = 1;
-  t.number = resolved.number();
-  t.repeat = resolved.repeat();
-  t.min_repeat_ms = resolved.min_repeat_ms();
-  t.flush_cache = resolved.flush_cache();
+  t.number = resolved.number;
+  t.repeat = resolved.repeat;
+  t.min_repeat_ms = resolved.min_repeat_ms;
+  t.flush_cache = resolved.flush_cache;
   t.max_number = kMaxNumber;
   return t;
+}
+
+std::string runner_settings_key(const RunnerSettings& s) {
+  // Every field, exactly ({} prints the shortest text that reads back the same double).
+  return fmt::format("number={} repeat={} min_repeat_ms={} flush_cache={} threads={} seed={} compile_timeout_s={} "
+                     "run_timeout_s={} check_points={} rtol={} atol={}",
+                     s.number, s.repeat, s.min_repeat_ms, s.flush_cache, s.threads, s.seed, s.compile_timeout_s,
+                     s.run_timeout_s, s.check_points, s.rtol, s.atol);
 }
 
 }  // namespace tensorgym

@@ -1,6 +1,7 @@
 // RunnerSettings: the defaults, the caps, and the translation to TimingOptions.
 //
-// Proto3 cannot tell an unset number from zero, so a zero field means "the default":
+// A zero field means "the default" (as on the wire, where proto3 cannot tell an unset
+// number from zero):
 //   number 1, repeat 5, min_repeat_ms 100, threads = the cores this process may run
 //   on, compile_timeout_s 60, run_timeout_s 60, check_points 1024, rtol 1e-4,
 //   atol 1e-4; flush_cache off; seed 0 is a seed like any other.
@@ -9,8 +10,8 @@
 // repeats. See docs/measurement.md for why.
 #pragma once
 
+#include "codegen/measure/measurement.h"
 #include "codegen/measure/timing.h"
-#include "proto/tensorgym.pb.h"
 #include "support/status.h"
 
 namespace tensorgym {
@@ -36,9 +37,12 @@ int available_cores();
 
 // The settings with every zero field replaced by its default and threads resolved to
 // a count. INVALID_ARGUMENT for negative, non-finite or capped-out values.
-Expected<proto::RunnerSettings> resolve_runner_settings(const proto::RunnerSettings& settings);
+Expected<RunnerSettings> resolve_runner_settings(const RunnerSettings& settings);
 
 // The timing protocol options of resolved settings.
-TimingOptions timing_options(const proto::RunnerSettings& resolved);
+TimingOptions timing_options(const RunnerSettings& resolved);
+
+// A canonical text of settings, for cache keys.
+std::string runner_settings_key(const RunnerSettings& settings);
 
 }  // namespace tensorgym

@@ -10,8 +10,8 @@
 
 #include "codegen/measure/frame.h"
 #include "codegen/measure/measure_job.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/sandbox.h"
-#include "proto/tensorgym.pb.h"
 
 namespace tensorgym {
 namespace {
@@ -68,20 +68,18 @@ int run_worker(WorkerOptions options) {
       log_error(std::string("expected a request frame, got ") + frame_type_name(frame->type));
       return 1;
     }
-    proto::MeasureRequest request;
-    if (!request.ParseFromString(frame->payload)) {
+    Expected<MeasureRequest> request = parse_measure_request(frame->payload);
+    if (!request.ok()) {
       log_error("the request frame does not parse as a MeasureRequest");
       return 1;
     }
 
     bool channel_broken = false;
     MeasureJobHooks hooks;
-    hooks.on_compiled = [&](const proto::MeasureResult& compiled) {
-      proto::MeasureResult progress = compiled;
-      progress.clear_llvm_ir();  // it travels once, with the result
-      std::string bytes;
-      progress.SerializeToString(&bytes);
-      if (Status st = write_frame(out, FrameType::kCompiled, bytes); !st.ok()) {
+    hooks.on_compiled = [&](const MeasureResult& compiled) {
+      MeasureResult progress = compiled;
+      progress.code_text.clear();  // it travels once, with the result
+      if (Status st = write_frame(out, FrameType::kCompiled, serialize(progress)); !st.ok()) {
         log_error("cannot report compilation: " + st.message());
         channel_broken = true;
         return false;
@@ -95,13 +93,12 @@ int run_worker(WorkerOptions options) {
       }
       return true;
     };
-    proto::MeasureResult result = run_measure_job(request, hooks, &cache);
+    MeasureResult result = run_measure_job(*request, hooks, &cache);
     if (channel_broken) return 1;
-    std::string bytes;
-    result.SerializeToString(&bytes);
+    std::string bytes = serialize(result);
     if (bytes.size() > kMaxFramePayload) {
-      result.set_llvm_ir("(LLVM IR of " + std::to_string(result.llvm_ir().size()) + " bytes left out: too large)");
-      result.SerializeToString(&bytes);
+      result.code_text = "(code text of " + std::to_string(result.code_text.size()) + " bytes left out: too large)";
+      bytes = serialize(result);
     }
     if (Status st = write_frame(out, FrameType::kResult, bytes); !st.ok()) {
       log_error("cannot send the result: " + st.message());

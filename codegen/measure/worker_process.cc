@@ -19,7 +19,9 @@
 #include <fstream>
 #include <thread>
 
+#include "codegen/backend/registry.h"
 #include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/sandbox.h"
 
@@ -231,7 +233,9 @@ void WorkerProcess::on_frame() {
     finish(Outcome::kProtocol, std::string("unexpected ") + frame_type_name(frame_type_) + " frame");
   };
   auto take_result = [&] {
-    if (!result_.ParseFromString(payload_)) return finish(Outcome::kProtocol, "the result frame does not parse");
+    Expected<MeasureResult> result = parse_measure_result(payload_);
+    if (!result.ok()) return finish(Outcome::kProtocol, "the result frame does not parse");
+    result_ = std::move(result).value();
     finish(Outcome::kResult);
   };
   switch (phase_) {
@@ -242,7 +246,11 @@ void WorkerProcess::on_frame() {
     case Phase::kCompile:
       if (frame_type_ == FrameType::kResult) return take_result();
       if (frame_type_ != FrameType::kCompiled) return unexpected();
-      if (!compiled_.ParseFromString(payload_)) return finish(Outcome::kProtocol, "the compiled frame does not parse");
+      if (Expected<MeasureResult> compiled = parse_measure_result(payload_); compiled.ok()) {
+        compiled_ = std::move(compiled).value();
+      } else {
+        return finish(Outcome::kProtocol, "the compiled frame does not parse");
+      }
       // Compilation is done: wait for our turn to run (no deadline runs meanwhile),
       // then the run deadline starts with the go.
       if (control_->acquire_run) {
@@ -338,27 +346,26 @@ Status WorkerProcess::await_hello(double timeout_s) {
                                               stderr_report());
 }
 
-proto::MeasureResult WorkerProcess::run_job(const proto::MeasureRequest& request, const JobControl& control) {
+MeasureResult WorkerProcess::run_job(const MeasureRequest& request, const JobControl& control) {
   drain_stderr_nonblocking();  // whatever it wrote while idle is not this job's
   stderr_tail_.clear();
-  compiled_.Clear();
-  result_.Clear();
+  compiled_ = {};
+  result_ = {};
   detail_.clear();
   run_acquired_ = false;
   outcome_ = Outcome::kNone;
   phase_ = Phase::kCompile;
 
-  proto::MeasureResult out;
+  MeasureResult out;
   if (!alive()) {
-    out = error_result(proto::WORKER_LOST, "the worker (pid " + std::to_string(pid_) +
+    out = error_result(MeasureError::kWorkerLost, "the worker (pid " + std::to_string(pid_) +
                                                ") had already ended: " + describe_wait_status(wait_status_));
   } else if (control.cancelled && control.cancelled->load()) {
-    out = error_result(proto::TIMEOUT, "cancelled by the caller before it started");
+    out = error_result(MeasureError::kTimeout, "cancelled by the caller before it started");
   } else {
-    std::string bytes;
-    request.SerializeToString(&bytes);
+    const std::string bytes = serialize(request);
     if (bytes.size() > kMaxFramePayload) {
-      out = error_result(proto::INSTANTIATION, "the request is too large (" + std::to_string(bytes.size()) + " bytes)");
+      out = error_result(MeasureError::kInstantiation, "the request is too large (" + std::to_string(bytes.size()) + " bytes)");
     } else {
       control_ = &control;
       out_frame_ = encode_frame(FrameType::kRequest, bytes);
@@ -376,17 +383,18 @@ proto::MeasureResult WorkerProcess::run_job(const proto::MeasureRequest& request
       out = failure_result(request);
     }
   }
-  out.set_job_id(request.job_id());
-  if (!out.has_provenance()) *out.mutable_provenance() = make_provenance(request.settings(), pid_);
+  out.job_id = request.job_id;
+  if (out.target.empty()) out.target = request.target.empty() ? std::string(kDefaultTarget) : request.target;
+  if (out.provenance.tensorgym_version.empty()) out.provenance = make_provenance(out.target, request.settings, pid_);
   return out;
 }
 
-proto::MeasureResult WorkerProcess::failure_result(const proto::MeasureRequest& request) {
+MeasureResult WorkerProcess::failure_result(const MeasureRequest& request) {
   if (outcome_ == Outcome::kResult) {
-    if (result_.job_id() != request.job_id()) {
+    if (result_.job_id != request.job_id) {
       kill_and_reap();
-      return error_result(proto::WORKER_LOST, "the worker answered job " + std::to_string(result_.job_id()) +
-                                                  " to request " + std::to_string(request.job_id()));
+      return error_result(MeasureError::kWorkerLost, "the worker answered job " + std::to_string(result_.job_id) +
+                                                         " to request " + std::to_string(request.job_id));
     }
     ++jobs_done_;
     return std::move(result_);
@@ -395,41 +403,41 @@ proto::MeasureResult WorkerProcess::failure_result(const proto::MeasureRequest& 
   const int status = outcome_ == Outcome::kChannelClosed ? reap_after_channel_closed() : kill_and_reap();
   drain_stderr_nonblocking();
   const std::string pid = "worker pid " + std::to_string(pid_);
-  proto::MeasureResult r;
+  MeasureResult r;
   switch (outcome_) {
     case Outcome::kTimeout:
-      r = error_result(proto::TIMEOUT, std::string(compiling ? "compilation" : "the run") + " passed its deadline of " +
+      r = error_result(MeasureError::kTimeout, std::string(compiling ? "compilation" : "the run") + " passed its deadline of " +
                                            format_seconds(phase_timeout_s_) + "; the worker was killed (" + pid + ")" +
                                            stderr_report());
       break;
     case Outcome::kCancelled:
-      r = error_result(proto::TIMEOUT, std::string("cancelled by the caller while ") +
+      r = error_result(MeasureError::kTimeout, std::string("cancelled by the caller while ") +
                                            (compiling ? "compiling" : "running") + "; the worker was killed (" + pid +
                                            ")" + stderr_report());
       break;
     case Outcome::kChannelClosed:
       if (WIFEXITED(status) && WEXITSTATUS(status) == kOutOfMemoryExitStatus) {
-        r = error_result(proto::RESOURCE_EXHAUSTED, std::string("the job passed the worker's memory limit while ") +
+        r = error_result(MeasureError::kResourceExhausted, std::string("the job passed the worker's memory limit while ") +
                                                         (compiling ? "compiling" : "running") + " (" + pid + ")" +
                                                         stderr_report());
       } else if (compiling) {
-        r = error_result(proto::COMPILE, "the worker died while compiling: " + describe_wait_status(status) + " (" +
+        r = error_result(MeasureError::kCompile, "the worker died while compiling: " + describe_wait_status(status) + " (" +
                                              pid + ")" + stderr_report());
       } else {
-        r = error_result(proto::RUNTIME_CRASH, "the worker died during the run: " + describe_wait_status(status) +
+        r = error_result(MeasureError::kRuntimeCrash, "the worker died during the run: " + describe_wait_status(status) +
                                                    " (" + pid + ")" + stderr_report());
       }
       break;
     case Outcome::kProtocol:
     case Outcome::kNone:
     case Outcome::kResult:
-      r = error_result(proto::WORKER_LOST,
+      r = error_result(MeasureError::kWorkerLost,
                        "the worker broke the protocol: " + detail_ + " (" + pid + ")" + stderr_report());
       break;
   }
   if (!compiling) {
-    r.set_compile_ms(compiled_.compile_ms());
-    r.set_kernel_cache_hit(compiled_.kernel_cache_hit());
+    r.compile_ms = compiled_.compile_ms;
+    r.kernel_cache_hit = compiled_.kernel_cache_hit;
   }
   return r;
 }

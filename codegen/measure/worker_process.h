@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "codegen/measure/frame.h"
+#include "codegen/measure/measurement.h"
 #include "codegen/measure/spawn_thread.h"
-#include "proto/tensorgym.pb.h"
 #include "support/status.h"
 
 namespace tensorgym {
@@ -74,7 +74,7 @@ class WorkerProcess {
   // from this side (deadline, crash, exit, cancellation, protocol error) is returned
   // as its error class with the worker's stderr tail; the worker is then dead and
   // reaped. Not thread-safe with itself: one job at a time.
-  proto::MeasureResult run_job(const proto::MeasureRequest& request, const JobControl& control);
+  MeasureResult run_job(const MeasureRequest& request, const JobControl& control);
 
   // Thread-safe: wakes the exchange in flight so that it sees its JobControl's
   // `cancelled` flag (set it first); the job then ends as TIMEOUT "cancelled" and the
@@ -106,7 +106,7 @@ class WorkerProcess {
   void finish(Outcome outcome, std::string detail = {});
   int reap_after_channel_closed();
   std::string stderr_report() const;
-  proto::MeasureResult failure_result(const proto::MeasureRequest& request);
+  MeasureResult failure_result(const MeasureRequest& request);
 
   pid_t pid_ = -1;
   bool reaped_ = false;
@@ -135,8 +135,8 @@ class WorkerProcess {
   char stderr_buf_[4096] = {};
   std::string stderr_tail_;
   std::string sandbox_;
-  proto::MeasureResult compiled_;  // the kCompiled frame's content
-  proto::MeasureResult result_;
+  MeasureResult compiled_;  // the kCompiled frame's content
+  MeasureResult result_;
 };
 
 }  // namespace tensorgym

@@ -8,7 +8,7 @@ namespace tensorgym {
 // est_cycles: the analytical cost model on the reference machine (deterministic).
 double estimated_cycles(const LoopNest& nest);
 
-// est_cycles_host: the same model on this host's machine (host_machine_model():
+// est_cycles_host: the same model on this host's machine (the host backend's machine_model():
 // its caches, vector widths, cores, and its gather and scatter costs as measured once
 // per process). Closer to this host's runtimes; neither reproducible elsewhere nor
 // bit-exact across processes.

@@ -3,8 +3,7 @@
 #include "codegen/analysis/features.h"
 #include "codegen/analysis/op_count.h"
 #include "codegen/analysis/scratch.h"
-#include "codegen/cpu/cpu_backend.h"
-#include "codegen/cpu/inst_count.h"
+#include "codegen/backend/registry.h"
 #include "codegen/ir/ir_printer.h"
 #include "envs/schedule/metrics.h"
 #include "envs/schedule/primitive_actions.h"
@@ -12,10 +11,15 @@
 namespace tensorgym {
 namespace {
 
+// The first line of the loop_nest observation: which pipeline the nest comes from.
+constexpr std::string_view kLoopNestHeader =
+    "# target-independent: the generic passes, before the target's own (tensorgym lower --after limit_code_size)\n";
+
 Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
   std::string s;
   s.reserve(1024);
+  s += kLoopNestHeader;
   for (const std::vector<BufferArg>* args : {&nest->inputs.get(), &nest->outputs.get()}) {
     for (const BufferArg& a : *args) {
       s += args == &nest->inputs.get() ? "input " : "output ";
@@ -38,8 +42,8 @@ Expected<Event> action_mask(ScheduleEpisode& e) {
 }
 
 Expected<Event> inst_count(ScheduleEpisode& e) {
-  TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->compilation());
-  TG_ASSIGN_OR_RETURN(std::vector<int64_t> counts, count_llvm_opcodes(r.llvm_ir()));
+  TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->compilation());
+  TG_ASSIGN_OR_RETURN(std::vector<int64_t> counts, host_backend().count_opcodes(r.code_text));
   int64_t n = int64_t(counts.size());
   return Event(Int64Tensor{{n}, std::move(counts)});
 }
@@ -72,7 +76,10 @@ std::vector<ObservationDef> make_observations() {
                  [](ScheduleEpisode& e) -> Expected<Event> { return Event(e.schedule->program().to_text()); }});
   obs.push_back({text("schedule", "the schedule trace, one primitive per line"),
                  [](ScheduleEpisode& e) -> Expected<Event> { return Event(e.schedule->trace().to_string()); }});
-  obs.push_back({text("loop_nest", "the lowered loop nest"), loop_nest_text});
+  obs.push_back({text("loop_nest",
+                      "the lowered loop nest, target-independent: after the generic passes, before the target's own "
+                      "(its first line says so)"),
+                 loop_nest_text});
   obs.push_back({text("cursor", "the loop the cursor points at (cursor action space)"),
                  [](ScheduleEpisode& e) -> Expected<Event> {
                    return Event(CursorActions::describe(e.schedule->state(), e.cursor));
@@ -108,51 +115,51 @@ std::vector<ObservationDef> make_observations() {
                      .set_description("largest total of local buffers live at once, counting parallel copies"),
                  [](ScheduleEpisode& e) -> Expected<Event> {
                    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
-                   int threads = e.context->threads > 0 ? e.context->threads : CpuTarget::host().num_cores;
+                   int threads = e.context->threads > 0 ? e.context->threads : host_backend().target().num_cores;
                    return Event(int64_t(peak_scratch_bytes(*nest, threads)));
                  }});
   obs.push_back({real("flops", "floating-point operations of the program (multiply-add = 2)"),
                  [](ScheduleEpisode& e) -> Expected<Event> { return Event(count_ops(e.schedule->program()).flops); }});
   obs.push_back({text("llvm_ir", "the optimized LLVM IR of the compiled kernel").set_platform_dependent(true),
                  [](ScheduleEpisode& e) -> Expected<Event> {
-                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->compilation());
-                   return Event(r.llvm_ir());
+                   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->compilation());
+                   return Event(r.code_text);
                  }});
-  obs.push_back({Space::int64_box("inst_count", {int64_t(llvm_opcode_names().size())}, 0, Space::kInf)
-                     .set_labels(llvm_opcode_names())
+  const std::vector<std::string>& opcodes = host_backend().opcode_names();
+  obs.push_back({Space::int64_box("inst_count", {int64_t(opcodes.size())}, 0, Space::kInf)
+                     .set_labels(opcodes)
                      .set_platform_dependent(true)
-                     .set_default(Event(Int64Tensor{{int64_t(llvm_opcode_names().size())},
-                                                    std::vector<int64_t>(llvm_opcode_names().size(), 0)}))
+                     .set_default(Event(Int64Tensor{{int64_t(opcodes.size())}, std::vector<int64_t>(opcodes.size(), 0)}))
                      .set_description("instructions per LLVM opcode in the optimized module (labels: opcode names)"),
                  inst_count});
   obs.push_back({real("runtime", "seconds per run, median of the measured repeats (sandboxed worker)")
                      .set_deterministic(false)
                      .set_platform_dependent(true),
                  [](ScheduleEpisode& e) -> Expected<Event> {
-                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
-                   return Event(r.runtime().median_s());
+                   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
+                   return Event(r.runtime.median_s);
                  }});
   obs.push_back({real("gflops", "flops / median runtime, in GFLOP/s").set_deterministic(false).set_platform_dependent(true),
                  [](ScheduleEpisode& e) -> Expected<Event> {
-                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
-                   return Event(r.gflops());
+                   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
+                   return Event(r.gflops);
                  }});
   obs.push_back({real("compile_time", "seconds to compile the kernel").set_deterministic(false).set_platform_dependent(true),
                  [](ScheduleEpisode& e) -> Expected<Event> {
-                   TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
-                   return Event(r.compile_ms() / 1e3);
+                   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
+                   return Event(r.compile_ms / 1e3);
                  }});
   obs.push_back({Space::boolean("correct")
                      .set_default(Event(false))
                      .set_platform_dependent(true)
                      .set_description("the compiled kernel's outputs match the reference evaluator"),
                  [](ScheduleEpisode& e) -> Expected<Event> {
-                   Expected<proto::MeasureResult> r = e.derived->measurement();
+                   Expected<MeasureResult> r = e.derived->measurement();
                    if (!r.ok()) {
                      if (r.status().message().rfind("WRONG_ANSWER", 0) == 0) return Event(false);
                      return r.status();
                    }
-                   return Event(r->correct());
+                   return Event(r->correct);
                  }});
   return obs;
 }

@@ -1,7 +1,8 @@
 #include "envs/env_context.h"
 #include "envs/schedule/rewards.h"
 
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
+#include "codegen/measure/runner_settings.h"
 #include "envs/schedule/metrics.h"
 #include "support/fnv.h"
 
@@ -41,8 +42,10 @@ std::string baseline_key(const std::string& which, const std::string& metric, co
   std::string key = which + "|" + metric + "|" + e.benchmark.uri + "|" +
                     hex64(fnv1a64(trace, fnv1a64(e.benchmark.program_text)));
   if (metric != "est_cycles") {
-    // Measured metrics depend on the machine and on how they were measured.
-    key += "|" + CpuTarget::host().fingerprint() + "|" + e.runner_settings.SerializeAsString();
+    // Measured metrics depend on the target, the machine and how they were measured.
+    Expected<const Backend*> backend = find_backend(e.context->target);
+    key += "|" + e.context->target + ":" + (backend.ok() ? (*backend)->target().fingerprint : std::string()) + "|" +
+           runner_settings_key(e.runner_settings);
     key += "|" + std::to_string(e.context->threads);
   }
   return key;
@@ -89,9 +92,9 @@ Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) 
     TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
     return estimated_cycles(*nest);
   }
-  TG_ASSIGN_OR_RETURN(proto::MeasureResult r, e.derived->measurement());
-  if (metric == "runtime") return r.runtime().median_s();
-  if (metric == "gflops") return r.gflops();
+  TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
+  if (metric == "runtime") return r.runtime.median_s;
+  if (metric == "gflops") return r.gflops;
   return invalid_argument("unknown metric " + metric);
 }
 

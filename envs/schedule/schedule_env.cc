@@ -9,7 +9,7 @@
 #include "envs/schedule/observations.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
-#include "proto/provenance_json.h"
+#include "codegen/measure/measure_wire.h"
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -248,6 +248,7 @@ Expected<std::unique_ptr<Env>> ScheduleEnv::fork() const {
 EpisodeState ScheduleEnv::state() const {
   EpisodeState s;
   s.env = kName;
+  s.target = context_->target;
   if (!started()) return s;
   s.benchmark = episode_.benchmark.uri;
   s.action_space = episode_.action_space == ActionSpaceKind::kCursor ? "cursor" : "primitives";
@@ -262,36 +263,36 @@ EpisodeState ScheduleEnv::state() const {
   }
   // Where and how the current schedule's runtime was measured, if it was.
   if (episode_.derived) {
-    if (std::optional<proto::Provenance> p = episode_.derived->measured_provenance())
+    if (std::optional<Provenance> p = episode_.derived->measured_provenance())
       s.provenance_json = provenance_to_json(*p);
   }
   return s;
 }
 
 Status ScheduleEnv::set_parameter(const std::string& key, const std::string& value) {
-  proto::RunnerSettings& s = episode_.runner_settings;
+  RunnerSettings& s = episode_.runner_settings;
   if (key == "runner.repeat") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
-    s.set_repeat(int32_t(v));
+    s.repeat = int(v);
   } else if (key == "runner.number") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 1 << 30));
-    s.set_number(int32_t(v));
+    s.number = int(v);
   } else if (key == "runner.min_repeat_ms") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 60000));
-    s.set_min_repeat_ms(double(v));
+    s.min_repeat_ms = double(v);
   } else if (key == "runner.threads") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 1024));
-    s.set_threads(int32_t(v));
+    s.threads = int(v);
   } else if (key == "runner.seed") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, INT64_MAX));
-    s.set_seed(uint64_t(v));
+    s.seed = uint64_t(v);
   } else if (key == "runner.flush_cache") {
     if (value != "true" && value != "false") return invalid_argument("runner.flush_cache must be true or false");
-    s.set_flush_cache(value == "true");
+    s.flush_cache = value == "true";
   } else if (key == "runner.timeout_s") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 3600));
-    s.set_compile_timeout_s(double(v));
-    s.set_run_timeout_s(double(v));
+    s.compile_timeout_s = double(v);
+    s.run_timeout_s = double(v);
   } else {
     return invalid_argument("unknown parameter " + quote_text(key) +
                             " (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "

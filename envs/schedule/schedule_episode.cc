@@ -11,14 +11,14 @@ namespace {
 // Not cached: the next call measures again.
 Status cancelled_measurement() { return Status(StatusCode::kCancelled, "measurement cancelled by the caller"); }
 
-bool is_cancelled(const Expected<proto::MeasureResult>& r) {
+bool is_cancelled(const Expected<MeasureResult>& r) {
   return !r.ok() && r.status().code() == StatusCode::kCancelled;
 }
 
 }  // namespace
 
 DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared_ptr<const std::string> program_text,
-                           std::shared_ptr<EnvContext> context, proto::RunnerSettings settings,
+                           std::shared_ptr<EnvContext> context, RunnerSettings settings,
                            const DerivedState* previous)
     : schedule_(std::move(schedule)),
       program_text_(std::move(program_text)),
@@ -51,45 +51,45 @@ Expected<std::shared_ptr<const LoopNest>> DerivedState::nest() {
   return std::shared_ptr<const LoopNest>(lowered, &lowered->nest);
 }
 
-Expected<proto::MeasureResult> DerivedState::run_worker(bool compile_only) {
-  proto::MeasureRequest request;
-  request.set_program(*program_text_);
-  request.set_schedule(schedule_->trace().to_string());
-  *request.mutable_settings() = settings_;
-  if (context_->threads > 0 && request.settings().threads() == 0)
-    request.mutable_settings()->set_threads(context_->threads);
-  request.set_compile_only(compile_only);
-  request.set_emit_llvm_ir(compile_only);
+Expected<MeasureResult> DerivedState::run_worker(bool compile_only) {
+  MeasureRequest request;
+  request.target = context_->target;
+  request.program = *program_text_;
+  request.schedule = schedule_->trace().to_string();
+  request.settings = settings_;
+  if (context_->threads > 0 && request.settings.threads == 0) request.settings.threads = context_->threads;
+  request.compile_only = compile_only;
+  request.emit_code_text = compile_only;
   // A cancellable call (MeasureCancellation): tag the job so the caller can stop it.
   const MeasureCancellation* token = MeasureCancellation::current();
   if (token) {
     if (token->cancelled()) return cancelled_measurement();
-    request.set_job_id(token->job_id());
+    request.job_id = token->job_id();
   }
-  proto::MeasureResult result = context_->runner().measure(request);
+  MeasureResult result = context_->runner().measure(request);
   if (token && token->cancelled()) return cancelled_measurement();
-  if (result.error() != proto::MEASURE_OK) return measure_error_status(result, StatusCode::kFailedPrecondition);
+  if (!result.ok()) return measure_error_status(result, StatusCode::kFailedPrecondition);
   return result;
 }
 
-Expected<proto::MeasureResult> DerivedState::measurement() {
+Expected<MeasureResult> DerivedState::measurement() {
   std::lock_guard<std::mutex> lock(mu_);
   if (measurement_) return *measurement_;
-  Expected<proto::MeasureResult> r = run_worker(false);
+  Expected<MeasureResult> r = run_worker(false);
   if (!is_cancelled(r)) measurement_ = r;
   return r;
 }
 
-std::optional<proto::Provenance> DerivedState::measured_provenance() const {
+std::optional<Provenance> DerivedState::measured_provenance() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!measurement_ || !measurement_->ok()) return std::nullopt;
-  return (**measurement_).provenance();
+  return (**measurement_).provenance;
 }
 
-Expected<proto::MeasureResult> DerivedState::compilation() {
+Expected<MeasureResult> DerivedState::compilation() {
   std::lock_guard<std::mutex> lock(mu_);
   if (compilation_) return *compilation_;
-  Expected<proto::MeasureResult> r = run_worker(true);
+  Expected<MeasureResult> r = run_worker(true);
   if (!is_cancelled(r)) compilation_ = r;
   return r;
 }

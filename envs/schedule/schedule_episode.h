@@ -15,7 +15,7 @@
 #include "datasets/benchmark.h"
 #include "envs/env_context.h"
 #include "envs/schedule/cursor_actions.h"
-#include "proto/tensorgym.pb.h"
+#include "codegen/measure/measurement.h"
 #include "support/deferred_release.h"
 
 namespace tensorgym {
@@ -27,7 +27,7 @@ class DerivedState {
   // `previous`: the derived state of the schedule this one follows in the episode
   // (may be null); its lowering is reused where the schedules allow (lower_reusing).
   DerivedState(std::shared_ptr<const Schedule> schedule, std::shared_ptr<const std::string> program_text,
-               std::shared_ptr<EnvContext> context, proto::RunnerSettings settings,
+               std::shared_ptr<EnvContext> context, RunnerSettings settings,
                const DerivedState* previous = nullptr);
 
   const Schedule& schedule() const { return *schedule_; }
@@ -35,15 +35,15 @@ class DerivedState {
   // A measured run (sandboxed worker): runtime, GFLOP/s, compile time, correctness.
   // Under a cancelled MeasureCancellation (envs/env.h) these return CANCELLED and
   // cache nothing.
-  Expected<proto::MeasureResult> measurement();
+  Expected<MeasureResult> measurement();
   // The provenance of this schedule's measurement when it has been measured (and
   // succeeded); measures nothing.
-  std::optional<proto::Provenance> measured_provenance() const;
+  std::optional<Provenance> measured_provenance() const;
   // Compilation only (sandboxed worker), with the optimized LLVM IR.
-  Expected<proto::MeasureResult> compilation();
+  Expected<MeasureResult> compilation();
 
  private:
-  Expected<proto::MeasureResult> run_worker(bool compile_only);
+  Expected<MeasureResult> run_worker(bool compile_only);
 
   // What the next state of the episode may reuse: this state's lowering when it was
   // computed, else the lowering this state would have reused.
@@ -52,12 +52,12 @@ class DerivedState {
   std::shared_ptr<const Schedule> schedule_;
   std::shared_ptr<const std::string> program_text_;
   std::shared_ptr<EnvContext> context_;
-  proto::RunnerSettings settings_;
+  RunnerSettings settings_;
   mutable std::mutex mu_;
   std::shared_ptr<const LoweredNest> previous_lowering_;  // handed to lower_reusing with nest_
   std::optional<Expected<std::shared_ptr<const LoweredNest>>> nest_;
-  std::optional<Expected<proto::MeasureResult>> measurement_;
-  std::optional<Expected<proto::MeasureResult>> compilation_;
+  std::optional<Expected<MeasureResult>> measurement_;
+  std::optional<Expected<MeasureResult>> compilation_;
 };
 
 struct ScheduleEpisode {
@@ -69,7 +69,7 @@ struct ScheduleEpisode {
   ActionSpaceKind action_space = ActionSpaceKind::kPrimitives;
   Cursor cursor;
   std::vector<std::string> actions;  // canonical text of every applied action
-  proto::RunnerSettings runner_settings;
+  RunnerSettings runner_settings;
   std::shared_ptr<DerivedState> derived;
   std::shared_ptr<const std::string> program_text;  // benchmark.program_text, shared with derived states
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <new>
 
-#include "codegen/cpu/cpu_backend.h"
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
 #include "codegen/schedule/schedule.h"
 #include "memplan/op_stages.h"
@@ -47,7 +47,7 @@ void fill_random(float* data, int64_t n, uint64_t seed, float scale) {
 
 }  // namespace
 
-Expected<std::shared_ptr<const CpuKernel>> KernelCache::get(const std::string& text) {
+Expected<std::shared_ptr<const Executable>> KernelCache::get(const std::string& text) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(text);
@@ -58,8 +58,9 @@ Expected<std::shared_ptr<const CpuKernel>> KernelCache::get(const std::string& t
     return internal_error("operator program does not parse: " + parsed.status().message() + "\n" + text);
   auto program = std::make_shared<const Program>(std::move(*parsed));
   Schedule schedule(program);
-  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(schedule));
-  TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, compile_cpu_kernel(nest));
+  const Backend& backend = host_backend();
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(schedule, backend.lowering()));
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> kernel, backend.compile(nest));
   std::lock_guard<std::mutex> lock(mu_);
   kernels_.emplace(text, kernel);
   return kernel;
@@ -127,7 +128,7 @@ Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions
     if (op.type == "reshape" && out == tensor_ptr[size_t(op.inputs[0])]) continue;  // a view of the same bytes
     for (size_t k = 0; k < program.stages.size(); ++k) {
       const OpStage& stage = program.stages[k];
-      TG_ASSIGN_OR_RETURN(std::shared_ptr<const CpuKernel> kernel, cache.get(program.stage_text(graph, op, k)));
+      TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> kernel, cache.get(program.stage_text(graph, op, k)));
       std::vector<void*> args;
       for (const std::string& r : stage.reads) {
         if (r[0] == 'X') {

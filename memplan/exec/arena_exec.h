@@ -1,4 +1,4 @@
-// Executes a whole model graph on the CPU backend with every tensor where a memory
+// Executes a whole model graph on the host backend (codegen/backend/registry.h) with every tensor where a memory
 // plan put it: one arena holds graph inputs, outputs, intermediates and each
 // operator's scratch (its internal stages run as kernels of their own, so the plan's
 // scratch offsets are exercised too). The same graph run with every tensor in a
@@ -18,17 +18,17 @@
 
 namespace tensorgym {
 
-class CpuKernel;
+class Executable;  // codegen/backend/backend.h
 
 // Compiled kernels by program text (operators of one shape compile once).
 class KernelCache {
  public:
-  Expected<std::shared_ptr<const CpuKernel>> get(const std::string& program_text);
+  Expected<std::shared_ptr<const Executable>> get(const std::string& program_text);
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const CpuKernel>> kernels_;
+  std::map<std::string, std::shared_ptr<const Executable>> kernels_;
 };
 
 struct GraphRun {

@@ -1,0 +1,107 @@
+// The backend interface: what a target is, how a nest is lowered for it and compiled
+// into an executable the runner can time. Every backend (codegen/cpu now; codegen/cuda
+// and codegen/fpga next) implements it once and is registered once (registry.h);
+// nothing outside codegen/ reaches a backend any other way.
+//
+//   const Backend& b = *find_backend("cpu");
+//   LoopNest nest = *lower(schedule, b.lowering());   // generic passes, then the target's
+//   std::shared_ptr<const Executable> exe = *b.compile(nest);
+//   exe->run(args, threads);                           // what the runner times
+//
+// Header only: backends include it without linking the registry.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/lower/loop_nest.h"
+#include "codegen/lower/lower.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+struct MachineModel;  // codegen/analysis/cost_model.h
+
+// A target as results, provenance and cache keys name it.
+struct TargetInfo {
+  std::string name;              // the registry's key: "cpu"
+  std::string triple;            // "x86_64-pc-linux-gnu"
+  std::string device;            // the processor: "znver4" (a CPU name, a GPU model)
+  std::string features;          // "+avx2,+fma,..." (the enabled ones)
+  std::string compiler_version;  // of the code generator: "19.1.7" (LLVM)
+  int num_cores = 1;             // hardware threads a kernel may run on
+  int vector_bits = 0;           // widest usable vector register (0: none)
+  int auto_vector_bits = 0;      // widest vector the code generator's own vectorizer picks
+  // A stable hash of what changes generated code (kernel cache keys, baselines).
+  std::string fingerprint;
+  // What it can measure: kernels run here and are timed (runtime, gflops, correct).
+  // Otherwise results are only modelled (est_cycles) and a measurement is an error.
+  bool can_run = true;
+  // Whether the analytical cost model has this target's machine (Backend::machine_model).
+  bool has_cost_model = false;
+};
+
+struct CompileOptions {
+  bool keep_code_text = false;  // keep the generated code's text (LLVM IR for cpu)
+  // Keep the code generator's remarks (cpu: LLVM's loop-vectorizer and full-unroll
+  // remarks, what the cost model's code-generator rules predict).
+  bool keep_remarks = false;
+};
+
+// A compiled loop nest, callable any number of times from any thread.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // `args` holds one pointer per buffer, the nest's inputs then its outputs, each
+  // dense row-major and 64-byte aligned; each input readable kInputReadSlackBytes
+  // past both ends (support/read_slack.h; HostBuffer's storage is). `num_threads`
+  // <= 0 means every core. Returns when the outputs are written (a device backend
+  // waits for its device), so the runner times any executable with the same
+  // host-clock protocol (codegen/measure/timing.h).
+  virtual void run(void* const* args, int num_threads) const = 0;
+
+  const LoopNest& nest() const { return nest_; }
+  const std::string& code_text() const { return code_text_; }  // empty unless kept
+  const std::vector<std::string>& remarks() const { return remarks_; }  // empty unless kept
+  double compile_ms() const { return compile_ms_; }
+
+ protected:
+  LoopNest nest_;
+  std::string code_text_;
+  std::vector<std::string> remarks_;
+  double compile_ms_ = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const TargetInfo& target() const = 0;
+  const std::string& name() const { return target().name; }
+
+  // The target's own lowering passes, run after the generic pipeline (lower.cc).
+  virtual const LoweringTarget& lowering() const = 0;
+
+  // Compiles a nest lowered for this target (LoopNest::target; FAILED_PRECONDITION
+  // otherwise). Errors are the measurement's COMPILE errors.
+  virtual Expected<std::shared_ptr<const Executable>> compile(const LoopNest& nest,
+                                                              const CompileOptions& options = {}) const = 0;
+
+  // The cost model's machine for this target (caches, cores, vector width, measured
+  // where it runs); null when the target has none (TargetInfo::has_cost_model).
+  virtual const MachineModel* machine_model() const { return nullptr; }
+
+  // The instruction classes of generated code (cpu: LLVM's opcode names), and how many
+  // of each a code text (Executable::code_text) holds, aligned with them.
+  virtual const std::vector<std::string>& opcode_names() const {
+    static const std::vector<std::string> none;
+    return none;
+  }
+  virtual Expected<std::vector<int64_t>> count_opcodes(const std::string& code_text) const {
+    return unimplemented("target " + name() + " does not count instructions");
+  }
+};
+
+}  // namespace tensorgym
