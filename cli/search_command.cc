@@ -14,12 +14,13 @@
 #include <iostream>
 #include <sstream>
 
-#include "agents/kernel_comparison.h"
 #include "agents/search.h"
+#include "benchmarks/baselines/kernel_comparison.h"
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
 #include "cli/remote_evaluator.h"
 #include "cli/search_progress.h"
+#include "plot/curve_svg.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {
