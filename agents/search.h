@@ -221,12 +221,4 @@ class Search {
   StopReason stop_reason_ = StopReason::kNotStarted;
 };
 
-// An SVG line chart of best-so-far GFLOP/s against trials (one or more series).
-struct PlotSeries {
-  std::string label;
-  std::vector<double> values;  // y per trial, trial 1 first
-};
-std::string best_so_far_svg(const std::vector<PlotSeries>& series, const std::string& title,
-                            const std::string& y_label = "best GFLOP/s");
-
 }  // namespace tensorgym

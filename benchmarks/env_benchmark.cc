@@ -65,7 +65,7 @@ BENCHMARK(BM_StepFeatures)->Unit(benchmark::kMicrosecond);
 //   VM its core halts, and the step finds the caches emptied (the service benchmark's
 //   action steps run like this);
 // - kSpin: the thread spins for the benchmark's argument, in us: the same wait with the
-//   core kept busy (`tensorgym serve --keep-cores-awake`). On a shared host the caches
+//   core kept busy. On a shared host the caches
 //   still go cold while it spins: the longer the spin, the slower the step.
 // Counters, in microseconds: the median step (robust to the preemptions of a shared
 // machine) and the median step of each action.

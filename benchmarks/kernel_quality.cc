@@ -3,9 +3,9 @@
 // 3x3 conv2d of resnet50-v0 with its ReLU) compiled by the LLVM backend, against
 // OpenBLAS sgemm and oneDNN matmul / convolution. Everything is timed with the
 // runner's protocol, alternating in every round; ratios are medians of per-round
-// ratios (agents/kernel_comparison.h, which also checks every vendor's output
+// ratios (benchmarks/baselines/kernel_comparison.h, which also checks every vendor's output
 // against ours). OpenBLAS runs with the best core type the host supports
-// (agents/vendor_baselines.h).
+// (benchmarks/baselines/vendor_baselines.h).
 //
 //   build/bin/kernel_quality [--rounds 5] [--threads 1,2]
 #include <cstdio>
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "agents/kernel_comparison.h"
-#include "agents/side_by_side.h"
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/kernel_comparison.h"
+#include "benchmarks/baselines/side_by_side.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/backend/registry.h"
 #include "datasets/registry.h"
 

@@ -10,7 +10,7 @@
 //
 // The searches measure candidates in sandboxed workers (the runner, lighter settings:
 // search_runner_settings()); the final comparisons compile each best schedule in this
-// process and time it side by side with the vendor kernels (agents/kernel_comparison.h:
+// process and time it side by side with the vendor kernels (benchmarks/baselines/kernel_comparison.h:
 // the runner's timing protocol, alternating for several rounds; ratios are medians of
 // per-round ratios, ours / baseline throughput).
 //
@@ -28,11 +28,12 @@
 #include <vector>
 
 #include "agents/evaluator.h"
-#include "agents/kernel_comparison.h"
 #include "agents/search.h"
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/kernel_comparison.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/backend/registry.h"
 #include "datasets/registry.h"
+#include "plot/curve_svg.h"
 
 namespace tensorgym {
 namespace {

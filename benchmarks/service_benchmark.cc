@@ -1,9 +1,8 @@
 // The service against the transport's own floor, side by side in one run.
 //
-//   build/bin/service_benchmark [--rounds N] [--calls N] [--keep-cores-awake] [--busy-poll]
+//   build/bin/service_benchmark [--rounds N] [--calls N] [--busy-poll]
 //                               [--serve-binary PATH] [--baseline OTHER/tensorgym]
 //                               [--pin | --pin-one-core | --pin-servers CPU]
-//                               [--dispatch-cpu auto|none|CPU]
 //
 // Starts `tensorgym serve` (the real service) and a bare gRPC echo server (this binary
 // with --echo-server: a callback service on the same generated API as the service,
@@ -14,10 +13,8 @@
 // more echoes are compared with it: one on gRPC's generic API (the floor of figures
 // before 2026-12-04, 22:00 UTC), and one that spins 5 µs on each call, which shows
 // what that much server time costs a round trip on the machine at hand.
-// --keep-cores-awake starts the service with that option and gives the echo servers
-// the same spinners; --busy-poll makes the client poll for every unary answer, to both
-// servers (client/polled_call.h). Also: the server's own time in each action step
-// (server timing), StartSession and ForkSession latency, the client library's
+// --busy-poll makes the client poll for every unary answer, to both servers
+// (client/polled_call.h). Also: StartSession and ForkSession latency, the client library's
 // Env::step (unary and streaming, each sleeping on or polling for its answers),
 // throughput with 1 and 2 client threads, and the service's memory per idle session.
 //
@@ -27,10 +24,7 @@
 // --pin-one-core runs every process on CPU 0: the shortest round trip on this VM, and
 // the placement where the server's work weighs most against it. --pin-servers CPU runs
 // every server on CPU and leaves this process to the kernel, as `taskset -c CPU
-// tensorgym serve` does for a service and its agent. --dispatch-cpu starts the
-// services with that placement of their call threads (default auto, the service's
-// default; the flag is passed only when it is not auto, which builds before it did not
-// know) and gives the echo servers the same one, so that both sides are placed alike.
+// tensorgym serve` does for a service and its agent.
 //
 // --serve-binary runs the service from another build's tensorgym (default: the one next
 // to this program), e.g. build-release/bin/tensorgym (scripts/build-release).
@@ -68,10 +62,6 @@
 #include "client/polled_call.h"
 #include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
-#include "service/dispatch_placement.h"
-#include "service/keep_awake.h"
-#include "service/server_timing.h"
-#include "support/cpu_affinity.h"
 
 extern char** environ;
 
@@ -104,18 +94,10 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 // gRPC's generic API, TypedEchoService (below) on the generated one.
 using CannedAnswers = std::map<size_t, grpc::ByteBuffer>;
 
-// Where the echo's call threads run: the service's placement (--dispatch-cpu), set
-// before the server starts.
-service::DispatchPlacement* g_echo_placement = nullptr;
-void place_echo_thread() {
-  if (g_echo_placement) g_echo_placement->on_call();
-}
-
 class EchoReactor final : public grpc::ServerGenericBidiReactor {
  public:
   EchoReactor(const CannedAnswers& canned, bool unary) : canned_(canned), unary_(unary) { StartRead(&in_); }
   void OnReadDone(bool ok) override {
-    place_echo_thread();
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
@@ -181,7 +163,6 @@ class TypedEchoService final : public TensorGym::CallbackService {
 
   grpc::ServerUnaryReactor* Step(grpc::CallbackServerContext* ctx, const proto::StepRequest* request,
                                  proto::StepResponse* response) override {
-    place_echo_thread();
     spin();
     *response = answer_for(request->ByteSizeLong());
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
@@ -201,7 +182,6 @@ class TypedEchoService final : public TensorGym::CallbackService {
         Finish(grpc::Status::OK);
         return;
       }
-      place_echo_thread();
       service_.spin();
       out_ = service_.answer_for(in_.ByteSizeLong());
       StartWrite(&out_);
@@ -232,19 +212,7 @@ class TypedEchoService final : public TensorGym::CallbackService {
 };
 
 // answers: "REQUEST_SIZE=FILE" pairs; `typed`: TypedEchoService, else EchoService.
-int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool keep_cores_awake,
-                    bool typed, int work_us) {
-  // The same spinners as the service's: a thread of one's own process takes over an
-  // idle core more cheaply than another process's, so both sides get them.
-  std::unique_ptr<service::CoreKeepAwake> awake;
-  if (keep_cores_awake) {
-    Expected<std::unique_ptr<service::CoreKeepAwake>> k = service::CoreKeepAwake::start();
-    if (!k.ok()) {
-      std::fprintf(stderr, "%s\n", k.status().to_string().c_str());
-      return 1;
-    }
-    awake = std::move(*k);
-  }
+int run_echo_server(const std::string& port_file, const std::vector<std::string>& answers, bool typed, int work_us) {
   EchoService service;
   TypedEchoService typed_service;
   typed_service.work = std::chrono::microseconds(work_us);
@@ -313,26 +281,9 @@ struct Child {
 
 // --pin, --pin-one-core, --pin-servers: the servers' CPU; -1 leaves placement to the kernel.
 int g_server_cpu = -1;
-// --dispatch-cpu: where the services' call threads run (serve --dispatch-cpu), and the
-// echo servers' too.
-int g_dispatch_cpu = service::kDispatchCpuAuto;
 
-// The CPU that most of a process's threads pinned to one CPU are pinned to; -1 for none.
-int single_cpu_of_most_threads(pid_t pid) {
-  std::map<int, int> threads_on;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    Expected<std::vector<int>> cpus = thread_cpus(pid_t(std::stol(task.path().filename().string())));
-    if (cpus.ok() && cpus->size() == 1) ++threads_on[cpus->front()];  // else the thread ended, or is not pinned
-  }
-  int best = -1;
-  for (const auto& [cpu, n] : threads_on)
-    if (best < 0 || n > threads_on[best]) best = cpu;
-  return best;
-}
-
-// Raw calls, not support/cpu_affinity.h: a forked child calls it before exec, where
-// only async-signal-safe calls may run.
+// Raw calls: a forked child calls it before exec, where only async-signal-safe calls
+// may run.
 void pin_to_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -539,8 +490,7 @@ struct StreamSteps {
   }
 };
 
-int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::string& serve_binary,
-                  const std::string& baseline) {
+int run_benchmark(int rounds, int calls, const std::string& serve_binary, const std::string& baseline) {
   const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0700);
   std::snprintf(g_run_dir, sizeof g_run_dir, "%s", dir.c_str());
@@ -558,11 +508,6 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::vector<std::string> serve = {binary,        "serve",   "--port",         "0",     "--port-file", port_file,
                                       "--log-level", "warning", "--max-sessions", "100000",
                                       "--max-sessions-per-client", "100000"};
-    if (keep_cores_awake) serve.push_back("--keep-cores-awake");
-    if (g_dispatch_cpu != service::kDispatchCpuAuto) {  // the default; builds before it take numbers only
-      serve.push_back("--dispatch-cpu");
-      serve.push_back(service::dispatch_cpu_name(g_dispatch_cpu));
-    }
     if (spawn(serve, port_file, child)) return true;
     std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
     return false;
@@ -637,21 +582,11 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
     std::ofstream(file, std::ios::binary) << *answer;
     answer_args.push_back(std::to_string(size) + "=" + file);
   }
-  // The echoes' call threads are placed as the service's: under auto, on the CPU where
-  // the service gathered its own (it has served calls by now). Two servers that each
-  // chose for themselves could land one on the client's core and one off it, and a
-  // round trip within one core costs less than one across cores on this VM.
-  int echo_dispatch_cpu = g_dispatch_cpu;
-  if (g_dispatch_cpu == service::kDispatchCpuAuto) {
-    if (const int home = single_cpu_of_most_threads(real.pid); home >= 0) echo_dispatch_cpu = home;
-  }
   // An echo server named `name` (its port file), with `flag` (empty for none).
   auto start_echo = [&](const std::string& name, const std::string& flag, Child* child) {
     const std::string port_file = dir + "/" + name + ".port";
     std::vector<std::string> echo_args = {self, "--echo-server", port_file};
     echo_args.insert(echo_args.end(), answer_args.begin(), answer_args.end());
-    if (keep_cores_awake) echo_args.push_back("--keep-cores-awake");
-    echo_args.push_back("--dispatch-cpu=" + service::dispatch_cpu_name(echo_dispatch_cpu));
     if (!flag.empty()) echo_args.push_back(flag);
     if (spawn(echo_args, port_file, child)) return true;
     std::fprintf(stderr, "cannot start the %s server\n", name.c_str());
@@ -673,9 +608,8 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
 
   std::printf(
       "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
-      "action_mask step: request %zu B, response %zu B; call threads: service --dispatch-cpu %s, echoes %s\n\n",
-      rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size(),
-      service::dispatch_cpu_name(g_dispatch_cpu).c_str(), service::dispatch_cpu_name(echo_dispatch_cpu).c_str());
+      "action_mask step: request %zu B, response %zu B\n\n",
+      rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size());
   std::printf("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
 
   // 1. Unary Step: an action + the loop_nest observation.
@@ -725,38 +659,6 @@ int run_benchmark(int rounds, int calls, bool keep_cores_awake, const std::strin
                                [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
   std::printf("| the echo spinning %d us a call / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
               kEchoWorkUs, working.a_us, working.b_us, working.ratio);
-
-  // Where an action step's round trip goes: the same episodes, each Step asking for the
-  // server's own time (service/server_timing.h). The timing metadata makes these calls
-  // a few bytes larger than the ones compared with the echo, so they are reported
-  // apart. What the round trip adds beyond the server's time is gRPC and the kernel.
-  {
-    std::vector<std::vector<double>> round_trip(kActions.size()), in_server(kActions.size());
-    std::string session;
-    for (int i = 0; i < rounds * calls; ++i) {
-      const size_t a = size_t(i) % kActions.size();
-      if (a == 0) {
-        if (!session.empty()) end_session(*real_stub, session);
-        session = start_session(*real_stub);
-      }
-      const proto::StepRequest r = step_request(session, kActions[a], "loop_nest");
-      proto::StepResponse out;
-      grpc::ClientContext ctx;
-      ctx.AddMetadata(service::kServerTimingRequestKey, "1");
-      const auto t0 = Clock::now();
-      const grpc::Status st = unary_step(*real_stub, &ctx, r, &out);
-      const double us = micros(Clock::now() - t0);
-      const auto& trailing = ctx.GetServerTrailingMetadata();
-      const auto it = trailing.find(service::kServerTimeKey);
-      if (!st.ok() || it == trailing.end()) fail("Step with server timing: " + st.error_message());
-      round_trip[a].push_back(us);
-      in_server[a].push_back(std::stod(std::string(it->second.data(), it->second.size())));
-    }
-    end_session(*real_stub, session);
-    for (size_t a = 0; a < kActions.size(); ++a)
-      std::printf("| unary Step (%s + loop_nest): round trip, of it in the server, us | %.1f | %.1f | |\n",
-                  kActions[a].c_str(), median(round_trip[a]), median(in_server[a]));
-  }
 
   // 3. Session stream: one message each way, action + loop_nest.
   {
@@ -961,7 +863,6 @@ int main(int argc, char** argv) {
       answers.erase(it);
       return true;
     };
-    const bool keep_cores_awake = take_flag("--keep-cores-awake");
     const bool generic = take_flag("--generic");
     // --name=N: an integer option, -1 when absent.
     auto take_int = [&](const std::string& name) {
@@ -974,29 +875,11 @@ int main(int argc, char** argv) {
       return -1;
     };
     const int work_us = std::max(0, take_int("--work-us"));
-    // The same placement of the call threads as the service's.
-    std::string dispatch = "auto";
-    for (auto it = answers.begin(); it != answers.end(); ++it) {
-      if (it->rfind("--dispatch-cpu=", 0) != 0) continue;
-      dispatch = it->substr(std::strlen("--dispatch-cpu="));
-      answers.erase(it);
-      break;
-    }
-    tensorgym::Expected<int> cpu = tensorgym::service::parse_dispatch_cpu(dispatch);
-    tensorgym::Expected<std::unique_ptr<tensorgym::service::DispatchPlacement>> placement =
-        cpu.ok() ? tensorgym::service::DispatchPlacement::create(*cpu) : cpu.status();
-    if (!placement.ok()) {
-      std::fprintf(stderr, "echo: %s\n", placement.status().to_string().c_str());
-      return 1;
-    }
-    tensorgym::g_echo_placement = placement->get();
-    return tensorgym::run_echo_server(argv[2], answers, keep_cores_awake, !generic, work_us);
+    return tensorgym::run_echo_server(argv[2], answers, !generic, work_us);
   }
   int rounds = 15, calls = 200;
-  bool keep_cores_awake = false;
   std::string baseline, serve_binary;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--keep-cores-awake") == 0) keep_cores_awake = true;
     if (std::strcmp(argv[i], "--busy-poll") == 0) tensorgym::g_busy_poll = true;
     if (std::strcmp(argv[i], "--pin") == 0 && std::thread::hardware_concurrency() >= 2) {
       tensorgym::pin_to_cpu(0);  // before any gRPC thread starts: they inherit it
@@ -1010,16 +893,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(8, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--pin-servers") == 0) tensorgym::g_server_cpu = std::max(0, std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--dispatch-cpu") == 0) {
-      tensorgym::Expected<int> cpu = tensorgym::service::parse_dispatch_cpu(argv[i + 1]);
-      if (!cpu.ok()) {
-        std::fprintf(stderr, "%s\n", cpu.status().to_string().c_str());
-        return 2;
-      }
-      tensorgym::g_dispatch_cpu = *cpu;
-    }
     if (std::strcmp(argv[i], "--baseline") == 0) baseline = argv[i + 1];
     if (std::strcmp(argv[i], "--serve-binary") == 0) serve_binary = argv[i + 1];
   }
-  return tensorgym::run_benchmark(rounds, calls, keep_cores_awake, serve_binary, baseline);
+  return tensorgym::run_benchmark(rounds, calls, serve_binary, baseline);
 }

@@ -27,8 +27,8 @@
 #include "datasets/onnx_import.h"
 #include "memplan/order.h"
 #include "memplan/planner.h"
-#include "memplan/svg.h"
 #include "memplan/verify.h"
+#include "plot/plan_svg.h"
 #include "spaces/event.h"
 
 namespace tensorgym::cli {

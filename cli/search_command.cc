@@ -19,14 +19,15 @@
 #include <iostream>
 #include <sstream>
 
-#include "agents/kernel_comparison.h"
 #include "agents/search.h"
+#include "benchmarks/baselines/kernel_comparison.h"
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
 #include "cli/figures.h"
 #include "cli/json_text.h"
 #include "cli/remote_evaluator.h"
 #include "cli/search_progress.h"
+#include "plot/curve_svg.h"
 #include "proto/episode_state_io.h"
 #include "spaces/event.h"
 

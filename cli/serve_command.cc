@@ -12,7 +12,6 @@ namespace tensorgym::cli {
 void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<service::ServerOptions>();
   auto level = std::make_shared<std::string>("info");
-  auto dispatch = std::make_shared<std::string>("auto");
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "Serve the environments over gRPC (sessions, steps, fork, state, validate; grpc.health.v1). Binds loopback "
@@ -71,26 +70,16 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--exclusive-measure", o->exclusive_measure,
                   "Timed runs one at a time across the workers, compilations in parallel (false: timed runs in parallel too)")
       ->default_val(true);
-  cmd->add_flag("--keep-cores-awake", o->keep_cores_awake,
-               "Keep the cores from idling between requests (a SCHED_IDLE spinner per core): lower step latency on "
-               "VMs, at the cost of the idle cores' power");
-  cmd->add_option("--dispatch-cpu", *dispatch,
-                  "Where the gRPC threads that serve calls run: auto (together on one CPU while their load fits in "
-                  "it, spread when it does not), none (where the kernel puts them), or a CPU number")
-      ->default_val("auto");
   cmd->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds calls in flight get to finish after SIGTERM")
       ->default_val(10)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parent-pid", o->parent_pid, "Exit when this process is no longer the parent (managed mode)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-level", *level, "debug, info, warning, error or off (logs go to stderr)")->default_val("info");
-  cmd->callback([o, level, dispatch] {
+  cmd->callback([o, level] {
     Expected<service::LogLevel> l = service::parse_log_level(*level);
     if (!l.ok()) throw CLI::RuntimeError(report_error(l.status()));
     o->log_level = *l;
-    Expected<int> cpu = service::parse_dispatch_cpu(*dispatch);
-    if (!cpu.ok()) throw CLI::RuntimeError(report_error(cpu.status()));
-    o->dispatch_cpu = *cpu;
     const Status listen = check_can_listen(o->host, o->port);
     if (!listen.ok()) throw CLI::RuntimeError(report_error(listen));
     const int status = service::run_server(*o);

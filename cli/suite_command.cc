@@ -4,7 +4,7 @@
 //   Runs the agent on every benchmark of the selection (batch 1 unless named), validates
 //   each best state by replaying it (envs/replay.h), and times the best schedule side by
 //   side in this process with the expert schedule where the benchmark has one and the
-//   vendor libraries that compute the operator (agents/kernel_comparison.h). Writes
+//   vendor libraries that compute the operator (benchmarks/baselines/kernel_comparison.h). Writes
 //   DIR/results.csv and DIR/states.jsonl and prints the table with geometric means.
 // tensorgym suite --suite graphs-v0 [--graphs NAME,...] [--planners all|NAME,...]
 //                 [--time-limit S] [--seed S] --out DIR
@@ -26,10 +26,10 @@
 #include <set>
 #include <sstream>
 
-#include "agents/kernel_comparison.h"
 #include "agents/search.h"
-#include "agents/side_by_side.h"
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/kernel_comparison.h"
+#include "benchmarks/baselines/side_by_side.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
 #include "cli/json_text.h"

@@ -95,8 +95,7 @@ Expected<std::unique_ptr<Journal>> Journal::open(const std::string& path, bool r
       j->torn_line_ = line.empty() ? std::string("(a lone newline)") : line;
       break;
     }
-    if (!j->keys_.insert(r->key).second) ++j->duplicate_lines_;
-    ++j->lines_on_open_;
+    j->keys_.insert(r->key);
     pos = complete ? end + 1 : end;
     keep = pos;
   }

@@ -34,9 +34,6 @@ class Journal {
   const std::string& path() const { return path_; }
   // Keys of the results found on open (resume).
   const std::unordered_set<std::string>& keys() const { return keys_; }
-  int64_t lines_on_open() const { return lines_on_open_; }
-  // Lines on open that repeated a key already seen (kept; the first one counts).
-  int64_t duplicate_lines() const { return duplicate_lines_; }
   // The torn last line that was cut off on open ("" when there was none).
   const std::string& torn_line() const { return torn_line_; }
 
@@ -56,8 +53,6 @@ class Journal {
   std::string path_;
   int fd_ = -1;
   std::unordered_set<std::string> keys_;
-  int64_t lines_on_open_ = 0;
-  int64_t duplicate_lines_ = 0;
   std::string torn_line_;
 
   mutable std::mutex mu_;

@@ -181,7 +181,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   options.call_threads = 2;
   options.eval_concurrency = 2;
   options.shutdown_grace_s = 0;
-  options.dispatch_cpu = tg::service::kDispatchCpuNone;  // leave the fuzzer's threads unpinned
   options.log_level = tg::service::LogLevel::kError;
   tg::Expected<std::unique_ptr<tg::service::Server>> started = tg::service::Server::start(options);
   if (!started.ok()) {

@@ -6,16 +6,6 @@
 
 namespace tensorgym {
 
-const char* buffer_kind_name(BufferKind kind) {
-  switch (kind) {
-    case BufferKind::kInput: return "input";
-    case BufferKind::kOutput: return "output";
-    case BufferKind::kIntermediate: return "intermediate";
-    case BufferKind::kScratch: return "scratch";
-  }
-  return "?";
-}
-
 bool inplace_legal(const Graph& graph, int op, int k, const std::vector<int>& position_of, int position) {
   const GraphOp& o = graph.ops[size_t(op)];
   if (std::find(o.inplace_inputs.begin(), o.inplace_inputs.end(), k) == o.inplace_inputs.end()) return false;

@@ -33,7 +33,6 @@ struct GraphDecisions {
 };
 
 enum class BufferKind : uint8_t { kInput, kOutput, kIntermediate, kScratch };
-const char* buffer_kind_name(BufferKind kind);
 
 struct GraphLayout {
   Instance instance;                                // sizes rounded up to the alignment

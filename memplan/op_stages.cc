@@ -113,14 +113,6 @@ std::string OpProgram::stage_text(const Graph& graph, const GraphOp& op, size_t 
   return text + s.line + "\n";
 }
 
-std::string OpProgram::full_text(const Graph& graph, const GraphOp& op) const {
-  std::string text;
-  for (size_t i = 0; i < input_names.size(); ++i)
-    text += "input " + input_names[i] + ": f32" + shape_text(graph.tensors[size_t(op.inputs[i])].shape) + "\n";
-  for (const OpStage& s : stages) text += s.line + "\n";
-  return text;
-}
-
 int64_t op_scratch_bytes(const OpProgram& program, int64_t alignment) {
   int64_t bytes = 0;
   for (size_t k = 0; k + 1 < program.stages.size(); ++k)

@@ -28,8 +28,6 @@ struct OpProgram {
   std::vector<std::string> input_names;  // "X0", "X1", ... for the operator's inputs, in order
   std::vector<OpStage> stages;           // the last one writes the operator's output
 
-  // The whole operator as one program (for the reference evaluator and tests).
-  std::string full_text(const Graph& graph, const GraphOp& op) const;
   // Stage `k` as a program of its own: its reads declared as inputs, then the stage.
   std::string stage_text(const Graph& graph, const GraphOp& op, size_t k) const;
 };

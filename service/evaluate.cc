@@ -173,8 +173,6 @@ bool uses_measurement(const proto::EvaluateJob& job, const Env& env) {
 
 }  // namespace
 
-std::string job_error_name(proto::JobError error) { return client::job_error_class(error); }
-
 MeasuringSpaces::MeasuringSpaces() {
   for (const std::string& name : env_names()) {
     Expected<std::unique_ptr<Env>> env = make_env(name, std::make_shared<EnvContext>());

@@ -68,9 +68,6 @@ class MeasuringSpaces {
 proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shared_ptr<EnvContext>& context,
                                   const EvaluateLimits& limits);
 
-// The text name of a class: "OK", "MALFORMED", "COMPILE", ... (JobError without JOB_).
-std::string job_error_name(proto::JobError error);
-
 struct EvaluatePoolOptions {
   int concurrency = 2;     // jobs at once
   int measure_slots = 1;   // of which measuring at once

@@ -21,8 +21,6 @@
 #include "datasets/file_access.h"
 #include "datasets/registry.h"
 #include "service/auth.h"
-#include "service/dispatch_placement.h"
-#include "service/keep_awake.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
 #include "support/credential_files.h"
@@ -72,7 +70,6 @@ struct Server::Impl {
   bool stopping = false;
   bool shut_down = false;
   std::thread reaper;
-  std::unique_ptr<CoreKeepAwake> keep_awake;  // with --keep-cores-awake
 
   void run_reaper() {
     const double period_s = options.idle_timeout_s > 0 ? std::clamp(options.idle_timeout_s / 4, 0.05, 1.0) : 1.0;
@@ -110,7 +107,6 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   if (!options.allow_files.empty()) {
     TG_ASSIGN_OR_RETURN(files, FileAccess::below(options.allow_files));
   }
-  TG_ASSIGN_OR_RETURN(std::unique_ptr<DispatchPlacement> placement, DispatchPlacement::create(options.dispatch_cpu));
   if (options.eval_concurrency < 0 || options.eval_max_queued_jobs <= 0)
     return invalid_argument("--concurrency must be >= 0 and --max-queued-jobs positive");
 
@@ -126,16 +122,11 @@ Expected<std::unique_ptr<Server>> Server::start(const ServerOptions& options) {
   impl->context->worker_binary = options.worker_binary;
   impl->context->threads = options.threads;
   impl->context->serialize_runs = options.exclusive_measure;
-  // Made here, not in a call: its spawn thread would inherit a call thread's pin
-  // (--dispatch-cpu), and so would every measurement worker it starts.
+  // Made here, on the thread that starts the server, not in a call on one of gRPC's
+  // threads: its spawn thread, and every worker it starts, inherit their maker's
+  // thread attributes (CPU affinity, signal mask).
   (void)impl->context->runner();
-  impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth), std::move(placement));
-  if (options.keep_cores_awake) {
-    Expected<std::unique_ptr<CoreKeepAwake>> k = CoreKeepAwake::start();
-    if (!k.ok()) return k.status();
-    log(LogLevel::kInfo, "keeping " + std::to_string((*k)->cores().size()) + " cores awake between requests");
-    impl->keep_awake = std::move(*k);
-  }
+  impl->service = std::make_unique<TensorGymService>(options, impl->context, std::move(auth));
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options.tls_cert_file.empty()) {
@@ -221,7 +212,6 @@ void Server::shutdown(std::chrono::steady_clock::duration grace) {
   impl_->server->Wait();
   impl_->service->sessions().clear();
   if (impl_->context) impl_->context->runner().shutdown();
-  impl_->keep_awake.reset();
   log(LogLevel::kInfo, "stopped");
 }
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "envs/env_context.h"
-#include "service/dispatch_placement.h"
 #include "service/log.h"
 
 namespace tensorgym::service {
@@ -51,15 +50,6 @@ struct ServerOptions {
   // that a measurement has quiet cores; false lets the workers time in parallel (more
   // throughput, noisier numbers).
   bool exclusive_measure = true;
-
-  // Keep the cores from idling between requests: one SCHED_IDLE spinner per core
-  // (service/keep_awake.h). Lower step latency on VMs, at the idle cores' power.
-  bool keep_cores_awake = false;
-
-  // Where the gRPC threads that serve calls run (service/dispatch_placement.h): a CPU,
-  // kDispatchCpuNone (the kernel's choice) or kDispatchCpuAuto (together on one CPU
-  // while their load fits in it).
-  int dispatch_cpu = kDispatchCpuAuto;
 
   // SIGTERM: calls in flight get this long to finish.
   double shutdown_grace_s = 10;

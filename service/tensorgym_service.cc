@@ -14,9 +14,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
 #include "envs/replay.h"
-#include "service/dispatch_placement.h"
 #include "service/log.h"
-#include "service/server_timing.h"
 #include "support/deferred_release.h"
 #include "support/quote.h"
 
@@ -68,11 +66,10 @@ class TensorGymService::SlowUnaryReactor final : public grpc::ServerUnaryReactor
 };
 
 TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context,
-                                   Authenticator auth, std::unique_ptr<DispatchPlacement> placement)
+                                   Authenticator auth)
     : options_(options),
       context_(std::move(context)),
       auth_(std::move(auth)),
-      placement_(std::move(placement)),
       sessions_(options.max_sessions, options.max_sessions_per_client) {
   const int threads = options_.call_threads > 0 ? options_.call_threads : 2 * std::max(1, options_.workers) + 2;
   std::shared_ptr<EnvContext> ctx = context_;
@@ -122,7 +119,6 @@ bool TensorGymService::may_measure(const std::string& env, const std::vector<std
 }
 
 Expected<std::string> TensorGymService::admit(const grpc::CallbackServerContext& ctx) const {
-  placement_->on_call();
   return auth_.identify(ctx);
 }
 
@@ -334,7 +330,6 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
                                                  proto::StepResponse* response) {
   Expected<std::string> caller = admit(*ctx);
   if (!caller.ok()) return finish(ctx, caller.status());
-  const ServerTiming timing(*ctx);
   // What the step drops is destroyed once the answer is written (step_messages.h).
   DeferredReleaseScope release_after_answer;
   auto args = std::make_shared<StepArgs>();
@@ -345,9 +340,8 @@ grpc::ServerUnaryReactor* TensorGymService::Step(grpc::CallbackServerContext* ct
   const bool error_in_response = request->error_in_response();
   grpc::ServerUnaryReactor* reactor = with_session(
       ctx, std::move(*found), slow,
-      [this, args, response, error_in_response, ctx, timing](service::Session& s, CallExecutor::Call* call) {
+      [this, args, response, error_in_response](service::Session& s, CallExecutor::Call* call) {
         grpc::Status st = step_session(s, *args, call, response);
-        timing.report(*ctx);
         if (!st.ok() || error_in_response || response->status().code() == 0) return st;
         // The conventional form: the step's error is the call's status.
         return grpc::Status(grpc::StatusCode(response->status().code()), response->status().message());
@@ -465,8 +459,6 @@ class TensorGymService::SessionStream final : public grpc::ServerBidiReactor<pro
   }
 
   void OnReadDone(bool ok) override {
-    // The next message may come on another of gRPC's threads.
-    service_.placement_->on_call();
     {
       std::lock_guard<std::mutex> lock(mu_);
       reading_ = false;
@@ -619,7 +611,6 @@ void TensorGymService::shutdown(std::chrono::steady_clock::duration grace) {
 
 grpc::ServerBidiReactor<proto::EvaluateRequest, proto::EvaluateResponse>* TensorGymService::Evaluate(
     grpc::CallbackServerContext* ctx) {
-  placement_->on_call();
   return new_evaluate_reactor(*evaluate_, auth_, ctx);
 }
 

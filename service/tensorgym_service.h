@@ -25,8 +25,7 @@ namespace tensorgym::service {
 
 class TensorGymService final : public proto::TensorGym::CallbackService {
  public:
-  TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context, Authenticator auth,
-                   std::unique_ptr<DispatchPlacement> placement);
+  TensorGymService(const ServerOptions& options, std::shared_ptr<EnvContext> context, Authenticator auth);
   ~TensorGymService() override;
 
   grpc::ServerUnaryReactor* GetVersion(grpc::CallbackServerContext* ctx, const proto::GetVersionRequest* request,
@@ -71,8 +70,6 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   SessionTable& sessions() { return sessions_; }
   CallExecutor& executor() { return *executor_; }
   EvaluatePool& evaluate_pool() { return *evaluate_; }
-  // The CPU the call threads are kept on now (--dispatch-cpu); -1: the kernel's choice.
-  int dispatch_home_cpu() const { return placement_->home_cpu(); }
 
  private:
   class SlowUnaryReactor;
@@ -98,14 +95,13 @@ class TensorGymService final : public proto::TensorGym::CallbackService {
   // Runs fn(call) on the executor and finishes the call with its status.
   template <class Fn>
   grpc::ServerUnaryReactor* run_slow(grpc::CallbackServerContext* ctx, Fn fn);
-  // Every call starts here: places this gRPC thread (--dispatch-cpu), then checks the
-  // caller's token. The caller's identity (Authenticator::identify).
+  // Every call starts here: checks the caller's token. The caller's identity
+  // (Authenticator::identify).
   Expected<std::string> admit(const grpc::CallbackServerContext& ctx) const;
 
   const ServerOptions options_;
   const std::shared_ptr<EnvContext> context_;
   const Authenticator auth_;
-  const std::unique_ptr<DispatchPlacement> placement_;
   StepMessageAllocator step_messages_;  // Step's messages, and what a step drops (step_messages.h)
   SessionTable sessions_;
   std::unique_ptr<CallExecutor> executor_;

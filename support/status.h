@@ -36,7 +36,6 @@ class [[nodiscard]] Status {
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
-  static Status ok_status() { return Status(); }
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }

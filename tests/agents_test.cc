@@ -17,7 +17,7 @@
 #include "agents/evaluator.h"
 #include "agents/search.h"
 #include "agents/sketch.h"
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/interpreter.h"
 #include "codegen/lower/lower.h"

@@ -17,8 +17,8 @@
 #include "memplan/offset_search.h"
 #include "memplan/order.h"
 #include "memplan/planner.h"
-#include "memplan/svg.h"
 #include "memplan/verify.h"
+#include "plot/plan_svg.h"
 #include "support/random.h"
 #include "tests/test_support.h"
 

@@ -22,14 +22,10 @@
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/auth.h"
 #include "service/convert.h"
-#include "service/dispatch_placement.h"
-#include "service/keep_awake.h"
 #include "service/server.h"
-#include "service/server_timing.h"
 #include "service/session_table.h"
 #include "service/step_messages.h"
 #include "service/tensorgym_service.h"
-#include "support/cpu_affinity.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
@@ -441,29 +437,26 @@ TEST(Service, StartStepForkStateEnd) {
   EXPECT_EQ(detail.session_id(), fr.session_id());
 }
 
-// How many of this process's threads may run on `cpu` only.
-int threads_pinned_to(int cpu) {
-  int pinned = 0;
+// This process's threads whose CPU affinity is not the process's own (a thread pinned
+// to some of its CPUs); threads that end while they are read are skipped.
+int threads_with_another_affinity() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return -1;
+  int others = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    Expected<std::vector<int>> cpus = thread_cpus(pid_t(std::stol(task.path().filename().string())));
-    if (cpus.ok() && *cpus == std::vector<int>{cpu}) ++pinned;  // else the thread ended, or runs elsewhere
+    cpu_set_t theirs;
+    CPU_ZERO(&theirs);
+    if (sched_getaffinity(pid_t(std::stol(task.path().filename().string())), sizeof theirs, &theirs) != 0) continue;
+    others += !CPU_EQUAL(&theirs, &mine);
   }
-  return pinned;
+  return others;
 }
 
-// --dispatch-cpu: the threads that ran the calls are on that CPU; the caller's thread
-// (and so the rest of the process) keeps its own affinity.
-TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "this process may run on one CPU only";
-  int cpu = -1;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &allowed)) cpu = c;  // the last one allowed
-  service::ServerOptions o = test_options();
-  o.dispatch_cpu = cpu;
-  TestServer server(o);
+// The service places no thread: gRPC's threads, the call executor's and the runner's
+// stay where the kernel puts them, within the process's affinity.
+TEST(Service, ServesWithoutPinningAnyThread) {
+  TestServer server(test_options());
   ASSERT_TRUE(server.stub);
   // gRPC's threads take calls in turn: a few calls reach each of them.
   for (int i = 0; i < 8; ++i) {
@@ -473,178 +466,8 @@ TEST(Service, DispatchCpuKeepsTheServingThreadsOnItsCpu) {
   const std::string id = start(*server.stub);
   proto::StepResponse r;
   ASSERT_TRUE(step(*server.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r).ok());
-  EXPECT_GE(threads_pinned_to(cpu), 1);
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-  EXPECT_TRUE(CPU_EQUAL(&mine, &allowed));
-}
-
-TEST(Service, DispatchCpuOutsideTheAllowedOnesIsRefused) {
-  service::ServerOptions o = test_options();
-  o.dispatch_cpu = CPU_SETSIZE + 3;
-  Expected<std::unique_ptr<service::Server>> s = service::Server::start(o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_CONTAINS(s.status().message(), "--dispatch-cpu " + std::to_string(CPU_SETSIZE + 3));
-  EXPECT_CONTAINS(s.status().message(), "may run on CPUs");
-  o.dispatch_cpu = -3;
-  s = service::Server::start(o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-}
-
-// The default placement (auto): one agent's calls gather gRPC's call threads on one CPU.
-TEST(Service, AutoDispatchGathersOneAgentsCallThreads) {
-  Expected<std::vector<int>> allowed = allowed_cpus();
-  ASSERT_TRUE(allowed.ok());
-  if (allowed->size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
-  service::ServerOptions o = test_options();
-  ASSERT_EQ(o.dispatch_cpu, service::kDispatchCpuAuto);
-  TestServer server(o);
-  ASSERT_TRUE(server.stub);
-  const std::string id = start(*server.stub);
-  proto::StepResponse r;
-  for (const char* a : {"split(C.i, 32, io, ii)", "split(C.j, 16, jo, ji)", "reorder(C, io, jo, ii, ji)"})
-    ASSERT_TRUE(step(*server.stub, id, {text(a)}, {"loop_nest"}, {}, &r).ok());
-  const int home = server.server->service().dispatch_home_cpu();
-  ASSERT_GE(home, 0);
-  EXPECT_NE(std::find(allowed->begin(), allowed->end(), home), allowed->end());
-  EXPECT_GE(threads_pinned_to(home), 1);
-}
-
-TEST(DispatchPlacement, DispatchCpuTakesAutoNoneOrACpuNumber) {
-  EXPECT_EQ(*service::parse_dispatch_cpu("auto"), service::kDispatchCpuAuto);
-  EXPECT_EQ(*service::parse_dispatch_cpu("none"), service::kDispatchCpuNone);
-  EXPECT_EQ(*service::parse_dispatch_cpu("3"), 3);
-  for (const char* bad : {"", "-1", "x", "1.5", "auto ", "12345678"}) {
-    Expected<int> cpu = service::parse_dispatch_cpu(bad);
-    ASSERT_FALSE(cpu.ok()) << bad;
-    EXPECT_EQ(cpu.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_CONTAINS(cpu.status().message(), "auto, none or a CPU number");
-  }
-  for (int cpu : {service::kDispatchCpuAuto, service::kDispatchCpuNone, 7})
-    EXPECT_EQ(*service::parse_dispatch_cpu(service::dispatch_cpu_name(cpu)), cpu);
-}
-
-// Together until `spread_after` loud windows in a row, spread until `gather_after` quiet
-// ones in a row; a window on the other side starts the count again.
-TEST(DispatchPlacement, LoadLetsGoAfterLoudWindowsAndGathersAfterQuietOnes) {
-  service::DispatchLoadLimits limits;
-  limits.spread_above = 0.9;
-  limits.spread_after = 2;
-  limits.gather_below = 0.5;
-  limits.gather_after = 3;
-  service::DispatchLoad load(limits);
-  EXPECT_TRUE(load.together());
-  EXPECT_TRUE(load.together_after(0.95));
-  EXPECT_TRUE(load.together_after(0.3));  // not in a row
-  EXPECT_TRUE(load.together_after(0.95));
-  EXPECT_FALSE(load.together_after(0.95));
-  EXPECT_FALSE(load.together_after(0.4));
-  EXPECT_FALSE(load.together_after(0.4));
-  EXPECT_FALSE(load.together_after(0.7));  // between the limits: neither
-  EXPECT_FALSE(load.together_after(0.4));
-  EXPECT_FALSE(load.together_after(0.4));
-  EXPECT_TRUE(load.together_after(0.4));
-  EXPECT_TRUE(load.together_after(0.7));
-}
-
-// A real thread under auto: pinned at its first call, let go once its own CPU time
-// fills the windows, gathered again after quiet ones; `none` leaves it alone.
-TEST(DispatchPlacement, AutoPinsACallThreadLetsItGoUnderLoadAndGathersItAgain) {
-  Expected<std::vector<int>> allowed = allowed_cpus();
-  ASSERT_TRUE(allowed.ok());
-  if (allowed->size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
-  service::DispatchLoadLimits limits;
-  limits.window = std::chrono::milliseconds(5);
-  // Any CPU time at all: how much of a core a spinning thread gets is the machine's
-  // business (a busy shared VM gives it a fraction); that it gets some is not.
-  limits.spread_above = 0;
-  limits.spread_after = 1;
-  limits.gather_below = 0.1;
-  limits.gather_after = 2;
-  Expected<std::unique_ptr<service::DispatchPlacement>> placement =
-      service::DispatchPlacement::create(service::kDispatchCpuAuto, limits);
-  ASSERT_TRUE(placement.ok()) << placement.status().to_string();
-  service::DispatchPlacement& p = **placement;
-  auto my_cpus = [] {
-    Expected<std::vector<int>> cpus = thread_cpus(0);
-    return cpus.ok() ? *cpus : std::vector<int>{};
-  };
-  std::vector<int> first, loaded, gathered, untouched;
-  int home_first = -2, home_loaded = -2, home_gathered = -2;
-  std::thread([&] {
-    p.on_call();
-    first = my_cpus();
-    home_first = p.home_cpu();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(40);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    p.on_call();
-    loaded = my_cpus();
-    home_loaded = p.home_cpu();
-    for (int i = 0; i < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      p.on_call();
-    }
-    gathered = my_cpus();
-    home_gathered = p.home_cpu();
-  }).join();
-  ASSERT_GE(home_first, 0);
-  EXPECT_EQ(first, std::vector<int>{home_first});
-  EXPECT_EQ(home_loaded, -1);
-  EXPECT_EQ(loaded, *allowed);
-  ASSERT_GE(home_gathered, 0);
-  EXPECT_EQ(gathered, std::vector<int>{home_gathered});
-
-  Expected<std::unique_ptr<service::DispatchPlacement>> none =
-      service::DispatchPlacement::create(service::kDispatchCpuNone);
-  ASSERT_TRUE(none.ok());
-  std::thread([&] {
-    (*none)->on_call();
-    untouched = my_cpus();
-  }).join();
-  EXPECT_EQ(untouched, *allowed);
-  EXPECT_EQ((*none)->home_cpu(), -1);
-}
-
-// Server timing: asked for with request metadata, answered in trailing metadata, also
-// when the step fails or runs on the call threads; absent when not asked for.
-TEST(Service, StepReportsItsServerTimeWhenAsked) {
-  TensorGym::Stub& stub = *shared().stub;
-  const std::string id = start(stub);
-  auto timed_step = [&](bool ask, const std::string& action, grpc::Status* st,
-                        const std::string& observation = "loop_nest") -> std::optional<double> {
-    proto::StepRequest r;
-    r.set_session_id(id);
-    *r.add_action() = text(action);
-    r.add_observation_space(observation);
-    std::unique_ptr<grpc::ClientContext> c = ctx();
-    if (ask) c->AddMetadata(service::kServerTimingRequestKey, "1");
-    proto::StepResponse out;
-    *st = stub.Step(c.get(), r, &out);
-    const auto& md = c->GetServerTrailingMetadata();
-    auto it = md.find(service::kServerTimeKey);
-    if (it == md.end()) return std::nullopt;
-    return std::stod(std::string(it->second.data(), it->second.size()));
-  };
-  grpc::Status st;
-  std::optional<double> t = timed_step(true, "split(C.i, 32, io, ii)", &st);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(t.has_value());
-  EXPECT_GT(*t, 0.0);
-  EXPECT_FALSE(timed_step(false, "split(C.j, 16, jo, ji)", &st).has_value());
-  EXPECT_TRUE(st.ok()) << st.error_message();
-  t = timed_step(true, "split(C.nope, 4, a, b)", &st);  // no such loop
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
-  ASSERT_TRUE(t.has_value());
-  EXPECT_GT(*t, 0.0);
-  // A platform-dependent observation: the step runs on the server's call threads.
-  t = timed_step(true, "split(C.k, 4, ko, ki)", &st, "est_cycles_host");
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  ASSERT_TRUE(t.has_value());
-  EXPECT_GT(*t, 0.0);
+  ASSERT_TRUE(step(*server.stub, id, {text("split(C.k, 4, ko, ki)")}, {"est_cycles_host"}, {}, &r).ok());
+  EXPECT_EQ(threads_with_another_affinity(), 0);
 }
 
 TEST(Service, InvalidActionIdsGiveTheirCodeAndLeaveTheSession) {
@@ -1247,61 +1070,6 @@ TEST(Service, ShutdownLetsASessionStreamAnswerItsStep) {
   EXPECT_GT(answer.observation(0).double_value(), 0);
   EXPECT_FALSE(s.stream->Read(&answer));
   EXPECT_EQ(s.stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
-}
-
-// ---- keeping the cores awake --------------------------------------------------------------
-// Cores this process may run on.
-int allowed_cores() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : -1;
-}
-
-TEST(CoreKeepAwake, OneIdlePrioritySpinnerPerAllowedCoreGoneAfterwards) {
-  std::vector<pid_t> tids;
-  {
-    Expected<std::unique_ptr<service::CoreKeepAwake>> k = service::CoreKeepAwake::start();
-    ASSERT_TRUE(k.ok()) << k.status().to_string();
-    tids = (*k)->thread_ids();
-    ASSERT_EQ(int(tids.size()), allowed_cores());
-    ASSERT_EQ((*k)->cores().size(), tids.size());
-    for (size_t i = 0; i < tids.size(); ++i) {
-      // Never at normal priority: any other thread takes the core from it.
-      EXPECT_EQ(sched_getscheduler(tids[i]), SCHED_IDLE) << "spinner " << i;
-      cpu_set_t mine;
-      CPU_ZERO(&mine);
-      ASSERT_EQ(sched_getaffinity(tids[i], sizeof mine, &mine), 0);
-      EXPECT_EQ(CPU_COUNT(&mine), 1);
-      EXPECT_TRUE(CPU_ISSET((*k)->cores()[i], &mine));
-    }
-  }
-  for (pid_t tid : tids)
-    EXPECT_NE(::access(("/proc/self/task/" + std::to_string(tid)).c_str(), F_OK), 0) << "thread " << tid << " still runs";
-}
-
-// Threads of this process at SCHED_IDLE (the spinners; nothing else here uses it).
-int idle_threads() {
-  int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
-    n += sched_getscheduler(pid_t(std::stol(e.path().filename().string()))) == SCHED_IDLE;
-  return n;
-}
-
-TEST(Service, KeepCoresAwakeServesStepsAndStopsItsSpinners) {
-  service::ServerOptions o = test_options();
-  o.keep_cores_awake = true;
-  const int before = idle_threads();
-  {
-    TestServer s(o);
-    ASSERT_TRUE(s.server);
-    EXPECT_EQ(idle_threads(), before + allowed_cores()) << "one spinner per core";
-    const std::string id = start(*s.stub);
-    proto::StepResponse r;
-    grpc::Status st = step(*s.stub, id, {text("split(C.i, 32, io, ii)")}, {"loop_nest"}, {}, &r);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-    EXPECT_CONTAINS(r.observation(0).string_value(), "for C.ii in 0..32");
-  }
-  EXPECT_EQ(idle_threads(), before);
 }
 
 }  // namespace

@@ -160,10 +160,6 @@ Expr make_zero(DataType t) {
   return t.is_float() ? FloatImm::make(t, 0.0) : IntImm::make(t, 0);
 }
 
-Expr make_one(DataType t) {
-  return t.is_float() ? FloatImm::make(t, 1.0) : IntImm::make(t, 1);
-}
-
 Expr make_lowest(DataType t) {
   if (t.is_float()) return FloatImm::make(t, -std::numeric_limits<double>::infinity());
   if (t.is_bool()) return make_bool(false);

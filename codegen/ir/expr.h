@@ -178,9 +178,8 @@ inline Expr make_var(std::string name) { return Variable::make(DataType::i32(), 
 const int64_t* as_const_int(const Expr& e);
 bool is_const(const Expr& e, int64_t v);
 bool is_const(const Expr& e);
-// The zero / one / lowest / highest value of a type (for reduction identities).
+// The zero / lowest / highest value of a type (for reduction identities).
 Expr make_zero(DataType t);
-Expr make_one(DataType t);
 Expr make_lowest(DataType t);
 Expr make_highest(DataType t);
 

@@ -33,12 +33,6 @@ void LinearForm::scale(int64_t k) {
   constant *= k;
 }
 
-int64_t LinearForm::coeff_of(const Expr& atom) const {
-  for (const LinearTerm& t : terms)
-    if (structural_equal(t.atom, atom)) return t.coeff;
-  return 0;
-}
-
 SmallVector<std::pair<Expr, int64_t>, 2> take_quotient_remainder_pairs(LinearForm* f) {
   SmallVector<std::pair<Expr, int64_t>, 2> pairs;
   for (size_t i = 0; i < f->terms.size(); ++i) {

@@ -26,8 +26,6 @@ struct LinearForm {
   void add_term(const Expr& atom, int64_t coeff);
   void add(const LinearForm& other, int64_t scale = 1);
   void scale(int64_t k);
-  // The coefficient of `atom` (0 when absent).
-  int64_t coeff_of(const Expr& atom) const;
 };
 
 // Removes each pair k * c * (x / c) + k * (x % c) (c a positive constant; x the same

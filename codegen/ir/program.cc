@@ -29,14 +29,6 @@ std::vector<int64_t> StageDef::shape() const {
   return s;
 }
 
-const IterVar* StageDef::find_axis(std::string_view n) const {
-  for (const IterVar& v : axes)
-    if (v.name == n) return &v;
-  for (const IterVar& v : reduce_axes)
-    if (v.name == n) return &v;
-  return nullptr;
-}
-
 const TensorInput* Program::find_input(std::string_view name) const {
   for (const TensorInput& t : inputs)
     if (t.name == name) return &t;

@@ -53,7 +53,6 @@ struct StageDef {
 
   std::vector<int64_t> shape() const;
   bool is_reduction() const { return reduce != ReduceKind::kNone; }
-  const IterVar* find_axis(std::string_view name) const;  // spatial or reduction
 };
 
 // Longest name (of a tensor, a stage, a variable, a loop) a program or a schedule

@@ -85,12 +85,4 @@ bool uses_any_var(const Expr& e, const std::unordered_set<std::string>& names) {
   return found;
 }
 
-std::unordered_set<std::string> free_vars(const Expr& e) {
-  std::unordered_set<std::string> vars;
-  visit_exprs(e, [&](const Expr& n) {
-    if (const Variable* v = n.as<Variable>()) vars.insert(v->name);
-  });
-  return vars;
-}
-
 }  // namespace tensorgym

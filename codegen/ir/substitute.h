@@ -23,6 +23,5 @@ Expr replace_loads(const Expr& e, const std::string& buffer, const std::function
 
 bool uses_var(const Expr& e, const std::string& name);
 bool uses_any_var(const Expr& e, const std::unordered_set<std::string>& names);
-std::unordered_set<std::string> free_vars(const Expr& e);
 
 }  // namespace tensorgym

@@ -1,6 +1,6 @@
 // A schedule of a benchmark measured side by side, in this process, with the
 // benchmark's expert schedule (when it has one) and the vendor libraries that compute
-// the same operator (agents/vendor_baselines.h): what `tensorgym suite`, `tensorgym
+// the same operator (benchmarks/baselines/vendor_baselines.h): what `tensorgym suite`, `tensorgym
 // search --vs-vendor` and the benchmarks/ programs report.
 //
 //   Expected<KernelComparison> c = compare_kernels(benchmark, best_trace, {.threads = 1});
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/side_by_side.h"
+#include "benchmarks/baselines/side_by_side.h"
 #include "datasets/benchmark.h"
 
 namespace tensorgym {

@@ -1,8 +1,8 @@
-#include "agents/kernel_comparison.h"
+#include "benchmarks/baselines/kernel_comparison.h"
 
 #include <cstdio>
 
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/backend/registry.h"
 
 namespace tensorgym {

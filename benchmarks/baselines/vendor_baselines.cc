@@ -1,4 +1,4 @@
-#include "agents/vendor_baselines.h"
+#include "benchmarks/baselines/vendor_baselines.h"
 
 #include <dlfcn.h>
 

@@ -1,27 +1,12 @@
-#include "memplan/svg.h"
+#include "plot/plan_svg.h"
 
 #include <algorithm>
 #include <cstdio>
 
+#include "plot/svg_escape.h"
+
 namespace tensorgym {
 namespace {
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
 
 std::string num(double v) {
   char b[32];
@@ -67,7 +52,7 @@ std::string plan_svg(const Instance& inst, const Offsets& offsets, int64_t lower
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) +
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect x=\"0\" y=\"0\" width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"white\"/>\n";
-  s += "<text x=\"" + num(left) + "\" y=\"20\" font-size=\"14\">" + esc(title) + ": arena " + human(arena) +
+  s += "<text x=\"" + num(left) + "\" y=\"20\" font-size=\"14\">" + svg_escape(title) + ": arena " + human(arena) +
        ", lower bound " + human(lower_bound) + ", ratio " +
        (lower_bound > 0 ? ratio(double(arena) / double(lower_bound)) : "n/a") + "</text>\n";
   for (size_t i = 0; i < inst.buffers.size(); ++i) {
@@ -77,7 +62,7 @@ std::string plan_svg(const Instance& inst, const Offsets& offsets, int64_t lower
     const double x = X(double(b.lower)), y = Y(double(offsets[i] + b.size));
     const double w = std::max(0.5, X(double(b.upper)) - x), h = std::max(0.5, Y(double(offsets[i])) - y);
     s += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"" +
-         fill[k] + "\" stroke=\"#555\" stroke-width=\"0.3\"><title>" + esc(b.id) + " [" + std::to_string(b.lower) +
+         fill[k] + "\" stroke=\"#555\" stroke-width=\"0.3\"><title>" + svg_escape(b.id) + " [" + std::to_string(b.lower) +
          ", " + std::to_string(b.upper) + ") @" + std::to_string(offsets[i]) + " +" + std::to_string(b.size) +
          "</title></rect>\n";
   }

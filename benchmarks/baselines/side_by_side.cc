@@ -1,4 +1,4 @@
-#include "agents/side_by_side.h"
+#include "benchmarks/baselines/side_by_side.h"
 
 #include <algorithm>
 #include <cmath>

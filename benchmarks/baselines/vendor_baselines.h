@@ -1,6 +1,6 @@
 // Vendor libraries computing what a benchmark computes, on the same inputs as a
 // schedule compiled in this process, so the two can be timed side by side
-// (agents/side_by_side.h) and their outputs compared:
+// (benchmarks/baselines/side_by_side.h) and their outputs compared:
 //
 //   matrix multiplication (ops-v0 gmm, batched or not): OpenBLAS sgemm, oneDNN matmul
 //   convolution, 1-D to 3-D, grouped, dilated, depthwise (ops-v0 c1d c2d c3d grp dil
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "agents/side_by_side.h"
+#include "benchmarks/baselines/side_by_side.h"
 #include "datasets/benchmark.h"
 
 namespace tensorgym {
