@@ -145,22 +145,8 @@ TEST(ReverseComputeAt, RejectsWhatWouldChangeMeaning) {
   EXPECT_EQ(s.trace().to_string(), "split(T1.i, 2, io, ii)\n");
 }
 
-TEST(ReverseComputeAt, IsInBothActionSpaces) {
+TEST(ReverseComputeAt, IsACursorAction) {
   ProgramPtr program = parse(kChain);
-  Schedule s(program);
-  ASSERT_TRUE(s.apply_text("split(T1.i, 4, io, ii)").ok());
-  // Stage 1 (T2) under leaf 0 of its producer T1 (io).
-  const int64_t index = 1976 + 1 * PrimitiveActions::kMaxLoops + 0;
-  EXPECT_EQ(PrimitiveActions::describe(index), "reverse_compute_at(stage 1, loop 0)");
-  std::vector<int64_t> mask = PrimitiveActions::mask(s.state());
-  EXPECT_EQ(mask[size_t(index)], 1);
-  EXPECT_EQ(mask[size_t(1976)], 0);  // T1 reads no stage
-  Expected<BoundPrimitive> bound = PrimitiveActions::decode(s.state(), index);
-  ASSERT_TRUE(bound.ok()) << bound.status().to_string();
-  ASSERT_TRUE(s.apply(*bound).ok());
-  EXPECT_EQ(s.last_primitive()->to_string(), "reverse_compute_at(T2, T1.io)");
-  EXPECT_EQ(PrimitiveActions::mask(s.state())[size_t(index)], 0);  // T2's loops are now T1's
-
   Schedule c(program);
   Cursor at{"T1", 1};
   Expected<int64_t> action = CursorActions::index_of("reverse_compute_at_here");

@@ -153,38 +153,6 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
   return ApplyEffect::kChanged;
 }
 
-// The first stage `s` reads, or -1.
-int first_producer(const ScheduleState& state, const StageSchedule& s) {
-  for (const std::string& t : state.program().reads_of(s.def))
-    if (int i = state.stage_index(t); i >= 0) return i;
-  return -1;
-}
-
-// Stage `stage` under leaf `slot` of the first stage it reads.
-Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int) {
-  const StageSchedule& s = state.stages()[size_t(stage)];
-  int p = first_producer(state, s);
-  if (p < 0) return invalid_argument("stage " + s.name() + " reads no stage to be computed under");
-  const StageSchedule& producer = state.stages()[size_t(p)];
-  if (slot >= int(producer.leaf.size()))
-    return invalid_argument("reverse_compute_at action names loop " + std::to_string(slot) + " of " +
-                            producer.name() + ", which has " + std::to_string(producer.leaf.size()) + " loops");
-  return PrimitiveArgs{PrimitiveArg::of_stage(stage), PrimitiveArg::of_loop(p, producer.leaf[size_t(slot)])};
-}
-
-// Exact: the check itself, on the few stages that have a producer.
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
-  const StageSchedule& s = state.stages()[size_t(stage)];
-  if (!s.relations.empty() || s.attach == AttachKind::kInline) return;
-  int p = first_producer(state, s);
-  if (p < 0) return;
-  const StageSchedule& producer = state.stages()[size_t(p)];
-  for (size_t slot = 0; slot < producer.leaf.size() && slot < size_t(kActionMaxLoops); ++slot) {
-    if (producer.loops[size_t(producer.leaf[slot])].is_reduce) break;
-    if (check(state, {PrimitiveArg::of_stage(stage), PrimitiveArg::of_loop(p, producer.leaf[slot])}).ok()) row[slot] = 1;
-  }
-}
-
 constexpr std::string_view kCursorNames[] = {"reverse_compute_at_here"};
 
 // The only reader of the cursor's stage, under the cursor's loop.
@@ -218,7 +186,6 @@ extern const PrimitiveDef kReverseComputeAtPrimitive = {
     .args = kArgs,
     .check = check,
     .apply = apply,
-    .flat = {ActionSlots::kLoops, 1, flat, mask},
     .cursor = {kCursorNames, cursor},
     .random = {6, propose},
 };
