@@ -1,15 +1,69 @@
 // parallel(STAGE.loop): iterations of a spatial loop run on the thread pool.
+#include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
 namespace tensorgym {
+namespace {
 
-PrimitiveResult apply_parallel(ScheduleState& state, const PrimitiveArgs& args) {
-  TG_ASSIGN_OR_RETURN(LoopRef ref, parse_loop(state, args[0]));
+constexpr ArgSpec kArgs[] = {{ArgKind::kLoop}};
+
+Status check(const ScheduleState& state, const PrimitiveArgs& args) {
+  LoopRef ref = loop_of(state, args[0]);
   if (ref.get().is_reduce)
     return invalid_argument("cannot parallelize reduction loop " + ref.text() +
                             " (iterations would race on the same output; rfactor it first)");
-  return set_loop_kind(ref, ForKind::kParallel);
+  return check_loop_kind(ref, ForKind::kParallel);
 }
+
+PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
+  return set_loop_kind(mutable_loop(state, args[0]), ForKind::kParallel);
+}
+
+Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int) {
+  TG_ASSIGN_OR_RETURN(int loop, action_leaf(state.stages()[size_t(stage)], "parallel", slot));
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, loop)};
+}
+
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  if (s.attach == AttachKind::kInline) return;
+  for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
+    const Loop& l = s.loops[size_t(s.leaf[p])];
+    if (l.kind == ForKind::kSerial && l.thread_tag.empty() && !l.is_reduce && !inside_vectorized(s, p) && l.extent > 1)
+      row[p] = 1;
+  }
+}
+
+constexpr std::string_view kCursorNames[] = {"parallel"};
+
+Expected<PrimitiveArgs> cursor(const ScheduleState& state, int stage, int pos, int) {
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, state.stages()[size_t(stage)].leaf[size_t(pos)])};
+}
+
+PrimitiveArgs propose(const ScheduleState& state, int stage, Rng& rng, const std::string&, int64_t) {
+  // Parallel is most useful on the outermost loop.
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  size_t pos = 0;
+  if (rng.chance(0.4)) pos = size_t(rng.below(s.leaf.size()));
+  return {PrimitiveArg::of_loop(stage, s.leaf[pos])};
+}
+
+}  // namespace
+
+extern const PrimitiveDef kParallelPrimitive = {
+    .name = "parallel",
+    .usage = "parallel(STAGE.loop)",
+    .summary = "iterations run on the thread pool in contiguous chunks (the body is an outlined function whose "
+               "range is clamped to the loop's extent, so LLVM unrolls and vectorizes the loops inside as in a "
+               "serial nest)",
+    .rejects = "reduction loop (they would race)",
+    .args = kArgs,
+    .check = check,
+    .apply = apply,
+    .flat = {ActionSlots::kLoops, 1, flat, mask},
+    .cursor = {kCursorNames, cursor},
+    .random = {8, propose},
+};
 
 }  // namespace tensorgym

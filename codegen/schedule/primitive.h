@@ -1,6 +1,10 @@
-// Schedule primitives. Each lives in its own file, checks its arguments and the
-// state, and either applies or returns an error. The Schedule applies primitives on
-// a copy of the state, so an error never leaves a half-applied change behind.
+// Schedule primitives. Each lives in its own file and is registered once, as one
+// PrimitiveDef in primitive_table.cc: its name, the kinds of its arguments, its
+// precondition check and its apply, and how the action spaces and random schedules
+// offer it. Arguments are typed handles (a stage, a loop, an integer, ...); text exists
+// only at a trace's edge (primitive_text.h binds text to handles and prints them back).
+// The Schedule checks and applies a primitive on a copy of the state, so an error
+// never leaves a half-applied change behind.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "codegen/schedule/schedule_state.h"
+#include "support/random.h"
 #include "support/status.h"
 
 namespace tensorgym {
@@ -18,43 +23,115 @@ namespace tensorgym {
 // parallel on a loop that is already parallel, have no effect).
 enum class ApplyEffect : uint8_t { kChanged, kNoEffect };
 using PrimitiveResult = Expected<ApplyEffect>;
-using PrimitiveArgs = std::vector<std::string>;
-using PrimitiveFn = PrimitiveResult (*)(ScheduleState& state, const PrimitiveArgs& args);
 
-struct PrimitiveInfo {
-  std::string_view name;
-  int min_args;
-  int max_args;          // -1: any number
-  std::string_view usage;  // "split(STAGE.loop, factor, outer, inner)"
-  PrimitiveFn apply;
+enum class ArgKind : uint8_t {
+  kStage,        // "C": a stage of the schedule (not an input)
+  kLoop,         // "C.i": a leaf loop of a stage
+  kAnyLoop,      // "C.i": any loop of a stage, split or fused away or not
+  kLeafOfStage,  // "i": a leaf loop of the stage in argument 0
+  kDimOfStage,   // "i": a buffer dimension (spatial axis) of the stage in argument 0
+  kTensor,       // "A": an input or a stage
+  kInt,          // an integer in [min, max]
+  kNewLoop,      // the name of a loop the primitive makes
+  kNewTensor,    // the name of a stage the primitive makes
+  kWord,         // one of a fixed list of words
 };
 
-// Every primitive, in the order of primitive_table.cc.
-std::span<const PrimitiveInfo> all_primitives();
-const PrimitiveInfo* find_primitive(std::string_view name);
+struct ArgSpec {
+  ArgKind kind;
+  std::string_view what = {};                   // kInt, kWord: what messages call it
+  int64_t min = 0;                              // kInt
+  int64_t max = 0;                              // kInt
+  std::span<const std::string_view> words = {};  // kWord
+  std::string_view known = {};                  // kWord: the words as messages list them
+};
+
+// One argument, bound to a state: indices into that state (or a copy of it).
+struct PrimitiveArg {
+  int stage = -1;     // kStage, kLoop, kAnyLoop, kLeafOfStage, kDimOfStage; kTensor: -1 for an input
+  int loop = -1;      // kLoop, kAnyLoop, kLeafOfStage: the loop's index in its stage
+  int64_t value = 0;  // kInt; kWord: index in the words; kDimOfStage: the axis; kTensor: input index
+  std::string name;   // kNewLoop, kNewTensor
+
+  static PrimitiveArg of_stage(int stage) { return PrimitiveArg{stage, -1, 0, {}}; }
+  static PrimitiveArg of_loop(int stage, int loop) { return PrimitiveArg{stage, loop, 0, {}}; }
+  static PrimitiveArg of_int(int64_t v) { return PrimitiveArg{-1, -1, v, {}}; }
+  static PrimitiveArg of_name(std::string n) { return PrimitiveArg{-1, -1, 0, std::move(n)}; }
+};
+using PrimitiveArgs = std::vector<PrimitiveArg>;
+
+using CheckFn = Status (*)(const ScheduleState& state, const PrimitiveArgs& args);
+// Runs after check() passed on the same state and arguments.
+using ApplyFn = PrimitiveResult (*)(ScheduleState& state, const PrimitiveArgs& args);
+
+// Bounds of the action spaces (the same on every benchmark).
+inline constexpr int kActionMaxStages = 8;
+inline constexpr int kActionMaxLoops = 12;
+inline constexpr int kActionMaxReads = 4;
+
+// What one slot of a stage in the flat `primitives` action space stands for.
+enum class ActionSlots : uint8_t {
+  kNone,   // not in the flat space
+  kLoops,  // one per leaf loop (kActionMaxLoops), each with `choices`
+  kStage,  // `choices` per stage
+};
+
+// How the flat action space offers a primitive: per stage, slots x choices entries.
+struct FlatActions {
+  ActionSlots slots = ActionSlots::kNone;
+  int choices = 1;
+  // The arguments of entry (stage, slot, choice), or INVALID_ARGUMENT when the state
+  // has no such loop or choice.
+  Expected<PrimitiveArgs> (*make)(const ScheduleState& state, int stage, int slot, int choice) = nullptr;
+  // Sets row[slot * choices + choice] to 1 for the entries of `stage` that pass cheap
+  // checks mirroring check() (computed on every observed mask, so no trial applies).
+  void (*mask)(const ScheduleState& state, int stage, std::span<int64_t> row) = nullptr;
+};
+
+// How the cursor action space offers a primitive: named actions at the cursor (a leaf
+// position of a stage), variant = the action's index among `names`.
+struct CursorActionsDef {
+  std::span<const std::string_view> names = {};
+  Expected<PrimitiveArgs> (*make)(const ScheduleState& state, int stage, int leaf_pos, int variant) = nullptr;
+};
+
+// How random schedules propose a primitive: `weight` among all, and arguments drawn
+// for `stage` (they may still fail the check). `factor` is a split factor already drawn.
+struct RandomProposal {
+  int weight = 0;
+  PrimitiveArgs (*propose)(const ScheduleState& state, int stage, Rng& rng, const std::string& id,
+                           int64_t factor) = nullptr;
+};
+
+struct PrimitiveDef {
+  std::string_view name;
+  std::string_view usage;    // "split(STAGE.loop, factor, outer, inner)"
+  std::string_view summary;  // what it does (the reference table in docs/schedule_primitives.md)
+  std::string_view rejects;  // when it is rejected (the same table)
+  std::span<const ArgSpec> args;
+  bool variadic = false;  // the last kind repeats, at least once
+  CheckFn check = nullptr;
+  ApplyFn apply = nullptr;
+  FlatActions flat = {};
+  CursorActionsDef cursor = {};
+  RandomProposal random = {};
+
+  int min_args() const { return int(args.size()); }
+  int max_args() const { return variadic ? -1 : int(args.size()); }
+  const ArgSpec& spec(size_t i) const { return args[std::min(i, args.size() - 1)]; }
+};
+
+// Every primitive, in the order of primitive_table.cc (the order of the action spaces).
+std::span<const PrimitiveDef* const> all_primitives();
+const PrimitiveDef* find_primitive(std::string_view name);
+
+// Checks, then applies; what the Schedule does (without validate_state).
+PrimitiveResult check_and_apply(const PrimitiveDef& def, ScheduleState& state, const PrimitiveArgs& args);
 
 // Limits that keep generated code sane.
 inline constexpr int64_t kMaxVectorLanes = 64;
 inline constexpr int64_t kMaxUnrollExtent = 256;
 inline constexpr int64_t kMaxLoopExtent = (int64_t(1) << 31) - 1;
-
-PrimitiveResult apply_split(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_reorder(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_fuse(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_tile(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_vectorize(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_parallel(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_unroll(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_cache_read(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_cache_write(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_compute_at(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_compute_inline(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_compute_root(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_rfactor(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_storage_align(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_reorder_storage(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_pragma(ScheduleState& state, const PrimitiveArgs& args);
-PrimitiveResult apply_bind(ScheduleState& state, const PrimitiveArgs& args);
 
 // Checks the invariants every state keeps (attachments point at leaf loops of the one
 // consumer, vectorized loops are innermost, ...). The Schedule runs it after each

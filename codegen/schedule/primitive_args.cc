@@ -24,8 +24,26 @@ std::string leaf_names(const StageSchedule& stage) {
   return s;
 }
 
-Expected<StageSchedule*> parse_stage(ScheduleState& state, std::string_view arg) {
-  if (StageSchedule* s = state.find_stage(arg)) return s;
+const std::string& tensor_name(const ScheduleState& state, const PrimitiveArg& a) {
+  if (a.stage >= 0) return stage_of(state, a).name();
+  return state.program().inputs[size_t(a.value)].name;
+}
+
+PrimitiveArg tensor_arg(const ScheduleState& state, std::string_view tensor) {
+  PrimitiveArg a;
+  a.stage = state.stage_index(tensor);
+  a.value = -1;
+  if (a.stage < 0) {
+    const auto& inputs = state.program().inputs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].name == tensor) a.value = int64_t(i);
+  }
+  return a;
+}
+
+Expected<int> parse_stage(const ScheduleState& state, std::string_view arg) {
+  int i = state.stage_index(arg);
+  if (i >= 0) return i;
   if (state.program().find_input(arg)) return invalid_argument(quote_text(arg) + " is an input and has no loops");
   return not_found("unknown stage " + quote_text(arg));
 }
@@ -41,10 +59,11 @@ Expected<int> parse_leaf_of(const StageSchedule& stage, std::string_view arg) {
   return loop;
 }
 
-Expected<LoopRef> parse_loop(ScheduleState& state, std::string_view arg, bool must_be_leaf) {
+Expected<LoopRef> parse_loop(const ScheduleState& state, std::string_view arg, bool must_be_leaf) {
   size_t dot = arg.find('.');
   if (dot == std::string_view::npos) return invalid_argument("expected a loop as STAGE.loop, found " + quote_text(arg));
-  TG_ASSIGN_OR_RETURN(StageSchedule * stage, parse_stage(state, arg.substr(0, dot)));
+  TG_ASSIGN_OR_RETURN(int si, parse_stage(state, arg.substr(0, dot)));
+  const StageSchedule* stage = &state.stages()[size_t(si)];
   std::string_view name = arg.substr(dot + 1);
   if (must_be_leaf) {
     TG_ASSIGN_OR_RETURN(int loop, parse_leaf_of(*stage, name));
@@ -93,15 +112,20 @@ Status check_nothing_attached_at(const ScheduleState& state, const LoopRef& targ
   return Status();
 }
 
-PrimitiveResult set_loop_kind(LoopRef ref, ForKind kind) {
-  Loop& loop = ref.stage->loops[size_t(ref.loop)];
-  if (!loop.thread_tag.empty())
-    return failed_precondition("loop " + ref.text() + " is bound to " + loop.thread_tag);
-  if (loop.kind == kind) return ApplyEffect::kNoEffect;
-  if (loop.kind != ForKind::kSerial)
+Status check_loop_kind(const LoopRef& ref, ForKind kind) {
+  const Loop& loop = ref.get();
+  if (!loop.thread_tag.empty()) return failed_precondition("loop " + ref.text() + " is bound to " + loop.thread_tag);
+  if (loop.kind != kind && loop.kind != ForKind::kSerial)
     return failed_precondition("loop " + ref.text() + " is already " + for_kind_name(loop.kind));
+  return Status();
+}
+
+PrimitiveResult set_loop_kind(Loop& loop, ForKind kind) {
+  if (loop.kind == kind) return ApplyEffect::kNoEffect;
   loop.kind = kind;
   return ApplyEffect::kChanged;
 }
+
+bool annotated(const Loop& l) { return l.kind != ForKind::kSerial || !l.thread_tag.empty() || !l.pragmas.empty(); }
 
 }  // namespace tensorgym

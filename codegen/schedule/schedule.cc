@@ -36,19 +36,23 @@ Expected<Schedule> Schedule::from_text(ProgramPtr program, std::string_view trac
   return s;
 }
 
-PrimitiveResult Schedule::apply_to_state(const Primitive& primitive, ScheduleState& next) const {
-  const PrimitiveInfo* info = find_primitive(primitive.name);
-  auto fail = [&](const Status& st) {
-    return Status(st.code(), excerpt_text(primitive.to_string()) + ": " + st.message());
-  };
-  if (!info) return fail(invalid_argument("unknown primitive " + quote_text(primitive.name)));
-  int n = int(primitive.args.size());
-  if (n < info->min_args || (info->max_args >= 0 && n > info->max_args))
-    return fail(invalid_argument("wrong number of arguments; usage: " + std::string(info->usage)));
-  PrimitiveResult r = info->apply(next, primitive.args);
-  if (!r.ok()) return fail(r.status());
+namespace {
+
+Status with_text(const Primitive& text, const Status& st) {
+  return Status(st.code(), excerpt_text(text.to_string()) + ": " + st.message());
+}
+
+}  // namespace
+
+PrimitiveResult Schedule::apply_bound(const BoundPrimitive& bound, const Primitive& text,
+                                      std::optional<Schedule>* next) const {
+  ScheduleState state = state_;
+  PrimitiveResult r = check_and_apply(*bound.def, state, bound.args);
+  if (!r.ok()) return with_text(text, r.status());
   if (*r == ApplyEffect::kNoEffect) return r;
-  if (Status st = validate_state(next); !st.ok()) return fail(st);
+  if (Status st = validate_state(state); !st.ok()) return with_text(text, st);
+  *next = Schedule(std::move(state), last_);
+  (*next)->append_to_trace(text);
   return r;
 }
 
@@ -69,14 +73,21 @@ PrimitiveResult Schedule::apply(const Primitive& primitive) {
   return r;
 }
 
-PrimitiveResult Schedule::apply_to_copy(const Primitive& primitive, std::optional<Schedule>* next) const {
-  ScheduleState state = state_;
-  PrimitiveResult r = apply_to_state(primitive, state);
-  if (r.ok() && *r == ApplyEffect::kChanged) {
-    *next = Schedule(std::move(state), last_);
-    (*next)->append_to_trace(primitive);
-  }
+PrimitiveResult Schedule::apply(const BoundPrimitive& primitive) {
+  std::optional<Schedule> next;
+  PrimitiveResult r = apply_to_copy(primitive, &next);
+  if (next) *this = std::move(*next);
   return r;
+}
+
+PrimitiveResult Schedule::apply_to_copy(const Primitive& primitive, std::optional<Schedule>* next) const {
+  Expected<BoundPrimitive> bound = bind_primitive(state_, primitive);
+  if (!bound.ok()) return with_text(primitive, bound.status());
+  return apply_bound(*bound, primitive, next);
+}
+
+PrimitiveResult Schedule::apply_to_copy(const BoundPrimitive& primitive, std::optional<Schedule>* next) const {
+  return apply_bound(primitive, primitive_text(state_, primitive), next);
 }
 
 Status Schedule::apply_text(std::string_view trace_text) {

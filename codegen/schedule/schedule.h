@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "codegen/schedule/primitive.h"
+#include "codegen/schedule/primitive_text.h"
 #include "codegen/schedule/schedule_state.h"
 #include "codegen/schedule/trace.h"
 
@@ -26,14 +27,19 @@ class Schedule {
   // copying a Schedule or applying a primitive never copies the trace.
   const Trace& trace() const;
   size_t trace_length() const { return last_ ? last_->length : 0; }
+  // The last primitive of the trace (null when empty), in its canonical text.
+  const Primitive* last_primitive() const { return last_ ? &last_->primitive : nullptr; }
 
-  // Applies one primitive. On error the schedule is unchanged; a primitive with no
-  // effect is not added to the trace.
+  // Applies one primitive, given as text (bound to the state first) or bound to this
+  // schedule's state (the action path: no text is parsed). On error the schedule is
+  // unchanged; a primitive with no effect is not added to the trace.
   PrimitiveResult apply(const Primitive& primitive);
+  PrimitiveResult apply(const BoundPrimitive& primitive);
   // Like apply(), but leaves this schedule as it is and, when the primitive changes
   // it, puts the schedule after it in *next: one copy of the state, where apply() on
   // a copy of the schedule makes two.
   PrimitiveResult apply_to_copy(const Primitive& primitive, std::optional<Schedule>* next) const;
+  PrimitiveResult apply_to_copy(const BoundPrimitive& primitive, std::optional<Schedule>* next) const;
   // Applies every primitive of a trace text, or none of them.
   Status apply_text(std::string_view trace_text);
 
@@ -49,8 +55,9 @@ class Schedule {
 
   Schedule(ScheduleState state, std::shared_ptr<const TraceNode> last)
       : state_(std::move(state)), last_(std::move(last)) {}
-  // Checks and applies `primitive` to `next`, a copy of state_.
-  PrimitiveResult apply_to_state(const Primitive& primitive, ScheduleState& next) const;
+  // Checks and applies `bound` to a copy of state_; `text` is its text, for the trace
+  // and for messages.
+  PrimitiveResult apply_bound(const BoundPrimitive& bound, const Primitive& text, std::optional<Schedule>* next) const;
   void append_to_trace(const Primitive& primitive);
 
   ScheduleState state_;

@@ -1,13 +1,17 @@
 // vectorize(STAGE.loop): a spatial loop runs as vector operations, one lane per
 // iteration. Loops inside it stay scalar loops around vector code (TVM semantics), so
 // a register tile can keep its reduction loop inside the vectorized loop.
+#include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
 namespace tensorgym {
+namespace {
 
-PrimitiveResult apply_vectorize(ScheduleState& state, const PrimitiveArgs& args) {
-  TG_ASSIGN_OR_RETURN(LoopRef ref, parse_loop(state, args[0]));
+constexpr ArgSpec kArgs[] = {{ArgKind::kLoop}};
+
+Status check(const ScheduleState& state, const PrimitiveArgs& args) {
+  LoopRef ref = loop_of(state, args[0]);
   const StageSchedule& stage = *ref.stage;
   if (ref.get().is_reduce)
     return invalid_argument("cannot vectorize reduction loop " + ref.text() +
@@ -22,7 +26,63 @@ PrimitiveResult apply_vectorize(ScheduleState& state, const PrimitiveArgs& args)
       return failed_precondition("cannot vectorize " + ref.text() + " around " + for_kind_name(l.kind) + " loop " +
                                  stage.name() + "." + l.name);
   }
-  return set_loop_kind(ref, ForKind::kVectorized);
+  return check_loop_kind(ref, ForKind::kVectorized);
 }
+
+PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
+  return set_loop_kind(mutable_loop(state, args[0]), ForKind::kVectorized);
+}
+
+Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int) {
+  TG_ASSIGN_OR_RETURN(int loop, action_leaf(state.stages()[size_t(stage)], "vectorize", slot));
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, loop)};
+}
+
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  if (s.attach == AttachKind::kInline) return;
+  for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
+    const Loop& l = s.loops[size_t(s.leaf[p])];
+    if (l.kind != ForKind::kSerial || !l.thread_tag.empty() || l.is_reduce || l.extent > kMaxVectorLanes ||
+        l.extent <= 1)
+      continue;
+    bool ok = true;
+    for (size_t q = p; q < s.leaf.size() && ok; ++q) {
+      const Loop& inner = s.loops[size_t(s.leaf[q])];
+      ok = !has_attached_at(state, s, s.leaf[q]) && inner.kind != ForKind::kParallel &&
+           inner.kind != ForKind::kVectorized;
+    }
+    if (ok) row[p] = 1;
+  }
+}
+
+constexpr std::string_view kCursorNames[] = {"vectorize"};
+
+Expected<PrimitiveArgs> cursor(const ScheduleState& state, int stage, int pos, int) {
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, state.stages()[size_t(stage)].leaf[size_t(pos)])};
+}
+
+PrimitiveArgs propose(const ScheduleState& state, int stage, Rng& rng, const std::string&, int64_t) {
+  // Vectorize is most useful on the innermost loop.
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  size_t pos = s.leaf.size() - 1;
+  if (rng.chance(0.4)) pos = size_t(rng.below(s.leaf.size()));
+  return {PrimitiveArg::of_loop(stage, s.leaf[pos])};
+}
+
+}  // namespace
+
+extern const PrimitiveDef kVectorizePrimitive = {
+    .name = "vectorize",
+    .usage = "vectorize(STAGE.loop)",
+    .summary = "the loop runs as vector operations; loops inside it stay scalar loops around vector code",
+    .rejects = "reduction loop; more than 64 lanes; a parallel or vectorized loop, or a computed stage, inside it",
+    .args = kArgs,
+    .check = check,
+    .apply = apply,
+    .flat = {ActionSlots::kLoops, 1, flat, mask},
+    .cursor = {kCursorNames, cursor},
+    .random = {8, propose},
+};
 
 }  // namespace tensorgym

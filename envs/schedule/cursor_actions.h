@@ -1,12 +1,15 @@
 // The `cursor` action space, in the style of loop_tool: a cursor points at one loop of
 // one stage; a small set of named actions moves it or transforms what it points at.
-// Actions that move the cursor change no schedule; the others map to one primitive.
+// Actions that move the cursor change no schedule; the others map to one primitive:
+// after the four moves come the registered primitives' cursor actions, in the order of
+// the primitive table.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "codegen/schedule/primitive_text.h"
 #include "codegen/schedule/schedule_state.h"
 #include "codegen/schedule/trace.h"
 #include "spaces/space.h"
@@ -30,7 +33,7 @@ class CursorActions {
   struct Decision {
     bool is_move = false;
     Cursor next;
-    Primitive primitive;
+    BoundPrimitive primitive;
   };
   static Expected<Decision> decide(const ScheduleState& state, const Cursor& cursor, int64_t index);
   // The index of an action name (NOT_FOUND when unknown).

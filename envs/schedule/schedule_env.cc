@@ -121,30 +121,29 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     return Status();
   }
 
-  Primitive p;
+  // An index is decoded straight to a bound primitive; text is bound once.
+  std::optional<Schedule> next;
+  PrimitiveResult r = ApplyEffect::kNoEffect;
   if (action.is<int64_t>()) {
-    Expected<Primitive> decoded = PrimitiveActions::decode(episode_.schedule->state(), action.as<int64_t>());
+    Expected<BoundPrimitive> decoded = PrimitiveActions::decode(episode_.schedule->state(), action.as<int64_t>());
     if (!decoded.ok())
       return Status(decoded.status().code(), "action " + std::to_string(action.as<int64_t>()) + ": " +
                                                  decoded.status().message());
-    p = std::move(*decoded);
+    r = episode_.schedule->apply_to_copy(*decoded, &next);
   } else if (action.is<std::string>()) {
     TG_ASSIGN_OR_RETURN(Trace t, parse_trace(action.as<std::string>()));
     if (t.steps.size() != 1)
       return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": " +
                               quote_text(action.as<std::string>()));
-    p = std::move(t.steps[0]);
+    r = episode_.schedule->apply_to_copy(t.steps[0], &next);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
   }
-  std::optional<Schedule> next;
-  PrimitiveResult r = episode_.schedule->apply_to_copy(p, &next);
   if (!r.ok()) return r.status();
   *changed = *r == ApplyEffect::kChanged;
   if (*changed) {
     episode_.schedule = std::make_shared<const Schedule>(std::move(*next));
-    p.loc = {};
-    episode_.actions.push_back(p.to_string());
+    episode_.actions.push_back(episode_.schedule->last_primitive()->to_string());
     episode_.cursor = CursorActions::normalize(episode_.schedule->state(), episode_.cursor);
     episode_.invalidate();
   }

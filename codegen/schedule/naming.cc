@@ -1,4 +1,4 @@
-#include "envs/schedule/naming.h"
+#include "codegen/schedule/naming.h"
 
 namespace tensorgym {
 

@@ -1,0 +1,64 @@
+#include "codegen/schedule/action_helpers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tensorgym {
+namespace {
+
+std::vector<int64_t> proper_divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 2; i * i <= n; ++i) {
+    if (n % i) continue;
+    d.push_back(i);
+    if (i != n / i) d.push_back(n / i);
+  }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+}  // namespace
+
+std::array<int64_t, kSplitChoices> split_factors(int64_t extent) {
+  static constexpr std::array<int64_t, 6> kPowers = {2, 4, 8, 16, 32, 64};
+  std::array<int64_t, kSplitChoices> f{};
+  for (size_t c = 0; c < kPowers.size(); ++c) f[c] = kPowers[c] < extent ? kPowers[c] : 0;
+  std::vector<int64_t> d = proper_divisors(extent);
+  for (size_t q = 1; q <= 3 && !d.empty(); ++q) {
+    size_t i = std::min(d.size() - 1, size_t(std::floor(double(d.size() - 1) * double(q) / 4.0 + 0.5)));
+    f[kPowers.size() + q - 1] = d[i];
+  }
+  return f;
+}
+
+bool has_attached_at(const ScheduleState& state, const StageSchedule& stage, int loop) {
+  const std::string& name = stage.loops[size_t(loop)].name;
+  for (const StageSchedule& t : state.stages())
+    if (t.attach == AttachKind::kAt && t.attach_stage == stage.name() && t.attach_loop == name) return true;
+  return false;
+}
+
+bool inside_vectorized(const StageSchedule& s, size_t p) {
+  for (size_t q = 0; q <= p; ++q)
+    if (s.loops[size_t(s.leaf[q])].kind == ForKind::kVectorized) return true;
+  return false;
+}
+
+Expected<const StageSchedule*> action_stage(const ScheduleState& state, std::string_view action, int stage) {
+  const auto& stages = state.stages();
+  if (stage >= int(stages.size()))
+    return invalid_argument(std::string(action) + " action names stage " + std::to_string(stage) +
+                            " but the schedule has " + std::to_string(stages.size()) + " stages");
+  return &stages[size_t(stage)];
+}
+
+Expected<int> action_leaf(const StageSchedule& s, std::string_view action, int pos) {
+  if (pos >= int(s.leaf.size()))
+    return invalid_argument(std::string(action) + " action names loop " + std::to_string(pos) + " of " + s.name() +
+                            ", which has " + std::to_string(s.leaf.size()) + " loops");
+  return s.leaf[size_t(pos)];
+}
+
+int random_leaf(const StageSchedule& s, Rng& rng) { return rng.pick(s.leaf); }
+
+}  // namespace tensorgym
