@@ -1,6 +1,7 @@
 #include "client/journal.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,8 +91,9 @@ Expected<std::unique_ptr<Journal>> Journal::open(const std::string& path, bool r
     Expected<ResultLine> r = complete ? parse_result_line(line) : Expected<ResultLine>(invalid_argument("no newline"));
     if (!r.ok()) {
       if (!last)
-        return Status(StatusCode::kDataLoss, path + ":" + std::to_string(line_no) + ": not a result line (" +
-                                                 r.status().message() + "); only the last line may be torn");
+        return Status(StatusCode::kDataLoss,
+                      fmt::format("{}:{}: not a result line ({}); only the last line may be torn", path, line_no,
+                                  r.status().message()));
       j->torn_line_ = line.empty() ? std::string("(a lone newline)") : line;
       break;
     }

@@ -1,6 +1,7 @@
 #include "client/managed_server.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -47,7 +48,7 @@ std::string find_on_path(const std::string& name) {
 }
 
 std::string exit_text(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
   return "stopped";
 }
@@ -116,9 +117,8 @@ Expected<std::unique_ptr<ManagedServer>> ManagedServer::start(const std::string&
   server->dir_ = buf.data();
   const std::string port_file = server->dir_ + "/port";
 
-  std::vector<std::string> argv_s = {binary,        "serve",        "--host",       "127.0.0.1",
-                                     "--port",      "0",            "--port-file",  port_file,
-                                     "--parent-pid", std::to_string(::getpid())};
+  std::vector<std::string> argv_s = {binary, "serve",       "--host",  "127.0.0.1",    "--port",
+                                     "0",    "--port-file", port_file, "--parent-pid", fmt::format("{}", ::getpid())};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_s) argv.push_back(s.data());
@@ -167,7 +167,7 @@ Expected<std::unique_ptr<ManagedServer>> ManagedServer::start(const std::string&
     }
     if (std::chrono::steady_clock::now() > deadline)
       return Status(StatusCode::kUnavailable,
-                    binary + " serve did not report its port within " + std::to_string(timeout_s) + " s");
+                    fmt::format("{} serve did not report its port within {:g} s", binary, timeout_s));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }

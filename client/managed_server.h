@@ -4,6 +4,7 @@
 // it also exits when it finds itself orphaned: a killed client leaves no server.
 #pragma once
 
+#include <fmt/format.h>
 #include <sys/types.h>
 
 #include <memory>
@@ -28,7 +29,7 @@ class ManagedServer {
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return fmt::format("127.0.0.1:{}", port_); }
   // Whether the process still runs (reaps it when it has exited).
   bool alive();
   // SIGKILL and reap, now.

@@ -1,5 +1,8 @@
 #include "datasets/benchmark.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -16,9 +19,7 @@ ProgramLimits builtin_program_limits() {
 namespace {
 
 std::string tensor_text(const std::string& name, DataType dtype, const std::vector<int64_t>& shape) {
-  std::string s = name + ": " + dtype.str() + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  return fmt::format("{}: {}[{}]", name, dtype.str(), fmt::join(shape, ", "));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "datasets/benchmark_uri.h"
 
+#include <fmt/format.h>
+
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -53,8 +55,7 @@ std::string quote_uri(std::string_view uri) { return quote_text(uri); }
 Expected<BenchmarkUri> parse_benchmark_uri(std::string_view uri) {
   if (uri.empty()) return malformed(uri, "it is empty");
   if (uri.size() > kMaxUriLength) {
-    return malformed(uri, "it is " + std::to_string(uri.size()) + " bytes long, over the limit of " +
-                              std::to_string(kMaxUriLength));
+    return malformed(uri, fmt::format("it is {} bytes long, over the limit of {}", uri.size(), kMaxUriLength));
   }
   BenchmarkUri out;
   std::string_view rest;

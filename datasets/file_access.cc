@@ -1,6 +1,7 @@
 #include "datasets/file_access.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -129,8 +130,7 @@ Expected<std::string> FileAccess::read(const std::string& path, int64_t max_byte
   if (::fstat(fd, &st) != 0) return errno_status(path, errno);
   if (!S_ISREG(st.st_mode)) return invalid_argument("cannot read " + path + ": not a regular file");
   if (st.st_size > max_bytes)
-    return resource_exhausted(path + " is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                              std::to_string(max_bytes) + " bytes");
+    return resource_exhausted(fmt::format("{} is {} bytes, over the limit of {} bytes", path, st.st_size, max_bytes));
   std::string text;
   char buf[65536];
   while (true) {
@@ -142,7 +142,7 @@ Expected<std::string> FileAccess::read(const std::string& path, int64_t max_byte
     if (n == 0) break;
     text.append(buf, size_t(n));
     if (int64_t(text.size()) > max_bytes)  // it grew while we read
-      return resource_exhausted(path + " is over the limit of " + std::to_string(max_bytes) + " bytes");
+      return resource_exhausted(fmt::format("{} is over the limit of {} bytes", path, max_bytes));
   }
   return text;
 }

@@ -1,5 +1,7 @@
 #include "datasets/graphs.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 
 #include "datasets/benchmark_uri.h"
@@ -38,8 +40,8 @@ Expected<Graph> generate(std::string_view full_uri, std::string_view name) {
     return invalid_argument("benchmark URI " + quote_uri(full_uri) + ": the size after '@' must be a positive integer");
   const bool is_bert = base.rfind("bert_base_", 0) == 0;
   if (at != std::string_view::npos && (size == 0 || size > (is_bert ? kMaxSequence : kMaxImageSize)))
-    return invalid_argument("benchmark URI " + quote_uri(full_uri) + ": the size must be in 1.." +
-                            std::to_string(is_bert ? kMaxSequence : kMaxImageSize));
+    return invalid_argument(fmt::format("benchmark URI {}: the size must be in 1..{}", quote_uri(full_uri),
+                                        is_bert ? kMaxSequence : kMaxImageSize));
   if (base == "mobilenet_v2") {
     if (size && size < 32) return invalid_argument("mobilenet_v2 needs an input size of at least 32");
     return mobilenet_v2_graph(int64_t(size));
@@ -91,7 +93,7 @@ class GraphsDataset : public Dataset {
       } else {
         const int64_t seed = i - int64_t(fixed.size());
         out.push_back(
-            {name() + "/randwire_ws_" + std::to_string(seed), "image 1x3x224x224, seed " + std::to_string(seed)});
+            {fmt::format("{}/randwire_ws_{}", name(), seed), fmt::format("image 1x3x224x224, seed {}", seed)});
       }
     }
     return out;

@@ -2,6 +2,8 @@
 // operator granularity: convolutions, matmuls and pools are operators; activations,
 // bias adds and residual adds are operators of their own (elementwise, so they may
 // run in place or fuse into their producer); batch norm is folded into the weights.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
@@ -23,7 +25,7 @@ int classifier(GraphBuilder& b, int x, int64_t classes) { return b.dense(b.globa
 
 Expected<Graph> mobilenet_v2_graph(int64_t size) {
   if (size <= 0) size = 224;
-  GraphBuilder b("mobilenet_v2@" + std::to_string(size));
+  GraphBuilder b(fmt::format("mobilenet_v2@{}", size));
   int x = b.input("image", {1, 3, size, size});
   x = conv_relu(b, x, 32, 3, 3, 2, 1, 1, "relu6");
   struct Block {
@@ -52,7 +54,7 @@ Expected<Graph> mobilenet_v2_graph(int64_t size) {
 
 Expected<Graph> resnet50_graph(int64_t size) {
   if (size <= 0) size = 224;
-  GraphBuilder b("resnet50@" + std::to_string(size));
+  GraphBuilder b(fmt::format("resnet50@{}", size));
   int x = b.input("image", {1, 3, size, size});
   x = conv_relu(b, x, 64, 7, 7, 2, 3, 3);
   x = b.pool("maxpool", x, 3, 2, 1);
@@ -78,7 +80,7 @@ Expected<Graph> resnet50_graph(int64_t size) {
 
 Expected<Graph> bert_base_graph(int64_t seq, int64_t layers) {
   constexpr int64_t kHidden = 768, kHeads = 12, kHeadDim = 64, kFfn = 3072;
-  GraphBuilder b("bert_base_" + std::to_string(seq) + (layers != 12 ? "x" + std::to_string(layers) : ""));
+  GraphBuilder b(layers != 12 ? fmt::format("bert_base_{}x{}", seq, layers) : fmt::format("bert_base_{}", seq));
   int x = b.input("embeddings", {seq, kHidden});
   auto heads = [&](int t) { return b.transpose(b.reshape(t, {seq, kHeads, kHeadDim}), {1, 0, 2}); };
   for (int64_t l = 0; l < layers; ++l) {
@@ -98,7 +100,7 @@ Expected<Graph> bert_base_graph(int64_t seq, int64_t layers) {
 
 Expected<Graph> inception_v3_graph(int64_t size) {
   if (size <= 0) size = 299;
-  GraphBuilder b("inception_v3@" + std::to_string(size));
+  GraphBuilder b(fmt::format("inception_v3@{}", size));
   auto conv = [&](int x, int64_t co, int64_t kh, int64_t kw, int64_t s = 1, bool same = true) {
     return conv_relu(b, x, co, kh, kw, s, same ? kh / 2 : 0, same ? kw / 2 : 0);
   };
@@ -160,7 +162,7 @@ Expected<Graph> randwire_ws_graph(uint64_t seed, int64_t size) {
   constexpr int kNodes = 32, kNeighbours = 4;
   constexpr double kRewire = 0.75;
   constexpr int64_t kChannels = 78;
-  GraphBuilder b("randwire_ws_" + std::to_string(seed) + "@" + std::to_string(size));
+  GraphBuilder b(fmt::format("randwire_ws_{}@{}", seed, size));
   Rng rng(seed);
   int x = b.input("image", {1, 3, size, size});
   x = b.conv2d(x, kChannels / 2, 3, 2, 1);

@@ -1,5 +1,7 @@
 #include "datasets/inline_programs.h"
 
+#include <fmt/format.h>
+
 #include "datasets/benchmark_uri.h"
 #include "support/sha256.h"
 
@@ -49,8 +51,8 @@ Expected<InlinePrograms::Pin> InlinePrograms::add(std::string_view text) {
   }
   const int64_t bytes = charge(text);
   if (bytes > budget_bytes_)
-    return resource_exhausted("a program of " + std::to_string(text.size()) + " bytes does not fit the " +
-                              std::to_string(budget_bytes_) + "-byte cache of programs sent in jobs");
+    return resource_exhausted(fmt::format(
+        "a program of {} bytes does not fit the {}-byte cache of programs sent in jobs", text.size(), budget_bytes_));
   // Parsed outside the lock: a text can be large.
   Expected<Program> parsed = parse_program(text);
   if (!parsed.ok()) return parsed.status();
@@ -66,8 +68,9 @@ Expected<InlinePrograms::Pin> InlinePrograms::add(std::string_view text) {
   if (it != index_.end()) return pin_locked(*it->second);  // another job added it meanwhile
   if (!make_room_locked(bytes))
     return Status(StatusCode::kUnavailable,
-                  "the cache of programs sent in jobs is full of programs that running jobs hold (" +
-                      std::to_string(bytes_) + " of " + std::to_string(budget_bytes_) + " bytes); retry the job");
+                  fmt::format("the cache of programs sent in jobs is full of programs that running jobs hold ({} of {} "
+                              "bytes); retry the job",
+                              bytes_, budget_bytes_));
   lru_.push_front(e);
   index_.emplace(key, lru_.begin());
   bytes_ += bytes;

@@ -1,10 +1,12 @@
 #include "datasets/lifetimes_csv.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <unordered_set>
 #include <vector>
@@ -53,7 +55,7 @@ Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::strin
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(line_no) + ": ";
+    const std::string where = fmt::format("{}:{}: ", source, line_no);
     std::vector<std::string> f = split_csv(line);
     if (!header) {
       if (f.size() < 4 || f[0] != "id" || f[1] != "lower" || f[2] != "upper" || f[3] != "size")
@@ -73,7 +75,7 @@ Expected<Instance> parse_lifetimes_csv(const std::string& text, const std::strin
       return invalid_argument(where + "the size " + f[3] + " is out of range");
     if (!ids.insert(b.id).second) return invalid_argument(where + "the id " + quote_text(b.id) + " appears twice");
     if (int64_t(inst.buffers.size()) >= kMaxBuffers)
-      return resource_exhausted(where + "more than " + std::to_string(kMaxBuffers) + " buffers");
+      return resource_exhausted(fmt::format("{}more than {} buffers", where, kMaxBuffers));
     inst.buffers.push_back(std::move(b));
   }
   if (!header) return invalid_argument(source + ": empty (expected the header 'id,lower,upper,size')");
@@ -88,7 +90,7 @@ Expected<Instance> load_lifetimes_csv(const std::string& path, const FileAccess&
 std::string lifetimes_to_csv(const Instance& instance) {
   std::string out = "id,lower,upper,size\n";
   for (const Buffer& b : instance.buffers)
-    out += b.id + "," + std::to_string(b.lower) + "," + std::to_string(b.upper) + "," + std::to_string(b.size) + "\n";
+    fmt::format_to(std::back_inserter(out), "{},{},{},{}\n", b.id, b.lower, b.upper, b.size);
   return out;
 }
 

@@ -5,6 +5,8 @@
 // inverted residual block end in ReLU6 (stage R), the projection 1x1 is linear, the
 // final 1x1 (320 -> 1280) has ReLU6. The stem (a full 3x3 convolution) and the
 // classifier are not depthwise or pointwise and are left out.
+#include <fmt/format.h>
+
 #include <set>
 #include <string>
 #include <tuple>
@@ -52,8 +54,6 @@ std::vector<Layer> mobilenetv2_layers() {
   return layers;
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 }  // namespace
 
 std::unique_ptr<StaticDataset> make_mobilenetv2_dataset() {
@@ -62,7 +62,6 @@ std::unique_ptr<StaticDataset> make_mobilenetv2_dataset() {
   for (const Layer& l : mobilenetv2_layers()) {
     if (!seen.insert({l.depthwise, l.size, l.ci, l.co, l.stride, l.relu6}).second) continue;
     const std::string act = l.relu6 ? "relu6" : "linear";
-    const std::string hw = str(l.size) + "x" + str(l.size);
     SuiteEntry e;
     if (l.depthwise) {
       DepthwiseSpec spec;
@@ -72,11 +71,11 @@ std::unique_ptr<StaticDataset> make_mobilenetv2_dataset() {
       spec.stride = l.stride;
       spec.pad = 1;
       spec.activation = l.relu6 ? Activation::kRelu6 : Activation::kNone;
-      spec.comment = "depthwise conv2d, MobileNetV2: N = 1, C = " + str(l.ci) + ", " + str(l.size) + " x " +
-                     str(l.size) + ", 3x3, stride " + str(l.stride) + ", pad 1, with ReLU6";
-      e.name = "dw-" + hw + "-" + str(l.ci) + "-3x3-s" + str(l.stride);
-      e.shape = "N=1 H=" + str(l.size) + " W=" + str(l.size) + " C=" + str(l.ci) + " K=3 S=" + str(l.stride) +
-                " P=1 " + act;
+      spec.comment =
+          fmt::format("depthwise conv2d, MobileNetV2: N = 1, C = {}, {} x {}, 3x3, stride {}, pad 1, with ReLU6", l.ci,
+                      l.size, l.size, l.stride);
+      e.name = fmt::format("dw-{0}x{0}-{1}-3x3-s{2}", l.size, l.ci, l.stride);
+      e.shape = fmt::format("N=1 H={0} W={0} C={1} K=3 S={2} P=1 {3}", l.size, l.ci, l.stride, act);
       e.program_text = depthwise_conv2d_program(spec);
     } else {
       ConvSpec spec;
@@ -84,10 +83,10 @@ std::unique_ptr<StaticDataset> make_mobilenetv2_dataset() {
       spec.out_channels = l.co;
       spec.input_size = {l.size, l.size};
       spec.activation = l.relu6 ? Activation::kRelu6 : Activation::kNone;
-      spec.comment = "pointwise conv2d, MobileNetV2: N = 1, C = " + str(l.ci) + " -> " + str(l.co) + ", " +
-                     str(l.size) + " x " + str(l.size) + (l.relu6 ? ", with ReLU6" : ", linear");
-      e.name = "pw-" + hw + "-" + str(l.ci) + "-" + str(l.co);
-      e.shape = "N=1 H=" + str(l.size) + " W=" + str(l.size) + " CI=" + str(l.ci) + " CO=" + str(l.co) + " " + act;
+      spec.comment = fmt::format("pointwise conv2d, MobileNetV2: N = 1, C = {} -> {}, {} x {}, {}", l.ci, l.co, l.size,
+                                 l.size, l.relu6 ? "with ReLU6" : "linear");
+      e.name = fmt::format("pw-{0}x{0}-{1}-{2}", l.size, l.ci, l.co);
+      e.shape = fmt::format("N=1 H={0} W={0} CI={1} CO={2} {3}", l.size, l.ci, l.co, act);
       e.program_text = conv_program(spec);
     }
     entries.push_back(std::move(e));

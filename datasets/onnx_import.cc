@@ -4,6 +4,7 @@
 
 #ifdef TENSORGYM_HAVE_ONNX
 
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -80,7 +81,7 @@ std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name
 Status check_shape(const ShapeVec& shape, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) return invalid_argument(what + " has the negative dimension " + std::to_string(d));
+    if (d < 0) return invalid_argument(fmt::format("{} has the negative dimension {}", what, d));
     if (d > 0 && n > kMaxBufferBytes / d)
       return invalid_argument(what + " " + shape_text(shape) + " has more than 2^50 elements");
     n *= d;
@@ -171,7 +172,7 @@ class Importer {
  private:
   Expected<int> in(const onnx::NodeProto& n, int k) {
     if (k >= n.input_size() || n.input(k).empty())
-      return invalid_argument(where(n) + "input " + std::to_string(k) + " is missing");
+      return invalid_argument(fmt::format("{}input {} is missing", where(n), k));
     auto it = value_.find(n.input(k));
     if (it == value_.end())
       return invalid_argument(where(n) + "reads " + quote_text(n.input(k)) + " before it is defined");

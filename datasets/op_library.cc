@@ -1,5 +1,8 @@
 #include "datasets/op_library.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cassert>
 
 namespace tensorgym {
@@ -7,19 +10,11 @@ namespace {
 
 using Names = std::vector<std::string>;
 
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) { return fmt::format("{}", v); }
 
-std::string join(const Names& parts, const std::string& sep = ", ") {
-  std::string s;
-  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
-  return s;
-}
+std::string join(const Names& parts, const std::string& sep = ", ") { return fmt::format("{}", fmt::join(parts, sep)); }
 
-std::string dims(const std::vector<int64_t>& shape) {
-  Names parts;
-  for (int64_t d : shape) parts.push_back(str(d));
-  return "[" + join(parts) + "]";
-}
+std::string dims(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 std::string header(const std::string& comment) { return comment.empty() ? "" : "# " + comment + "\n"; }
 

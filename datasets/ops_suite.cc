@@ -1,6 +1,8 @@
 // benchmark://ops-v0: the single-operator suite of the Ansor paper (Zheng et al.,
 // OSDI 2020, figure 6): ten operator families, four shapes each, at batch 1
 // (`<family>-<n>`) and batch 16 (`<family>-<n>-b16`).
+#include <fmt/format.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,8 +15,6 @@ namespace {
 
 constexpr const char* kName = "benchmark://ops-v0";
 constexpr int64_t kBatches[] = {1, 16};
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 // Convolution shapes shared by c2d, c3d, grp and dil: (H = W, Ci, Co, K, S, P).
 struct Conv2dShape {
@@ -33,8 +33,7 @@ constexpr int64_t kDilation = 2;
 constexpr int64_t kDepth = 16;  // c3d: the conv2d shapes with depth 16
 
 std::string conv2d_shape_text(int64_t n, const Conv2dShape& c) {
-  return "N=" + str(n) + " H=" + str(c.size) + " W=" + str(c.size) + " CI=" + str(c.ci) + " CO=" + str(c.co) +
-         " K=" + str(c.k) + " S=" + str(c.s) + " P=" + str(c.p);
+  return fmt::format("N={} H={} W={} CI={} CO={} K={} S={} P={}", n, c.size, c.size, c.ci, c.co, c.k, c.s, c.p);
 }
 
 class SuiteBuilder {
@@ -45,7 +44,8 @@ class SuiteBuilder {
               const std::function<std::pair<std::string, std::string>(int64_t, int, const std::string&)>& make) {
     for (int64_t batch : kBatches) {
       for (int i = 0; i < 4; ++i) {
-        std::string name = family + "-" + str(i + 1) + (batch == 1 ? "" : "-b" + str(batch));
+        std::string name =
+            batch == 1 ? fmt::format("{}-{}", family, i + 1) : fmt::format("{}-{}-b{}", family, i + 1, batch);
         std::string comment = "ops-v0/" + name + ": " + what;
         auto [text, shape] = make(batch, i, comment);
         entries_.push_back({name, shape, text, ""});
@@ -67,8 +67,7 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
   b.family("gmm", "matrix multiplication C = A . B", [](int64_t batch, int i, const std::string& comment) {
     static constexpr int64_t kShapes[4][3] = {{128, 128, 128}, {512, 32, 512}, {512, 512, 512}, {1024, 1024, 1024}};
     const int64_t n = kShapes[i][0], m = kShapes[i][1], k = kShapes[i][2];
-    const std::string shape = (batch == 1 ? "" : "B=" + str(batch) + " ") + "N=" + str(n) + " M=" + str(m) +
-                              " K=" + str(k);
+    const std::string shape = (batch == 1 ? "" : fmt::format("B={} ", batch)) + fmt::format("N={} M={} K={}", n, m, k);
     return Result{matmul_program(batch == 1 ? 0 : batch, n, m, k, comment + ", " + shape), shape};
   });
 
@@ -85,8 +84,8 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
     spec.kernel = s[3];
     spec.stride = s[4];
     spec.pad = s[5];
-    const std::string shape = "N=" + str(batch) + " L=" + str(s[0]) + " CI=" + str(s[1]) + " CO=" + str(s[2]) +
-                              " K=" + str(s[3]) + " S=" + str(s[4]) + " P=" + str(s[5]);
+    const std::string shape =
+        fmt::format("N={} L={} CI={} CO={} K={} S={} P={}", batch, s[0], s[1], s[2], s[3], s[4], s[5]);
     spec.comment = comment + ", " + shape;
     return Result{conv_program(spec), shape};
   });
@@ -107,9 +106,9 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
       spec.groups = groups;
       spec.dilation = dilation;
       std::string shape = conv2d_shape_text(batch, c);
-      if (depth > 0) shape.insert(shape.find(" H="), " D=" + str(depth));
-      if (groups > 1) shape += " G=" + str(groups);
-      if (dilation > 1) shape += " DIL=" + str(dilation);
+      if (depth > 0) shape.insert(shape.find(" H="), fmt::format(" D={}", depth));
+      if (groups > 1) shape += fmt::format(" G={}", groups);
+      if (dilation > 1) shape += fmt::format(" DIL={}", dilation);
       spec.comment = comment + ", " + shape;
       return Result{conv_program(spec), shape};
     });
@@ -131,8 +130,8 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
     spec.kernel = s[2];
     spec.stride = s[3];
     spec.pad = s[4];
-    const std::string shape = "N=" + str(batch) + " H=" + str(s[0]) + " W=" + str(s[0]) + " C=" + str(s[1]) +
-                              " K=" + str(s[2]) + " S=" + str(s[3]) + " P=" + str(s[4]);
+    const std::string shape =
+        fmt::format("N={} H={} W={} C={} K={} S={} P={}", batch, s[0], s[0], s[1], s[2], s[3], s[4]);
     spec.comment = comment + ", " + shape;
     return Result{depthwise_conv2d_program(spec), shape};
   });
@@ -150,8 +149,8 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
     spec.kernel = s[3];
     spec.stride = s[4];
     spec.pad = s[5];
-    const std::string shape = "N=" + str(batch) + " H=" + str(s[0]) + " W=" + str(s[0]) + " CI=" + str(s[1]) +
-                              " CO=" + str(s[2]) + " K=" + str(s[3]) + " S=" + str(s[4]) + " P=" + str(s[5]);
+    const std::string shape =
+        fmt::format("N={} H={} W={} CI={} CO={} K={} S={} P={}", batch, s[0], s[0], s[1], s[2], s[3], s[4], s[5]);
     spec.comment = comment + ", " + shape;
     return Result{transposed_conv2d_program(spec), shape};
   });
@@ -170,9 +169,8 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
     spec.stride = s[4];
     spec.pad = s[5];
     spec.capsule = 4;
-    const std::string shape = "N=" + str(batch) + " H=" + str(s[0]) + " W=" + str(s[0]) + " CI=" + str(s[1]) +
-                              " CO=" + str(s[2]) + " K=" + str(s[3]) + " S=" + str(s[4]) + " P=" + str(s[5]) +
-                              " CAP=4";
+    const std::string shape =
+        fmt::format("N={} H={} W={} CI={} CO={} K={} S={} P={} CAP=4", batch, s[0], s[0], s[1], s[2], s[3], s[4], s[5]);
     spec.comment = comment + ", " + shape;
     return Result{capsule_conv2d_program(spec), shape};
   });
@@ -180,7 +178,7 @@ std::unique_ptr<StaticDataset> make_ops_dataset() {
   b.family("nrm", "matrix 2-norm, sqrt of the sum of squares", [](int64_t batch, int i, const std::string& comment) {
     static constexpr int64_t kShapes[4][2] = {{256, 256}, {512, 512}, {1024, 1024}, {4096, 1024}};
     const int64_t m = kShapes[i][0], n = kShapes[i][1];
-    const std::string shape = "B=" + str(batch) + " M=" + str(m) + " N=" + str(n);
+    const std::string shape = fmt::format("B={} M={} N={}", batch, m, n);
     return Result{norm_program(batch, m, n, comment + ", " + shape), shape};
   });
 

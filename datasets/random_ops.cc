@@ -7,6 +7,9 @@
 //
 // The generator depends only on the seed and on Rng (support/random.h), whose output
 // is identical on every platform, so a seed names the same program text everywhere.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <deque>
 #include <mutex>
 #include <string>
@@ -25,19 +28,11 @@ constexpr int64_t kMaxFlops = 50'000'000;
 // Parsed programs kept for resolve(); the oldest goes first past this many.
 constexpr size_t kCacheSize = 1024;
 
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) { return fmt::format("{}", v); }
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string s;
-  for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
-  return s;
-}
+std::string join(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, ", ")); }
 
-std::string dims(const std::vector<int64_t>& shape) {
-  std::vector<std::string> parts;
-  for (int64_t d : shape) parts.push_back(str(d));
-  return "[" + join(parts) + "]";
-}
+std::string dims(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 // A size: half the time a "nice" one (powers of two and their multiples by 3),
 // else any in [lo, hi].
@@ -76,9 +71,9 @@ class ProgramWriter {
       default: out = depthwise(); break;
     }
     epilogues(out);
-    *summary = summary_ + (integer_ ? " i8->i32" : " f32") + ", " + str(epilogue_count_) + " epilogue" +
-               (epilogue_count_ == 1 ? "" : "s");
-    return "# " + std::string(kName) + "/" + std::to_string(seed_) + ": " + *summary + "\n" + inputs_ + stages_;
+    *summary = fmt::format("{} {}, {} epilogue{}", summary_, integer_ ? "i8->i32" : "f32", epilogue_count_,
+                           epilogue_count_ == 1 ? "" : "s");
+    return fmt::format("# {}/{}: {}\n{}{}", kName, seed_, *summary, inputs_, stages_);
   }
 
  private:

@@ -8,6 +8,8 @@
 // after the residual add: one form for all layers, so identical shapes are one
 // benchmark, and the layer matching datasets/ops/conv2d_resnet_3x3.tg is that file's
 // program exactly.
+#include <fmt/format.h>
+
 #include <set>
 #include <string>
 #include <tuple>
@@ -49,8 +51,6 @@ std::vector<Layer> resnet50_layers() {
   return layers;
 }
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 }  // namespace
 
 std::unique_ptr<StaticDataset> make_resnet50_dataset() {
@@ -68,14 +68,13 @@ std::unique_ptr<StaticDataset> make_resnet50_dataset() {
     spec.pad = l.k / 2;
     spec.activation = Activation::kRelu;
     // The same first line as datasets/ops/conv2d_resnet_3x3.tg.
-    spec.comment = "conv2d, ResNet " + str(l.k) + "x" + str(l.k) + " layer: N = 1, C = " + str(l.ci) + " -> " +
-                   str(l.co) + ", " + str(l.size) + " x " + str(l.size) + ", stride " + str(l.s) + ", pad " +
-                   str(spec.pad) + ", with ReLU";
+    spec.comment =
+        fmt::format("conv2d, ResNet {0}x{0} layer: N = 1, C = {1} -> {2}, {3} x {3}, stride {4}, pad {5}, with ReLU",
+                    l.k, l.ci, l.co, l.size, l.s, spec.pad);
     SuiteEntry e;
-    e.name = "conv-" + str(l.size) + "x" + str(l.size) + "-" + str(l.ci) + "-" + str(l.co) + "-" + str(l.k) + "x" +
-             str(l.k) + "-s" + str(l.s);
-    e.shape = "N=1 H=" + str(l.size) + " W=" + str(l.size) + " CI=" + str(l.ci) + " CO=" + str(l.co) + " K=" +
-              str(l.k) + " S=" + str(l.s) + " P=" + str(spec.pad) + " relu";
+    e.name = fmt::format("conv-{0}x{0}-{1}-{2}-{3}x{3}-s{4}", l.size, l.ci, l.co, l.k, l.s);
+    e.shape =
+        fmt::format("N=1 H={0} W={0} CI={1} CO={2} K={3} S={4} P={5} relu", l.size, l.ci, l.co, l.k, l.s, spec.pad);
     e.program_text = conv_program(spec);
     if (e.name == "conv-56x56-64-64-3x3-s1") e.expert_schedule = kConv2dResnet3x3ExpertSchedule;
     entries.push_back(std::move(e));

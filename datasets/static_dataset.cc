@@ -1,5 +1,7 @@
 #include "datasets/static_dataset.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <utility>
 
@@ -35,9 +37,9 @@ Expected<Benchmark> StaticDataset::get(std::string_view name) const {
     std::string examples;
     for (size_t i = 0; i < entries_.size() && i < 4; ++i) examples += (i ? ", " : "") + entries_[i].name;
     if (entries_.size() > 4) examples += ", ...";
-    return not_found("no benchmark " + quote_uri(name_ + "/" + std::string(name)) + " in " + name_ + " (its " +
-                     std::to_string(entries_.size()) + " benchmarks are named like " + examples +
-                     "; `tensorgym benchmarks " + name_ + "` lists them)");
+    return not_found(
+        fmt::format("no benchmark {} in {} (its {} benchmarks are named like {}; `tensorgym benchmarks {}` lists them)",
+                    quote_uri(name_ + "/" + std::string(name)), name_, entries_.size(), examples, name_));
   }
   const size_t i = it->second;
   const SuiteEntry& e = entries_[i];

@@ -1,5 +1,7 @@
 #include "datasets/user_dataset.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -42,9 +44,9 @@ Expected<Benchmark> UserDataset::get(std::string_view name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(std::string(name));
   if (it == index_.end()) {
-    return not_found("no benchmark " + quote_uri(std::string(kName) + "/" + std::string(name)) + " in " + kName +
-                     " (it holds the " + std::to_string(entries_.size()) +
-                     " programs added with add_user_benchmark in this process)");
+    return not_found(
+        fmt::format("no benchmark {} in {} (it holds the {} programs added with add_user_benchmark in this process)",
+                    quote_uri(std::string(kName) + "/" + std::string(name)), kName, entries_.size()));
   }
   const Entry& e = entries_[it->second];
   e.last_used = std::chrono::steady_clock::now();
@@ -60,12 +62,12 @@ Status UserDataset::check_owner_room_locked(const std::string& owner, size_t tex
     bytes += int64_t(e.text.size());
   }
   if (count >= kMaxPerOwner)
-    return resource_exhausted("this client holds " + std::to_string(count) + " programs in " + kName +
-                              ", its cap; programs nobody uses are removed after a while");
+    return resource_exhausted(fmt::format(
+        "this client holds {} programs in {}, its cap; programs nobody uses are removed after a while", count, kName));
   if (bytes + int64_t(text_bytes) > kMaxBytesPerOwner)
-    return resource_exhausted("this client's programs in " + std::string(kName) + " hold " + std::to_string(bytes) +
-                              " bytes of text; with " + std::to_string(text_bytes) + " more they would pass its cap of " +
-                              std::to_string(kMaxBytesPerOwner));
+    return resource_exhausted(
+        fmt::format("this client's programs in {} hold {} bytes of text; with {} more they would pass its cap of {}",
+                    kName, bytes, text_bytes, kMaxBytesPerOwner));
   return Status();
 }
 
@@ -93,9 +95,10 @@ std::vector<std::string> UserDataset::expire_unused(std::chrono::nanoseconds idl
 
 Expected<std::string> UserDataset::add(std::string_view name, std::string_view program_text, const std::string& owner) {
   if (!is_valid_name(name)) {
-    return invalid_argument("invalid user benchmark name " + quote_uri(name) +
-                            ": a name has letters, digits, '_', '-' and '.', starts with a letter or '_' and has at "
-                            "most " + std::to_string(kMaxNameLength) + " characters ('/' is not allowed)");
+    return invalid_argument(fmt::format(
+        "invalid user benchmark name {}: a name has letters, digits, '_', '-' and '.', starts with a letter or '_' and "
+        "has at most {} characters ('/' is not allowed)",
+        quote_uri(name), kMaxNameLength));
   }
   const std::string uri = std::string(kName) + "/" + std::string(name);
   {
@@ -124,8 +127,8 @@ Expected<std::string> UserDataset::add(std::string_view name, std::string_view p
   }
   TG_RETURN_IF_ERROR(check_owner_room_locked(owner, e.text.size()));  // again: it may have added meanwhile
   if (entries_.size() >= kMaxBenchmarks) {
-    return resource_exhausted("cannot add " + uri + ": " + kName + " already holds " +
-                              std::to_string(kMaxBenchmarks) + " programs, its limit");
+    return resource_exhausted(
+        fmt::format("cannot add {}: {} already holds {} programs, its limit", uri, kName, kMaxBenchmarks));
   }
   index_.emplace(e.name, entries_.size());
   entries_.push_back(std::move(e));

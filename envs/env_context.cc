@@ -1,8 +1,10 @@
+#include "envs/env_context.h"
+
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,7 +12,6 @@
 
 #include "codegen/lower/lower.h"
 #include "codegen/measure/runner.h"
-#include "envs/env_context.h"
 
 namespace tensorgym {
 
@@ -122,9 +123,7 @@ void EnvContext::store_baseline(const std::string& key, double value) {
   std::filesystem::create_directories(std::filesystem::path(baseline_cache_path).parent_path(), ec);
   // One write of a whole line with O_APPEND: processes sharing the file do not
   // interleave their lines.
-  char number[32];
-  std::snprintf(number, sizeof number, "%.17g", value);
-  const std::string line = std::string(number) + "\t" + to_hex(key) + "\n";
+  const std::string line = fmt::format("{:.17g}\t{}\n", value, to_hex(key));
   int fd = ::open(baseline_cache_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return;
   (void)!::write(fd, line.data(), line.size());

@@ -1,5 +1,7 @@
 #include "envs/parameters.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "support/quote.h"
@@ -11,8 +13,8 @@ Expected<int64_t> parse_int_parameter(const std::string& key, const std::string&
   const char* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) {
-    return invalid_argument("parameter " + key + " must be an integer in " + std::to_string(lo) + ".." +
-                            std::to_string(hi) + ", got " + quote_text(value));
+    return invalid_argument(
+        fmt::format("parameter {} must be an integer in {}..{}, got {}", key, lo, hi, quote_text(value)));
   }
   return v;
 }

@@ -1,7 +1,8 @@
 #include "envs/replay.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
-#include <cstdio>
 
 #include "support/quote.h"
 
@@ -40,8 +41,8 @@ Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& mak
   for (size_t i = 0; i < state.actions.size(); ++i) {
     StepResult r = out.env->step({Event(state.actions[i])}, {}, rewards);
     if (!r.error.ok())
-      return Status(r.error.code(), "action " + std::to_string(i + 1) + " (" + excerpt_text(state.actions[i]) +
-                                        "): " + r.error.message());
+      return Status(r.error.code(),
+                    fmt::format("action {} ({}): {}", i + 1, excerpt_text(state.actions[i]), r.error.message()));
     for (size_t k = 0; k < rewards.size(); ++k) out.cumulative[rewards[k]] += r.rewards[k];
   }
   return out;
@@ -76,19 +77,14 @@ Expected<ValidationOutcome> validate_episode(const EpisodeState& s, double toler
   for (const auto& [name, recorded] : s.deterministic_rewards) {
     double replayed = out.replayed[name];
     if (replayed != recorded) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "deterministic reward %s: recorded %.17g, replayed %.17g", name.c_str(), recorded,
-                    replayed);
-      return fail(buf);
+      return fail(fmt::format("deterministic reward {}: recorded {:.17g}, replayed {:.17g}", name, recorded, replayed));
     }
   }
   if (!s.reward_space.empty() && !s.deterministic_rewards.count(s.reward_space)) {
     double replayed = out.replayed[s.reward_space];
     if (std::fabs(replayed - s.reward) > tolerance) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "reward %s: recorded %.4f, replayed %.4f (tolerance %.4f)", s.reward_space.c_str(),
-                    s.reward, replayed, tolerance);
-      return fail(buf);
+      return fail(fmt::format("reward {}: recorded {:.4f}, replayed {:.4f} (tolerance {:.4f})", s.reward_space,
+                              s.reward, replayed, tolerance));
     }
   }
   out.ok = true;

@@ -2,8 +2,9 @@
 // parses must print to CSV that parses back to the same instance, and a small one is
 // planned (every plan is verified before it is returned: an INTERNAL error is a
 // planner bug).
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -24,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string csv = tg::lifetimes_to_csv(*inst);
   tg::Expected<tg::Instance> again = tg::parse_lifetimes_csv(csv, "printed.csv");
   if (!again.ok() || tg::lifetimes_to_csv(*again) != csv) {
-    std::fprintf(stderr, "printed lifetimes do not parse back:\n%s\n", csv.c_str());
+    fmt::print(stderr, "printed lifetimes do not parse back:\n{}\n", csv);
     std::abort();
   }
   if (inst->buffers.size() > kMaxPlannedBuffers) return 0;
@@ -32,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* planner : {"greedy_by_size", "first_fit", "best_fit_best"}) {
     tg::Expected<tg::OffsetPlan> plan = tg::plan_instance(*inst, planner, options);
     if (!plan.ok() && plan.status().code() == tg::StatusCode::kInternal) {
-      std::fprintf(stderr, "%s: %s\n", planner, plan.status().message().c_str());
+      fmt::print(stderr, "{}: {}\n", planner, plan.status().message());
       std::abort();
     }
   }

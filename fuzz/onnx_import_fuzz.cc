@@ -2,8 +2,9 @@
 // bytes to a memory-planning graph. A graph that imports must be valid, and a small
 // one is planned (plans are verified before they are returned: an INTERNAL error is a
 // planner bug). Without ONNX in the build every input is UNIMPLEMENTED.
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -21,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tg::Expected<tg::Graph> graph = tg::import_onnx_bytes(bytes, "fuzz.onnx");
   if (!graph.ok()) return 0;
   if (tg::Status valid = graph->validate(); !valid.ok()) {
-    std::fprintf(stderr, "imported graph is not valid: %s\n", valid.message().c_str());
+    fmt::print(stderr, "imported graph is not valid: {}\n", valid.message());
     std::abort();
   }
   if (graph->ops.size() > kMaxPlannedOps) return 0;
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.inplace = inplace;
     tg::Expected<tg::GraphPlan> plan = tg::plan_graph(*graph, options);
     if (!plan.ok() && plan.status().code() == tg::StatusCode::kInternal) {
-      std::fprintf(stderr, "plan_graph: %s\n", plan.status().message().c_str());
+      fmt::print(stderr, "plan_graph: {}\n", plan.status().message());
       std::abort();
     }
   }

@@ -1,7 +1,8 @@
 // The program language parser (codegen/ir/program.h parse_program). A program that
 // parses must print to text that parses back to an equal program.
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -19,11 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string printed = program->to_text();
   tg::Expected<tg::Program> again = tg::parse_program(printed);
   if (!again.ok()) {
-    std::fprintf(stderr, "printed program does not parse: %s\n%s\n", again.status().message().c_str(), printed.c_str());
+    fmt::print(stderr, "printed program does not parse: {}\n{}\n", again.status().message(), printed);
     std::abort();
   }
   if (!tg::structural_equal(*program, *again)) {
-    std::fprintf(stderr, "printed program parses to a different program:\n%s\n", printed.c_str());
+    fmt::print(stderr, "printed program parses to a different program:\n{}\n", printed);
     std::abort();
   }
   return 0;

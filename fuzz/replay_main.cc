@@ -3,10 +3,11 @@
 // folder named, in name order. A crash, a sanitizer report or an abort fails the test;
 // returning from every input passes it. This is what libFuzzer does with
 // `harness FILE...`, without the fuzzing.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -31,13 +32,13 @@ int main(int argc, char** argv) {
     } else if (fs::is_regular_file(arg, ec)) {
       files.push_back(arg);
     } else {
-      std::fprintf(stderr, "replay: %s is neither a file nor a folder\n", argv[i]);
+      fmt::print(stderr, "replay: {} is neither a file nor a folder\n", argv[i]);
       return 2;
     }
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    std::fprintf(stderr, "replay: no seed files\n");
+    fmt::print(stderr, "replay: no seed files\n");
     return 2;
   }
   for (const fs::path& path : files) {
@@ -45,6 +46,6 @@ int main(int argc, char** argv) {
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }
-  std::printf("replay: %zu inputs ran\n", files.size());
+  fmt::print("replay: {} inputs ran\n", files.size());
   return 0;
 }

@@ -3,8 +3,9 @@
 // that parses must print to text that parses back to the same trace; a primitive
 // either applies or leaves the schedule unchanged with an error (DESIGN.md, rule 2),
 // and whatever applied must lower or fail with an error, never crash.
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string printed = trace->to_string();
   tg::Expected<tg::Trace> again = tg::parse_trace(printed);
   if (!again.ok() || !(*again == *trace)) {
-    std::fprintf(stderr, "printed trace does not parse back to the same trace:\n%s\n", printed.c_str());
+    fmt::print(stderr, "printed trace does not parse back to the same trace:\n{}\n", printed);
     std::abort();
   }
   apply_and_lower(gemm, *trace);

@@ -6,8 +6,9 @@
 //   seed_writer SOURCE_DIR OUT_DIR   ->  OUT_DIR/{program_parser,schedule_trace,
 //                                        lifetimes_csv,service,onnx_import}/
 // The seeds that are files (datasets/ops/, fuzz/seeds/) are copied there by CMake.
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,7 +20,6 @@
 #include "datasets/registry.h"
 #include "memplan/lifetimes.h"
 #include "proto/tensorgym.pb.h"
-
 #include "tests/onnx_models.h"
 
 namespace fs = std::filesystem;
@@ -30,7 +30,7 @@ namespace {
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "seed_writer: cannot read %s\n", path.c_str());
+    fmt::print(stderr, "seed_writer: cannot read {}\n", path.string());
     std::exit(1);
   }
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -40,7 +40,7 @@ void write(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
   if (!out) {
-    std::fprintf(stderr, "seed_writer: cannot write %s\n", path.c_str());
+    fmt::print(stderr, "seed_writer: cannot write {}\n", path.string());
     std::exit(1);
   }
 }
@@ -50,7 +50,7 @@ void write(const fs::path& path, const std::string& bytes) {
 void write_ops_seeds(const fs::path& programs, const fs::path& schedules) {
   tensorgym::Expected<const tensorgym::Dataset*> ops = tensorgym::DatasetRegistry::global().find_dataset("ops-v0");
   if (!ops.ok()) {
-    std::fprintf(stderr, "seed_writer: %s\n", ops.status().message().c_str());
+    fmt::print(stderr, "seed_writer: {}\n", ops.status().message());
     std::exit(1);
   }
   const std::vector<tensorgym::BenchmarkInfo> all = (*ops)->list(0, -1);
@@ -263,7 +263,7 @@ void write_onnx_seeds(const fs::path& dir) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: seed_writer SOURCE_DIR OUT_DIR\n");
+    fmt::print(stderr, "usage: seed_writer SOURCE_DIR OUT_DIR\n");
     return 2;
   }
   const fs::path src = argv[1], out = argv[2];

@@ -17,22 +17,21 @@
 // (the server's worker binary does not exist, so a measurement fails at once), and
 // every session is ended after each input. TENSORGYM_FUZZ_VERBOSE=1 prints each call
 // and its status.
+#include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/reflection.h>
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/stubs/logging.h>
-#include <google/protobuf/message.h>
-#include <google/protobuf/reflection.h>
 
 #include "proto/tensorgym.grpc.pb.h"
 #include "service/server.h"
@@ -54,8 +53,8 @@ const bool verbose = std::getenv("TENSORGYM_FUZZ_VERBOSE") != nullptr;
 
 void report(const pb::Message& request, const grpc::Status& status) {
   if (!verbose) return;
-  std::fprintf(stderr, "%s -> %d %s\n", request.GetDescriptor()->name().c_str(), int(status.error_code()),
-               status.error_message().substr(0, 200).c_str());
+  fmt::print(stderr, "{} -> {} {}\n", request.GetDescriptor()->name(), int(status.error_code()),
+             status.error_message().substr(0, 200));
 }
 
 // Top-level singular scalar fields of the responses seen in this input, by name.
@@ -184,7 +183,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   options.log_level = tg::service::LogLevel::kError;
   tg::Expected<std::unique_ptr<tg::service::Server>> started = tg::service::Server::start(options);
   if (!started.ok()) {
-    std::fprintf(stderr, "service_fuzz: the server did not start: %s\n", started.status().message().c_str());
+    fmt::print(stderr, "service_fuzz: the server did not start: {}\n", started.status().message());
     std::abort();
   }
   server = started->release();

@@ -1,5 +1,8 @@
 #include "memplan/graph.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -35,11 +38,7 @@ int64_t shape_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 int Graph::add_tensor(const std::string& tensor_name, std::vector<int64_t> shape, TensorKind kind,
                       const std::string& dtype) {
@@ -74,8 +73,7 @@ Status Graph::finalize() {
   for (size_t o = 0; o < ops.size(); ++o) {
     for (int t : ops[o].outputs) {
       if (t < 0 || size_t(t) >= tensors.size())
-        return invalid_argument("operator '" + ops[o].name + "' writes tensor #" + std::to_string(t) +
-                                ", which does not exist");
+        return invalid_argument(fmt::format("operator '{}' writes tensor #{}, which does not exist", ops[o].name, t));
       if (tensors[size_t(t)].producer >= 0)
         return invalid_argument("tensor '" + tensors[size_t(t)].name + "' is produced by both '" +
                                 ops[size_t(tensors[size_t(t)].producer)].name + "' and '" + ops[o].name + "'");
@@ -83,8 +81,7 @@ Status Graph::finalize() {
     }
     for (int t : ops[o].inputs) {
       if (t < 0 || size_t(t) >= tensors.size())
-        return invalid_argument("operator '" + ops[o].name + "' reads tensor #" + std::to_string(t) +
-                                ", which does not exist");
+        return invalid_argument(fmt::format("operator '{}' reads tensor #{}, which does not exist", ops[o].name, t));
       std::vector<int>& c = tensors[size_t(t)].consumers;
       if (c.empty() || c.back() != int(o)) c.push_back(int(o));
     }
@@ -94,11 +91,11 @@ Status Graph::finalize() {
 
 Status Graph::validate() const {
   if (int64_t(ops.size()) > kMaxGraphOps)
-    return resource_exhausted("graph '" + name + "' has " + std::to_string(ops.size()) +
-                              " operators, over the limit of " + std::to_string(kMaxGraphOps));
+    return resource_exhausted(
+        fmt::format("graph '{}' has {} operators, over the limit of {}", name, ops.size(), kMaxGraphOps));
   if (int64_t(tensors.size()) > kMaxGraphTensors)
-    return resource_exhausted("graph '" + name + "' has " + std::to_string(tensors.size()) +
-                              " tensors, over the limit of " + std::to_string(kMaxGraphTensors));
+    return resource_exhausted(
+        fmt::format("graph '{}' has {} tensors, over the limit of {}", name, tensors.size(), kMaxGraphTensors));
   for (const GraphTensor& t : tensors) {
     if (t.bytes < 0) return invalid_argument("tensor '" + t.name + "' has a negative size");
     const bool source = t.kind == TensorKind::kInput || t.kind == TensorKind::kConstant;
@@ -118,8 +115,8 @@ Status Graph::validate() const {
     }
     for (int k : op.inplace_inputs) {
       if (k < 0 || size_t(k) >= op.inputs.size())
-        return invalid_argument("operator '" + op.name + "' names in-place input " + std::to_string(k) + " of " +
-                                std::to_string(op.inputs.size()));
+        return invalid_argument(
+            fmt::format("operator '{}' names in-place input {} of {}", op.name, k, op.inputs.size()));
     }
     if (op.scratch_bytes < 0) return invalid_argument("operator '" + op.name + "' has negative scratch");
   }

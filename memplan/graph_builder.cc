@@ -1,5 +1,7 @@
 #include "memplan/graph_builder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "memplan/op_stages.h"
@@ -34,7 +36,7 @@ int GraphBuilder::constant(const std::string& name, std::vector<int64_t> shape) 
 
 int GraphBuilder::add_op(const std::string& type, std::vector<int> inputs, std::vector<int64_t> out_shape) {
   GraphOp op;
-  op.name = type + "_" + std::to_string(counter_++);
+  op.name = fmt::format("{}_{}", type, counter_++);
   op.type = type;
   op.inputs = std::move(inputs);
   for (int64_t d : out_shape)
@@ -52,7 +54,7 @@ int GraphBuilder::conv2d(int x, int64_t out_channels, int64_t kh, int64_t kw, in
     fail("conv2d needs an NCHW input whose channels the groups divide, got " + shape_text(xs));
     return x;
   }
-  const int w = constant("conv_" + std::to_string(counter_) + "_w", {out_channels, xs[1] / groups, kh, kw});
+  const int w = constant(fmt::format("conv_{}_w", counter_), {out_channels, xs[1] / groups, kh, kw});
   return conv2d_with(x, w, sh, sw, ph, pw, groups);
 }
 
@@ -63,8 +65,8 @@ int GraphBuilder::conv2d_with(int x, int w, int64_t sh, int64_t sw, int64_t ph, 
     return x;
   }
   if (xs.size() != 4 || ws.size() != 4 || groups < 1 || ws[0] % groups != 0 || xs[1] != ws[1] * groups) {
-    fail("conv2d: input " + shape_text(xs) + " and weights " + shape_text(ws) + " do not match with " +
-         std::to_string(groups) + " groups");
+    fail(fmt::format("conv2d: input {} and weights {} do not match with {} groups", shape_text(xs), shape_text(ws),
+                     groups));
     return x;
   }
   const int64_t oh = (xs[2] + 2 * ph - ws[2]) / sh + 1, ow = (xs[3] + 2 * pw - ws[3]) / sw + 1;
@@ -125,8 +127,8 @@ int GraphBuilder::matmul(int a, int b, bool transpose_b) {
 }
 
 int GraphBuilder::dense(int x, int64_t out_features) {
-  const int w = constant("dense_" + std::to_string(counter_) + "_w", {shape(x).back(), out_features});
-  const int bias = constant("dense_" + std::to_string(counter_) + "_b", {out_features});
+  const int w = constant(fmt::format("dense_{}_w", counter_), {shape(x).back(), out_features});
+  const int bias = constant(fmt::format("dense_{}_b", counter_), {out_features});
   return binary("add", matmul(x, w), bias);
 }
 
@@ -137,8 +139,8 @@ int GraphBuilder::softmax(int x) {
 
 int GraphBuilder::layernorm(int x) {
   const int64_t h = shape(x).back();
-  const int g = constant("ln_" + std::to_string(counter_) + "_gamma", {h});
-  const int b = constant("ln_" + std::to_string(counter_) + "_beta", {h});
+  const int g = constant(fmt::format("ln_{}_gamma", counter_), {h});
+  const int b = constant(fmt::format("ln_{}_beta", counter_), {h});
   return layernorm_with(x, g, b);
 }
 
@@ -176,7 +178,7 @@ int GraphBuilder::global_avgpool(int x) {
 int GraphBuilder::concat(const std::vector<int>& xs, int64_t axis) {
   std::vector<int64_t> out_shape = shape(xs.at(0));
   if (axis < 0 || size_t(axis) >= out_shape.size()) {
-    fail("concat: axis " + std::to_string(axis) + " out of range for " + shape_text(out_shape));
+    fail(fmt::format("concat: axis {} out of range for {}", axis, shape_text(out_shape)));
     return xs[0];
   }
   for (size_t i = 1; i < xs.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "memplan/instance.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
@@ -7,17 +9,16 @@ namespace tensorgym {
 
 Status validate_instance(const Instance& instance) {
   if (int64_t(instance.buffers.size()) > kMaxBuffers)
-    return resource_exhausted("the instance has " + std::to_string(instance.buffers.size()) +
-                              " buffers, over the limit of " + std::to_string(kMaxBuffers));
+    return resource_exhausted(
+        fmt::format("the instance has {} buffers, over the limit of {}", instance.buffers.size(), kMaxBuffers));
   if (instance.alignment < 1 || (instance.alignment & (instance.alignment - 1)) != 0)
-    return invalid_argument("the alignment must be a power of two, got " + std::to_string(instance.alignment));
+    return invalid_argument(fmt::format("the alignment must be a power of two, got {}", instance.alignment));
   for (const Buffer& b : instance.buffers) {
     if (b.size < 0 || b.size > kMaxBufferBytes)
-      return invalid_argument("buffer '" + b.id + "' has size " + std::to_string(b.size) + " (expected 0.." +
-                              std::to_string(kMaxBufferBytes) + ")");
+      return invalid_argument(fmt::format("buffer '{}' has size {} (expected 0..{})", b.id, b.size, kMaxBufferBytes));
     if (b.lower < 0 || b.upper <= b.lower)
-      return invalid_argument("buffer '" + b.id + "' has lifetime [" + std::to_string(b.lower) + ", " +
-                              std::to_string(b.upper) + "): expected 0 <= lower < upper");
+      return invalid_argument(
+          fmt::format("buffer '{}' has lifetime [{}, {}): expected 0 <= lower < upper", b.id, b.lower, b.upper));
   }
   return Status();
 }

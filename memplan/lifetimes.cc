@@ -1,5 +1,7 @@
 #include "memplan/lifetimes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -69,11 +71,10 @@ Expected<GraphLayout> layout_graph(const Graph& graph, const GraphDecisions& d, 
   GraphLayout L;
   L.position.assign(n, -1);
   if (d.order.size() != n)
-    return invalid_argument("the order has " + std::to_string(d.order.size()) + " operators, the graph " +
-                            std::to_string(n));
+    return invalid_argument(fmt::format("the order has {} operators, the graph {}", d.order.size(), n));
   for (size_t i = 0; i < n; ++i) {
     const int op = d.order[i];
-    if (op < 0 || size_t(op) >= n) return invalid_argument("the order names operator #" + std::to_string(op));
+    if (op < 0 || size_t(op) >= n) return invalid_argument(fmt::format("the order names operator #{}", op));
     if (L.position[size_t(op)] >= 0)
       return invalid_argument("the order has operator '" + graph.ops[size_t(op)].name + "' twice");
     L.position[size_t(op)] = int(i);
@@ -97,14 +98,14 @@ Expected<GraphLayout> layout_graph(const Graph& graph, const GraphDecisions& d, 
   std::vector<char> taken(graph.tensors.size(), 0), written(graph.tensors.size(), 0);
   for (const Alias& a : d.aliases) {
     if (a.op < 0 || size_t(a.op) >= n)
-      return invalid_argument("an in-place choice names operator #" + std::to_string(a.op));
+      return invalid_argument(fmt::format("an in-place choice names operator #{}", a.op));
     const GraphOp& o = graph.ops[size_t(a.op)];
     const std::string what = std::string(a.fused ? "fusing" : "in-place on") + " operator '" + o.name + "'";
     if (a.output != o.outputs[0]) return invalid_argument(what + ": the output must be its first output");
     int k = -1;
     for (size_t j = 0; j < o.inputs.size(); ++j)
       if (o.inputs[j] == a.input) k = int(j);
-    if (k < 0) return invalid_argument(what + ": the tensor #" + std::to_string(a.input) + " is not one of its inputs");
+    if (k < 0) return invalid_argument(fmt::format("{}: the tensor #{} is not one of its inputs", what, a.input));
     const std::string in_name = graph.tensors[size_t(a.input)].name;
     if (!inplace_legal(graph, a.op, k, L.position, L.position[size_t(a.op)]))
       return invalid_argument(what + " over '" + in_name +

@@ -1,6 +1,7 @@
 #include "memplan/op_stages.h"
 
-#include <cstdio>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "memplan/instance.h"
 
@@ -9,21 +10,15 @@ namespace {
 
 using Names = std::vector<std::string>;
 
-std::string str(int64_t v) { return std::to_string(v); }
+std::string str(int64_t v) { return fmt::format("{}", v); }
 
 std::string lit(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
+  std::string s = fmt::format("{:.9g}", v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
 
-std::string join(const Names& parts, const std::string& sep = ", ") {
-  std::string s;
-  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
-  return s;
-}
+std::string join(const Names& parts, const std::string& sep = ", ") { return fmt::format("{}", fmt::join(parts, sep)); }
 
 Names vars(size_t rank, const std::string& prefix = "i") {
   Names v;

@@ -1,5 +1,7 @@
 #include "memplan/planner.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "memplan/order.h"
@@ -12,9 +14,9 @@ std::string offset_planner_for(const std::string& planner) { return planner == "
 
 Status check_limit(int64_t arena, int64_t lower_bound, int64_t limit, const std::string& planner) {
   if (limit > 0 && arena > limit)
-    return resource_exhausted("infeasible: planner " + planner + " needs an arena of " + std::to_string(arena) +
-                              " bytes, over the memory limit of " + std::to_string(limit) + " bytes (lower bound " +
-                              std::to_string(lower_bound) + ")");
+    return resource_exhausted(fmt::format(
+        "infeasible: planner {} needs an arena of {} bytes, over the memory limit of {} bytes (lower bound {})",
+        planner, arena, limit, lower_bound));
   return Status();
 }
 

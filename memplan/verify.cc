@@ -1,5 +1,7 @@
 #include "memplan/verify.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -11,8 +13,7 @@ namespace tensorgym {
 namespace {
 
 std::string describe(const Buffer& b, int64_t offset) {
-  return "'" + b.id + "' (lifetime [" + std::to_string(b.lower) + ", " + std::to_string(b.upper) + "), bytes [" +
-         std::to_string(offset) + ", " + std::to_string(offset + b.size) + "))";
+  return fmt::format("'{}' (lifetime [{}, {}), bytes [{}, {}))", b.id, b.lower, b.upper, offset, offset + b.size);
 }
 
 }  // namespace
@@ -20,13 +21,12 @@ std::string describe(const Buffer& b, int64_t offset) {
 Expected<int64_t> verify_offsets(const Instance& instance, const Offsets& offsets) {
   const size_t n = instance.buffers.size();
   if (offsets.size() != n)
-    return invalid_argument("the plan has " + std::to_string(offsets.size()) + " offsets for " + std::to_string(n) +
-                            " buffers");
+    return invalid_argument(fmt::format("the plan has {} offsets for {} buffers", offsets.size(), n));
   for (size_t i = 0; i < n; ++i) {
     if (offsets[i] < 0) return invalid_argument("buffer '" + instance.buffers[i].id + "' has no offset");
     if (offsets[i] % instance.alignment != 0)
-      return invalid_argument("buffer '" + instance.buffers[i].id + "' has offset " + std::to_string(offsets[i]) +
-                              ", not a multiple of the alignment " + std::to_string(instance.alignment));
+      return invalid_argument(fmt::format("buffer '{}' has offset {}, not a multiple of the alignment {}",
+                                          instance.buffers[i].id, offsets[i], instance.alignment));
   }
   // Events in time order; at equal times ends come before starts (half-open lifetimes).
   struct Event {
@@ -75,7 +75,7 @@ Expected<int64_t> verify_offsets(const Instance& instance, const Offsets& offset
 std::string offsets_to_csv(const Instance& instance, const Offsets& offsets) {
   std::string out = "id,offset\n";
   for (size_t i = 0; i < instance.buffers.size(); ++i)
-    out += instance.buffers[i].id + "," + std::to_string(i < offsets.size() ? offsets[i] : -1) + "\n";
+    fmt::format_to(std::back_inserter(out), "{},{}\n", instance.buffers[i].id, i < offsets.size() ? offsets[i] : -1);
   return out;
 }
 
@@ -91,7 +91,7 @@ Expected<Offsets> offsets_from_csv(const Instance& instance, const std::string& 
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(line_no) + ": ";
+    const std::string where = fmt::format("{}:{}: ", source, line_no);
     if (!header) {
       if (line != "id,offset") return invalid_argument(where + "expected the header 'id,offset', got '" + line + "'");
       header = true;

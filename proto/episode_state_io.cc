@@ -1,6 +1,7 @@
 #include "proto/episode_state_io.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ Expected<std::vector<EpisodeState>> read_episode_states(const std::string& path)
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Expected<EpisodeState> s = episode_state_from_json(line);
     if (!s.ok()) {
-      std::string where = path + ":" + std::to_string(line_no) + ": ";
+      std::string where = fmt::format("{}:{}: ", path, line_no);
       if (torn) return Status(StatusCode::kDataLoss, where + "the last line is cut short (" + s.status().message() + ")");
       return Status(s.status().code(), where + s.status().message());
     }

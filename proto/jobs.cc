@@ -1,26 +1,23 @@
 #include "proto/jobs.h"
 
-#include <google/protobuf/struct.pb.h>
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <cmath>
-#include <cstdio>
 #include <fstream>
-#include <map>
-#include <sstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 
-#include "support/sha256.h"
 #include "proto/provenance_json.h"
 #include "proto/tensorgym.pb.h"
+#include "spaces/event_json.h"
+#include "support/sha256.h"
 
 namespace tensorgym::client {
 namespace {
 
 void put_field(std::string* out, std::string_view s) {
-  *out += std::to_string(s.size());
-  *out += ':';
-  out->append(s.data(), s.size());
-  *out += ';';
+  fmt::format_to(std::back_inserter(*out), "{}:{};", s.size(), s);
 }
 
 BatchJob from_proto(const proto::EvaluateJob& p) {
@@ -45,50 +42,13 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-std::string number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-// JSON text of a parsed value with object keys sorted, so that equal values print
-// equally (protobuf's own printer follows map order, which is unspecified).
-std::string canonical_json(const google::protobuf::Value& v) {
-  switch (v.kind_case()) {
-    case google::protobuf::Value::kNumberValue: {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", v.number_value());
-      return buf;
-    }
-    case google::protobuf::Value::kStringValue: return json_quote(v.string_value());
-    case google::protobuf::Value::kBoolValue: return v.bool_value() ? "true" : "false";
-    case google::protobuf::Value::kStructValue: {
-      std::map<std::string, const google::protobuf::Value*> sorted;
-      for (const auto& [k, f] : v.struct_value().fields()) sorted[k] = &f;
-      std::string out = "{";
-      for (const auto& [k, f] : sorted) out += (out.size() > 1 ? "," : "") + json_quote(k) + ":" + canonical_json(*f);
-      return out + "}";
-    }
-    case google::protobuf::Value::kListValue: {
-      std::string out = "[";
-      for (const google::protobuf::Value& e : v.list_value().values())
-        out += (out.size() > 1 ? "," : "") + canonical_json(e);
-      return out + "]";
-    }
-    default: return "null";
-  }
-}
-
 // The key of a line that is not a job: its own "key" when it is a JSON object with
 // one (so the user finds the error under the name they gave), else the hash of its text.
 std::string key_of_bad_line(const std::string& line) {
-  google::protobuf::Struct obj;
-  if (google::protobuf::util::JsonStringToMessage(line, &obj).ok()) {
-    auto it = obj.fields().find("key");
-    if (it != obj.fields().end() && it->second.kind_case() == google::protobuf::Value::kStringValue &&
-        !it->second.string_value().empty())
-      return it->second.string_value();
+  const nlohmann::json obj = nlohmann::json::parse(line, nullptr, false);
+  if (obj.is_object()) {
+    auto it = obj.find("key");
+    if (it != obj.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) return it->get<std::string>();
   }
   return sha256_hex("tensorgym-bad-job-line-v1;" + trim(line)).substr(0, 32);
 }
@@ -102,18 +62,16 @@ std::string job_content_key(const BatchJob& job) {
   put_field(&enc, job.program);
   put_field(&enc, job.actions);
   put_field(&enc, job.action_space);
-  put_field(&enc, std::to_string(job.observations.size()));
+  put_field(&enc, fmt::format("{}", job.observations.size()));
   for (const std::string& o : job.observations) put_field(&enc, o);
-  put_field(&enc, std::to_string(job.rewards.size()));
+  put_field(&enc, fmt::format("{}", job.rewards.size()));
   for (const std::string& r : job.rewards) put_field(&enc, r);
-  put_field(&enc, std::to_string(job.parameters.size()));
+  put_field(&enc, fmt::format("{}", job.parameters.size()));
   for (const auto& [k, v] : job.parameters) {
     put_field(&enc, k);
     put_field(&enc, v);
   }
-  char timeout[32];
-  std::snprintf(timeout, sizeof timeout, "%.17g", job.timeout_s);
-  put_field(&enc, timeout);
+  put_field(&enc, fmt::format("{:.17g}", job.timeout_s));
   return sha256_hex(enc).substr(0, 32);
 }
 
@@ -170,7 +128,7 @@ Expected<std::vector<JobLine>> read_job_file(const std::string& path) {
     if (job.ok()) {
       j.job = std::move(*job);
     } else {
-      j.error = invalid_argument(path + ":" + std::to_string(number) + ": " + job.status().message());
+      j.error = invalid_argument(fmt::format("{}:{}: {}", path, number, job.status().message()));
       j.job.key = key_of_bad_line(line);
     }
     out.push_back(std::move(j));
@@ -193,7 +151,7 @@ const double* BatchResult::reward(const std::string& name) const {
 
 std::string job_error_class(proto::JobError error) {
   const std::string& name = proto::JobError_Name(error);
-  if (name.empty()) return "JOB_ERROR_" + std::to_string(int(error));
+  if (name.empty()) return fmt::format("JOB_ERROR_{}", int(error));
   return name.rfind("JOB_", 0) == 0 ? name.substr(4) : name;
 }
 
@@ -223,51 +181,58 @@ BatchResult result_from_proto(const proto::EvaluateJob& job, const proto::JobRes
 }
 
 std::string result_to_json(const BatchResult& r) {
-  std::string s = "{\"key\": " + json_quote(r.key);
-  s += ", \"error\": " + json_quote(r.error);
-  s += ", \"message\": " + json_quote(r.message);
-  s += ", \"benchmark\": " + json_quote(r.benchmark);
-  s += ", \"observations\": {";
-  for (size_t i = 0; i < r.observations.size(); ++i)
-    s += (i ? ", " : "") + json_quote(r.observations[i].first) + ": " + event_to_json(r.observations[i].second);
-  s += "}, \"rewards\": {";
-  for (size_t i = 0; i < r.rewards.size(); ++i)
-    s += (i ? ", " : "") + json_quote(r.rewards[i].first) + ": " + event_to_json(Event(r.rewards[i].second));
-  s += "}, \"queue_ms\": " + number(r.queue_ms);
-  s += ", \"compile_ms\": " + number(r.compile_ms);
-  s += ", \"run_ms\": " + number(r.run_ms);
-  s += ", \"endpoint\": " + json_quote(r.endpoint);
-  s += ", \"instance\": " + json_quote(r.instance_id);
-  s += ", \"slot\": " + std::to_string(r.slot);
-  s += ", \"worker_pid\": " + std::to_string(r.worker_pid);
-  s += ", \"attempts\": " + std::to_string(r.attempts);
-  if (!r.provenance_json.empty()) s += ", \"provenance\": " + r.provenance_json;
-  return s + "}";
+  nlohmann::ordered_json j;
+  j["key"] = r.key;
+  j["error"] = r.error;
+  j["message"] = r.message;
+  j["benchmark"] = r.benchmark;
+  nlohmann::ordered_json observations = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : r.observations) observations[name] = event_json(value);
+  j["observations"] = std::move(observations);
+  nlohmann::ordered_json rewards = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : r.rewards) rewards[name] = event_json(Event(value));
+  j["rewards"] = std::move(rewards);
+  // Non-finite times print as null.
+  j["queue_ms"] = r.queue_ms;
+  j["compile_ms"] = r.compile_ms;
+  j["run_ms"] = r.run_ms;
+  j["endpoint"] = r.endpoint;
+  j["instance"] = r.instance_id;
+  j["slot"] = r.slot;
+  j["worker_pid"] = r.worker_pid;
+  j["attempts"] = r.attempts;
+  if (!r.provenance_json.empty()) {
+    nlohmann::ordered_json provenance = nlohmann::ordered_json::parse(r.provenance_json, nullptr, false);
+    if (!provenance.is_discarded()) j["provenance"] = std::move(provenance);
+  }
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Expected<ResultLine> parse_result_line(std::string_view line) {
-  google::protobuf::Struct obj;
-  google::protobuf::util::JsonParseOptions opts;
-  auto st = google::protobuf::util::JsonStringToMessage(std::string(line), &obj, opts);
-  if (!st.ok()) return invalid_argument("not a JSON object: " + std::string(st.message()));
-  const auto& f = obj.fields();
-  auto key = f.find("key");
-  if (key == f.end() || key->second.kind_case() != google::protobuf::Value::kStringValue || key->second.string_value().empty())
-    return invalid_argument("a result line needs a string \"key\"");
-  ResultLine r;
-  r.key = key->second.string_value();
+  nlohmann::json obj;
+  try {
+    obj = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    return invalid_argument(fmt::format("not a JSON object: {}", e.what()));
+  }
+  if (!obj.is_object()) return invalid_argument("not a JSON object");
   auto str = [&](const char* name) {
-    auto it = f.find(name);
-    return it != f.end() && it->second.kind_case() == google::protobuf::Value::kStringValue ? it->second.string_value()
-                                                                                            : std::string();
+    auto it = obj.find(name);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  ResultLine r;
+  r.key = str("key");
+  if (r.key.empty()) return invalid_argument("a result line needs a string \"key\"");
   r.error = str("error");
   r.message = str("message");
   r.endpoint = str("endpoint");
-  if (auto it = f.find("attempts"); it != f.end() && it->second.kind_case() == google::protobuf::Value::kNumberValue)
-    r.attempts = int(it->second.number_value());
-  if (auto it = f.find("observations"); it != f.end()) r.observations_json = canonical_json(it->second);
-  if (auto it = f.find("rewards"); it != f.end()) r.rewards_json = canonical_json(it->second);
+  if (auto it = obj.find("attempts"); it != obj.end() && it->is_number()) r.attempts = it->get<int>();
+  // nlohmann::json keeps object keys sorted, so equal values print equally.
+  auto canonical = [](const nlohmann::json& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  if (auto it = obj.find("observations"); it != obj.end()) r.observations_json = canonical(*it);
+  if (auto it = obj.find("rewards"); it != obj.end()) r.rewards_json = canonical(*it);
   return r;
 }
 

@@ -1,13 +1,14 @@
 #include "proto/rpc_status.h"
 
+#include <fmt/format.h>
+
 #include "proto/tensorgym.pb.h"
 
 namespace tensorgym::rpc {
 
 std::string wire_message(const std::string& message) {
   if (message.size() <= kMaxStatusMessageBytes) return message;
-  return message.substr(0, kMaxStatusMessageBytes) + "... (message cut; it was " + std::to_string(message.size()) +
-         " bytes)";
+  return fmt::format("{}... (message cut; it was {} bytes)", message.substr(0, kMaxStatusMessageBytes), message.size());
 }
 
 grpc::Status to_grpc(const Status& status) {

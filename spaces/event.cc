@@ -1,12 +1,14 @@
 #include "spaces/event.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "proto/tensorgym.pb.h"
+#include "spaces/event_json.h"
 
 namespace tensorgym {
 
@@ -100,115 +102,68 @@ Expected<Event> event_from_proto(const proto::Event& p) {
   return Event();
 }
 
-std::string json_quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 namespace {
 
-std::string json_number(double v) {
-  if (std::isnan(v) || std::isinf(v)) return "null";  // JSON has no NaN or infinity
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Shortest text that reads back exactly.
-  for (int p = 6; p < 17; ++p) {
-    char s[32];
-    std::snprintf(s, sizeof s, "%.*g", p, v);
-    if (std::strtod(s, nullptr) == v) return s;
-  }
-  return buf;
+// Invalid UTF-8 in a string becomes U+FFFD rather than an exception or invalid JSON.
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-// Nested arrays following the shape, row-major.
-template <class T, class F>
-void tensor_json(const std::vector<int64_t>& shape, const std::vector<T>& values, size_t dim, size_t* pos,
-                 std::string* out, F&& format) {
-  if (shape.empty()) {
-    if (*pos < values.size()) *out += format(values[(*pos)++]);
-    return;
-  }
-  *out += "[";
+// Nested arrays following the shape, row-major; missing values are null.
+template <class T>
+nlohmann::ordered_json tensor_json(const std::vector<int64_t>& shape, const std::vector<T>& values, size_t dim,
+                                   size_t* pos) {
+  if (shape.empty()) return *pos < values.size() ? nlohmann::ordered_json(values[(*pos)++]) : nlohmann::ordered_json();
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (int64_t i = 0; i < shape[dim]; ++i) {
-    if (i) *out += ", ";
     if (dim + 1 == shape.size()) {
-      *out += *pos < values.size() ? format(values[(*pos)++]) : "null";
+      out.push_back(*pos < values.size() ? nlohmann::ordered_json(values[(*pos)++]) : nlohmann::ordered_json());
     } else {
-      tensor_json(shape, values, dim + 1, pos, out, format);
+      out.push_back(tensor_json(shape, values, dim + 1, pos));
     }
   }
-  *out += "]";
+  return out;
 }
 
 }  // namespace
 
-std::string event_to_json(const Event& e) {
+std::string json_quote(const std::string& s) { return dump(nlohmann::ordered_json(s)); }
+
+nlohmann::ordered_json event_json(const Event& e) {
   return std::visit(
-      [&](const auto& v) -> std::string {
+      [&](const auto& v) -> nlohmann::ordered_json {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, std::monostate>) {
-          return "null";
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, int64_t>) {
-          return std::to_string(v);
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, std::string>) {
+          return v;
         } else if constexpr (std::is_same_v<T, double>) {
-          return json_number(v);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return json_quote(v);
-        } else if constexpr (std::is_same_v<T, Int64Tensor>) {
-          std::string out;
+          // JSON has no NaN or infinity.
+          return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+        } else if constexpr (std::is_same_v<T, Int64Tensor> || std::is_same_v<T, DoubleTensor>) {
           size_t pos = 0;
-          tensor_json(v.shape, v.values, 0, &pos, &out, [](int64_t x) { return std::to_string(x); });
-          return out;
-        } else if constexpr (std::is_same_v<T, DoubleTensor>) {
-          std::string out;
-          size_t pos = 0;
-          tensor_json(v.shape, v.values, 0, &pos, &out, [](double x) { return json_number(x); });
-          return out;
+          return tensor_json(v.shape, v.values, 0, &pos);
         } else if constexpr (std::is_same_v<T, EventDict>) {
-          std::string out = "{";
-          for (size_t i = 0; i < v.size(); ++i) {
-            if (i) out += ", ";
-            out += json_quote(v[i].first) + ": " + event_to_json(v[i].second);
-          }
-          return out + "}";
+          nlohmann::ordered_json out = nlohmann::ordered_json::object();
+          for (const auto& [name, value] : v) out[name] = event_json(value);
+          return out;
         } else {
-          std::string out = "[";
-          for (size_t i = 0; i < v.size(); ++i) {
-            if (i) out += ", ";
-            out += event_to_json(v[i]);
-          }
-          return out + "]";
+          nlohmann::ordered_json out = nlohmann::ordered_json::array();
+          for (const Event& x : v) out.push_back(event_json(x));
+          return out;
         }
       },
       e.value);
 }
 
+std::string event_to_json(const Event& e) { return dump(event_json(e)); }
+
 std::string event_to_string(const Event& e) {
   if (e.is<std::string>()) return e.as<std::string>();
   if (e.is<Int64Tensor>() || e.is<DoubleTensor>()) {
     const std::vector<int64_t>& shape = e.is<Int64Tensor>() ? e.as<Int64Tensor>().shape : e.as<DoubleTensor>().shape;
-    std::string s = e.is<Int64Tensor>() ? "int64[" : "float64[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]: " + event_to_json(e);
+    return fmt::format("{}[{}]: {}", e.is<Int64Tensor>() ? "int64" : "float64", fmt::join(shape, ", "),
+                       event_to_json(e));
   }
   return event_to_json(e);
 }

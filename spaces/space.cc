@@ -1,7 +1,10 @@
 #include "spaces/space.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
-#include <cstdio>
+#include <iterator>
 
 #include "proto/tensorgym.pb.h"
 #include "support/quote.h"
@@ -9,12 +12,8 @@
 namespace tensorgym {
 namespace {
 
-std::string number(double v) {
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+// printf's %g: "-1", "164", "inf", "-inf".
+std::string number(double v) { return fmt::format("{:g}", v); }
 
 bool shape_matches(const std::vector<int64_t>& space, const std::vector<int64_t>& value, size_t count) {
   if (space.size() != value.size()) return false;
@@ -232,31 +231,23 @@ Event Space::sample(Rng& rng) const {
 }
 
 std::string Space::to_string() const {
-  auto dims = [&] {
-    std::string s = "[";
-    for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
-    return s + "]";
-  };
+  auto dims = [&] { return fmt::format("[{}]", fmt::join(shape_, ", ")); };
   switch (type_) {
-    case SpaceType::kDiscrete: return "Discrete(" + std::to_string(n_) + ")";
-    case SpaceType::kNamedDiscrete: {
-      std::string s = "NamedDiscrete([";
-      for (size_t i = 0; i < names_.size(); ++i) s += (i ? ", " : "") + names_[i];
-      return s + "])";
-    }
-    case SpaceType::kInt64Range: return "Int64Range(" + std::to_string(shape_[0]) + ".." + std::to_string(shape_[1]) + ")";
-    case SpaceType::kDoubleRange: return "DoubleRange(" + number(low_) + ".." + number(high_) + ")";
-    case SpaceType::kInt64Box: return "Box(int64, " + dims() + ", " + number(low_) + ".." + number(high_) + ")";
-    case SpaceType::kDoubleBox: return "Box(float64, " + dims() + ", " + number(low_) + ".." + number(high_) + ")";
+    case SpaceType::kDiscrete: return fmt::format("Discrete({})", n_);
+    case SpaceType::kNamedDiscrete: return fmt::format("NamedDiscrete([{}])", fmt::join(names_, ", "));
+    case SpaceType::kInt64Range: return fmt::format("Int64Range({}..{})", shape_[0], shape_[1]);
+    case SpaceType::kDoubleRange: return fmt::format("DoubleRange({}..{})", number(low_), number(high_));
+    case SpaceType::kInt64Box: return fmt::format("Box(int64, {}, {}..{})", dims(), number(low_), number(high_));
+    case SpaceType::kDoubleBox: return fmt::format("Box(float64, {}, {}..{})", dims(), number(low_), number(high_));
     case SpaceType::kDict: {
       std::string s = "Dict(";
-      for (size_t i = 0; i < fields_.size(); ++i) s += (i ? ", " : "") + fields_[i].name() + ": " + fields_[i].to_string();
+      for (size_t i = 0; i < fields_.size(); ++i)
+        fmt::format_to(std::back_inserter(s), "{}{}: {}", i ? ", " : "", fields_[i].name(), fields_[i].to_string());
       return s + ")";
     }
     case SpaceType::kSequence:
-      return "Sequence(" + fields_[0].to_string() + ", length " + std::to_string(shape_[0]) + ".." +
-             std::to_string(shape_[1]) + ")";
-    case SpaceType::kString: return "String(length 0.." + std::to_string(shape_[1]) + ")";
+      return fmt::format("Sequence({}, length {}..{})", fields_[0].to_string(), shape_[0], shape_[1]);
+    case SpaceType::kString: return fmt::format("String(length 0..{})", shape_[1]);
     case SpaceType::kBoolean: return "Boolean()";
   }
   return "?";

@@ -1,8 +1,8 @@
 #include "support/credential_files.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,11 +24,10 @@ Status check_token_file_mode(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return invalid_argument("cannot read the token file " + path);
   if ((st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    return invalid_argument("the token file " + path + " has mode " + mode +
-                            ": it is readable by others or writable by others than its owner; run chmod 600 " +
-                            path + " (or 640 for a group of readers)");
+    return invalid_argument(fmt::format(
+        "the token file {0} has mode {1:04o}: it is readable by others or writable by others than its owner; "
+        "run chmod 600 {0} (or 640 for a group of readers)",
+        path, unsigned(st.st_mode & 07777)));
   }
   return Status();
 }
@@ -46,9 +45,9 @@ Expected<std::vector<std::string>> read_lines(const std::string& path) {
 
 Status check_token(const std::string& token, const std::string& where) {
   if (token.size() < kMinTokenBytes)
-    return invalid_argument("the bearer token " + where + " has " + std::to_string(token.size()) +
-                            " bytes; a token needs at least " + std::to_string(kMinTokenBytes) +
-                            " (e.g. openssl rand -hex 32)");
+    return invalid_argument(
+        fmt::format("the bearer token {} has {} bytes; a token needs at least {} (e.g. openssl rand -hex 32)", where,
+                    token.size(), kMinTokenBytes));
   for (unsigned char c : token)
     if (c <= ' ' || c == 0x7f)
       return invalid_argument("the bearer token " + where + " holds a blank or a control character");
@@ -69,11 +68,11 @@ Expected<std::vector<NamedToken>> read_token_list_file(const std::string& path) 
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     if (line.empty() || line[0] == '#') continue;
-    const std::string where = "on line " + std::to_string(i + 1) + " of " + path;
+    const std::string where = fmt::format("on line {} of {}", i + 1, path);
     NamedToken t;
     const size_t blank = line.find_first_of(kBlanks);
     if (blank == std::string::npos) {
-      t = {"token-" + std::to_string(i + 1), line};
+      t = {fmt::format("token-{}", i + 1), line};
     } else {
       t = {line.substr(0, blank), trim(line.substr(blank))};
     }

@@ -2,8 +2,9 @@
 // fingerprints and cache keys. Not for anything adversarial.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -18,10 +19,6 @@ inline uint64_t fnv1a64(std::string_view bytes, uint64_t h = kFnvOffset) {
 }
 
 // 16 lowercase hex digits.
-inline std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+inline std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
 
 }  // namespace tensorgym

@@ -1,5 +1,7 @@
 #include "support/host_caches.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -34,7 +36,7 @@ int64_t parse_cache_size(const char* text) {
 std::vector<HostCache> host_data_caches() {
   std::vector<HostCache> caches;
   for (int i = 0; i < 16; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
     const std::string level = read_line(dir + "level");
     if (level.empty()) break;
     if (read_line(dir + "type") == "Instruction") continue;

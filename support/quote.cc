@@ -1,6 +1,8 @@
 #include "support/quote.h"
 
-#include <cstdio>
+#include <fmt/format.h>
+
+#include <iterator>
 
 namespace tensorgym {
 namespace {
@@ -17,14 +19,12 @@ std::string bounded(std::string_view text, size_t max_bytes, std::string_view op
     if (c >= ' ' && c < 127 && c != '\\' && (open.empty() || c != '\'')) {
       out += c;
     } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(static_cast<unsigned char>(c)));
-      out += buf;
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", static_cast<unsigned char>(c));
     }
   }
   if (cut) out += "...";
   out += close;
-  if (cut) out += " (" + std::to_string(text.size()) + " bytes)";
+  if (cut) fmt::format_to(std::back_inserter(out), " ({} bytes)", text.size());
   return out;
 }
 

@@ -20,17 +20,19 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "client/batch_evaluator.h"
-#include "proto/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"
 #include "envs/env_context.h"
+#include "proto/jobs.h"
 #include "proto/tensorgym.pb.h"
 #include "service/evaluate.h"
 
@@ -245,6 +247,62 @@ size_t lines_in(const std::string& path) {
 }
 
 // ---- job files and the journal, in-process ------------------------------------------
+
+// The key is a hash of the job's fields in a fixed encoding: journals written by an
+// earlier build resume under the same keys.
+TEST(Batch, JobContentKeyIsStableAcrossBuilds) {
+  client::BatchJob job;
+  job.benchmark = "benchmark://ops-v0/gmm-1";
+  job.actions = "split 0 1 4";
+  job.observations = {"flops"};
+  job.parameters = {{"seed", "7"}};
+  job.timeout_s = 2.5;
+  EXPECT_EQ(client::job_content_key(job), "eebd60ae076d30b09d14c7b489dc7144");
+}
+
+TEST(Batch, ResultLinesAreJsonInFieldOrder) {
+  client::BatchResult r;
+  r.key = "k\"1";
+  r.error = "RUNTIME_CRASH";
+  r.message = std::string("bad byte \xff, tab\t");
+  r.benchmark = "benchmark://ops-v0/gmm-1";
+  r.observations = {{"est_cycles", Event(12.5)}, {"mask", Event(Int64Tensor{{2, 2}, {1, 0, 0, 1}})}};
+  r.rewards = {{"runtime", std::nan("")}, {"gflops", 3.0}};
+  r.queue_ms = 1.25;
+  r.compile_ms = std::numeric_limits<double>::infinity();
+  r.slot = 2;
+  r.worker_pid = 4242;
+  r.attempts = 3;
+  r.provenance_json = "{\"workerPid\": 4242, \"host\": \"h\"}";
+  const std::string line = client::result_to_json(r);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);  // valid JSON, even with the bad byte
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"key", "error", "message", "benchmark", "observations", "rewards",
+                                            "queue_ms", "compile_ms", "run_ms", "endpoint", "instance", "slot",
+                                            "worker_pid", "attempts", "provenance"}));
+  EXPECT_EQ(j["key"], "k\"1");
+  EXPECT_EQ(j["observations"]["est_cycles"], 12.5);
+  EXPECT_EQ(j["observations"]["mask"], nlohmann::ordered_json::parse("[[1, 0], [0, 1]]"));
+  EXPECT_TRUE(j["rewards"]["runtime"].is_null());  // JSON has no NaN
+  EXPECT_EQ(j["rewards"]["gflops"], 3.0);
+  EXPECT_EQ(j["queue_ms"], 1.25);
+  EXPECT_TRUE(j["compile_ms"].is_null());
+  EXPECT_EQ(j["worker_pid"], 4242);
+  EXPECT_EQ(j["provenance"]["workerPid"], 4242);  // nested as an object, not as a string
+
+  Expected<client::ResultLine> back = client::parse_result_line(line);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->key, "k\"1");
+  EXPECT_EQ(back->error, "RUNTIME_CRASH");
+  EXPECT_EQ(back->attempts, 3);
+  // Canonical: keys sorted, so the same values print the same whatever their order.
+  EXPECT_EQ(back->rewards_json, "{\"gflops\":3.0,\"runtime\":null}");
+  EXPECT_FALSE(client::parse_result_line("[1, 2]").ok());
+  EXPECT_FALSE(client::parse_result_line("{\"key\": 3}").ok());
+  EXPECT_FALSE(client::parse_result_line("{\"key\": \"a\"").ok());
+}
 
 TEST(Batch, JobLinesAreKeyedByContentAndBadLinesSayWhere) {
   client::BatchJob a;

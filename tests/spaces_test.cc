@@ -88,9 +88,11 @@ TEST(Spaces, TextForms) {
   EXPECT_EQ(Space::discrete("d", 10).to_string(), "Discrete(10)");
   EXPECT_EQ(Space::named_discrete("n", {"a", "b"}).to_string(), "NamedDiscrete([a, b])");
   EXPECT_EQ(Space::double_box("f", {-1, 164}).to_string(), "Box(float64, [-1, 164], -inf..inf)");
-  EXPECT_EQ(event_to_json(Event(Int64Tensor{{2, 2}, {1, 2, 3, 4}})), "[[1, 2], [3, 4]]");
+  EXPECT_EQ(event_to_json(Event(Int64Tensor{{2, 2}, {1, 2, 3, 4}})), "[[1,2],[3,4]]");
   EXPECT_EQ(event_to_json(Event(EventDict{{"a", Event(true)}, {"b", Event(std::string("x\"y"))}})),
-            "{\"a\": true, \"b\": \"x\\\"y\"}");
+            "{\"a\":true,\"b\":\"x\\\"y\"}");
+  EXPECT_EQ(event_to_string(Event(DoubleTensor{{1, 2}, {0.5, std::nan("")}})), "float64[1, 2]: [[0.5,null]]");
+  EXPECT_EQ(json_quote(std::string("a\x01\xff")), "\"a\\u0001\xef\xbf\xbd\"");  // bad UTF-8 becomes U+FFFD
   EXPECT_EQ(event_to_json(Event(0.25)), "0.25");
   EXPECT_EQ(event_to_json(Event(std::nan(""))), "null");
 }

@@ -1,10 +1,13 @@
-#include "envs/env_context.h"
 #include "envs/memory/memory_env.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/parameters.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
@@ -185,9 +188,9 @@ std::vector<MemoryObservation> make_observations() {
                    if (!e.done()) return failed_precondition("the plan is not finished");
                    const int64_t arena = e.current_arena();
                    if (e.settings().memory_limit > 0 && arena > e.settings().memory_limit)
-                     return resource_exhausted("infeasible: the arena of " + std::to_string(arena) +
-                                               " bytes is over the memory limit of " +
-                                               std::to_string(e.settings().memory_limit));
+                     return resource_exhausted(
+                         fmt::format("infeasible: the arena of {} bytes is over the memory limit of {}", arena,
+                                     e.settings().memory_limit));
                    return Event(offsets_to_csv(e.placement_instance(), e.offsets()));
                  }});
   return obs;
@@ -246,8 +249,8 @@ Status apply_setting(MemorySettings* s, const std::string& key, const std::strin
 std::string settings_suffix(const MemorySettings& s) {
   const MemorySettings d;
   std::string out;
-  if (s.memory_limit != d.memory_limit) out += ";memory_limit=" + std::to_string(s.memory_limit);
-  if (s.alignment != d.alignment) out += ";alignment=" + std::to_string(s.alignment);
+  if (s.memory_limit != d.memory_limit) fmt::format_to(std::back_inserter(out), ";memory_limit={}", s.memory_limit);
+  if (s.alignment != d.alignment) fmt::format_to(std::back_inserter(out), ";alignment={}", s.alignment);
   if (s.default_order != d.default_order) out += ";default_order=" + s.default_order;
   if (s.default_inplace != d.default_inplace)
     out += std::string(";default_inplace=") + (s.default_inplace ? "on" : "off");
@@ -405,9 +408,9 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
   result.terminated = episode_->done();
   if (result.terminated && result.error.ok() && settings_active_.memory_limit > 0 &&
       episode_->current_arena() > settings_active_.memory_limit)
-    result.error = resource_exhausted("infeasible: the plan's arena of " + std::to_string(episode_->current_arena()) +
-                                      " bytes is over the memory limit of " +
-                                      std::to_string(settings_active_.memory_limit) + " bytes");
+    result.error =
+        resource_exhausted(fmt::format("infeasible: the plan's arena of {} bytes is over the memory limit of {} bytes",
+                                       episode_->current_arena(), settings_active_.memory_limit));
   result.truncated = options_.max_episode_steps > 0 && steps_ >= options_.max_episode_steps;
   return result;
 }

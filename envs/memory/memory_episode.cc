@@ -1,5 +1,7 @@
 #include "envs/memory/memory_episode.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_set>
@@ -234,8 +236,7 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
     case Decision::kDone: return failed_precondition("the plan is complete: reset to start another episode");
     case Decision::kOrder: {
       if (index < 0 || index >= int64_t(ready_.size()) || index >= kMaxReadyOps)
-        return invalid_argument("order action " + std::to_string(index) + ": " + std::to_string(ready_.size()) +
-                                " operators are ready");
+        return invalid_argument(fmt::format("order action {}: {} operators are ready", index, ready_.size()));
       const int op = ready_[size_t(index)];
       text = bench_.graph->ops[size_t(op)].name;
       schedule(op);
@@ -244,7 +245,7 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
     }
     case Decision::kInplace: {
       if (index != 0 && index != 1)
-        return invalid_argument("inplace action " + std::to_string(index) + ": 0 declines, 1 accepts");
+        return invalid_argument(fmt::format("inplace action {}: 0 declines, 1 accepts", index));
       const Opportunity opp = opportunities_.front();
       opportunities_.erase(opportunities_.begin());
       text = index == 1 ? "accept" : "decline";
@@ -261,8 +262,8 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
     }
     case Decision::kPlacement: {
       if (index < 0 || index > 3)
-        return invalid_argument("placement action " + std::to_string(index) +
-                                ": the candidates are 0 best_fit, 1 first_fit, 2 highest_gap, 3 top");
+        return invalid_argument(fmt::format(
+            "placement action {}: the candidates are 0 best_fit, 1 first_fit, 2 highest_gap, 3 top", index));
       const int b = next_buffer();
       offsets_[size_t(b)] = offset_for(b, int(index));
       ++placed_;
