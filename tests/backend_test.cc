@@ -16,8 +16,10 @@
 #include "codegen/measure/measure_job.h"
 #include "codegen/measure/measure_wire.h"
 #include "codegen/schedule/schedule.h"
+#include "envs/env_context.h"
 #include "envs/episode_state.h"
 #include "envs/replay.h"
+#include "proto/episode_state_io.h"
 #include "proto/tensorgym.pb.h"
 #include "tests/test_support.h"
 

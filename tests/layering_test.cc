@@ -98,10 +98,31 @@ TEST(Layering, ProtoConversionsNeitherSideOfTheService) {
   EXPECT_TRUE(found.empty()) << joined(found);
 }
 
+TEST(Layering, NothingOutsideCodegenNamesABackendsOwnHeaders) {
+  // Backends are reached through codegen/backend/ (the interface and the registry).
+  // A backend's own tests are the one exception.
+  const std::vector<std::string> backends = {"codegen/cpu/", "codegen/cuda/", "codegen/fpga/"};
+  std::vector<std::string> found;
+  for (const char* folder : {"support", "spaces", "datasets", "envs", "memplan", "agents", "service", "client",
+                             "cli", "proto", "plot", "benchmarks", "fuzz", "tests"}) {
+    for (const Include& inc : includes_under(folder)) {
+      if (!starts_with_any(inc.target, backends)) continue;
+      if (inc.file.rfind("tests/cpu_", 0) == 0) continue;
+      found.push_back(inc.file + " includes " + inc.target);
+    }
+  }
+  EXPECT_TRUE(found.empty()) << joined(found);
+}
+
+TEST(Layering, AgentsAreAgentsOnly) {
+  auto found = violations("agents", {"benchmarks/", "plot/", "service/", "client/", "cli/"});
+  EXPECT_TRUE(found.empty()) << joined(found);
+}
+
 TEST(Layering, LibrariesNeverIncludeTheCommandLine) {
   std::vector<std::string> found;
   for (const char* folder : {"support", "codegen", "spaces", "datasets", "envs", "memplan", "agents", "service",
-                             "client", "proto"}) {
+                             "client", "proto", "plot"}) {
     for (const std::string& v : violations(folder, {"cli/"})) found.push_back(v);
   }
   EXPECT_TRUE(found.empty()) << joined(found);
