@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <cstdint>
 #include <limits>
@@ -855,6 +856,30 @@ TEST(Compare, FloatsWithinTolerance) {
   EXPECT_NEAR(c.max_rel_error, 0.01 / 3, 1e-6);
   EXPECT_CONTAINS(c.describe(), ("1 of 4 elements differ"));
   EXPECT_CONTAINS(c.describe(), ("worst at 2 [2]: expected 3, got 3.00999"));
+}
+
+// The report spells each figure as printf's %.9g would, and the worst element's
+// index in the shape.
+TEST(Compare, DescribeSpellsFiguresAsNineSignificantDigits) {
+  HostBuffer e(DataType::f64(), {2, 3}), a(DataType::f64(), {2, 3});
+  for (int64_t i = 0; i < 6; ++i) {
+    e.set_float(i, 0.1 * double(i + 1));
+    a.set_float(i, 0.1 * double(i + 1));
+  }
+  a.set_float(4, 1.0 / 3.0);
+  Comparison c = compare_buffers(e, a, {1e-4, 1e-5});
+  ASSERT_FALSE(c.match);
+  auto g9 = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  std::string want = "1 of 6 elements differ (max abs error " + g9(c.max_abs_error) + ", max rel error " +
+                     g9(c.max_rel_error) + "); worst at 4 [1, 1]: expected " + g9(c.expected_value) + ", got " +
+                     g9(c.actual_value);
+  if (c.allowed_error > 0) want += " (allowed error " + g9(c.allowed_error) + ")";
+  EXPECT_EQ(c.describe(), want);
+  EXPECT_EQ(compare_buffers(e, e).describe(), "match (6 elements, max abs error 0, max rel error 0)");
 }
 
 TEST(Compare, NaNAndInfinity) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "codegen/analysis/speculative_loads.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_equality.h"
@@ -1079,8 +1081,8 @@ std::vector<std::string> feature_names() {
                                   "unique_lines_d_reuse_ct",
                                   "stride"};
   for (int b = 0; b < kFeatureBuffers; ++b)
-    for (const char* f : kBuffer) n.push_back("B" + std::to_string(b) + "." + f);
-  for (int i = 0; i < kCurvePoints; ++i) n.push_back("arith_intensity_curve_" + std::to_string(i));
+    for (const char* f : kBuffer) n.push_back(fmt::format("B{}.{}", b, f));
+  for (int i = 0; i < kCurvePoints; ++i) n.push_back(fmt::format("arith_intensity_curve_{}", i));
   for (const char* a : {"alloc_size", "alloc_prod", "alloc_outer_prod", "alloc_inner_prod", "outer_prod", "num_loops",
                         "auto_unroll_max_step"})
     n.push_back(a);

@@ -20,6 +20,8 @@
 #include <new>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "codegen/cpu/runtime.h"
 
 namespace tensorgym {
@@ -150,7 +152,7 @@ Expected<JitEngine::Added> JitEngine::add(std::unique_ptr<llvm::Module> module,
   std::string name;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    name = "kernel_" + std::to_string(next_id_++);
+    name = fmt::format("kernel_{}", next_id_++);
   }
   auto dylib = jit_->createJITDylib(name);
   if (!dylib) return internal_error("cannot create a JIT dylib: " + error_text(dylib.takeError()));

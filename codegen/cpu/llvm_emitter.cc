@@ -14,6 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "codegen/analysis/speculative_loads.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_visitor.h"
@@ -669,7 +671,7 @@ class Emitter {
     for (const std::string& v : vars) b_.CreateStore(vars_.at(v), b_.CreateStructGEP(closure_ty, closure, f++));
     for (const std::string& name : bufs) b_.CreateStore(buffers_.at(name).ptr, b_.CreateStructGEP(closure_ty, closure, f++));
 
-    std::string base = "tg_parallel_" + std::to_string(outlined_++);
+    std::string base = fmt::format("tg_parallel_{}", outlined_++);
     // Body: (buffers..., vars..., begin, end) with noalias buffer parameters.
     std::vector<llvm::Type*> body_params(bufs.size(), ptr_ty);
     for (const std::string& v : vars) body_params.push_back(vars_.at(v)->getType());

@@ -2,28 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace tensorgym {
 namespace {
 
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-std::string dims_text(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
+std::string dims_text(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> index(shape.size(), 0);
@@ -109,17 +98,16 @@ uint64_t splitmix64(uint64_t& state) {
 std::string Comparison::describe() const {
   if (!error.empty()) return "mismatch: " + error;
   if (match)
-    return "match (" + std::to_string(checked) + " elements, max abs error " + number(max_abs_error) +
-           ", max rel error " + number(max_rel_error) + ")";
-  std::string s = std::to_string(mismatches) + " of " + std::to_string(checked) + " elements differ (max abs error " +
-                  number(max_abs_error) + ", max rel error " + number(max_rel_error) + "); worst at " +
-                  std::to_string(worst_index);
+    return fmt::format("match ({} elements, max abs error {:.9g}, max rel error {:.9g})", checked, max_abs_error,
+                       max_rel_error);
+  std::string s = fmt::format("{} of {} elements differ (max abs error {:.9g}, max rel error {:.9g}); worst at {}",
+                              mismatches, checked, max_abs_error, max_rel_error, worst_index);
   if (!shape.empty()) {
     s += ' ';
     s += dims_text(unravel(worst_index, shape));
   }
-  s += ": expected " + number(expected_value) + ", got " + number(actual_value);
-  if (allowed_error > 0) s += " (allowed error " + number(allowed_error) + ")";
+  fmt::format_to(std::back_inserter(s), ": expected {:.9g}, got {:.9g}", expected_value, actual_value);
+  if (allowed_error > 0) fmt::format_to(std::back_inserter(s), " (allowed error {:.9g})", allowed_error);
   return s;
 }
 

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <unordered_map>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "codegen/interp/interpreter.h"
 #include "codegen/ir/ir_printer.h"
 
@@ -93,12 +96,7 @@ struct ProgramEvaluator::Impl {
 namespace {
 
 std::string index_text(const int64_t* index, size_t rank) {
-  std::string s = "[";
-  for (size_t i = 0; i < rank; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(index[i]);
-  }
-  return s + "]";
+  return fmt::format("[{}]", fmt::join(index, index + rank, ", "));
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) { return index_text(shape.data(), shape.size()); }
@@ -111,8 +109,7 @@ bool is_vector_node(const Expr& e) {
 
 Status ProgramEvaluator::Impl::build(std::vector<const HostBuffer*> inputs) {
   if (inputs.size() != program.inputs.size())
-    return invalid_argument("expected " + std::to_string(program.inputs.size()) + " inputs, got " +
-                            std::to_string(inputs.size()));
+    return invalid_argument(fmt::format("expected {} inputs, got {}", program.inputs.size(), inputs.size()));
   tensors.reserve(program.inputs.size() + program.stages.size());
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     const TensorInput& in = program.inputs[i];
@@ -247,8 +244,8 @@ Status ProgramEvaluator::Impl::compile_expr(Tensor& t, size_t limit, const Expr&
       if (src.dtype != l->type)
         return invalid_argument("reads " + l->name + " as " + l->type.str() + ", but it is " + src.dtype.str());
       if (l->indices.size() != src.shape.size())
-        return invalid_argument("reads " + l->name + " with " + std::to_string(l->indices.size()) +
-                                " indices, but it has rank " + std::to_string(src.shape.size()));
+        return invalid_argument(fmt::format("reads {} with {} indices, but it has rank {}", l->name,
+                                            l->indices.size(), src.shape.size()));
       n.tensor = id;
       for (const Expr& idx : l->indices) {
         if (!idx.type().is_int()) return invalid_argument("non-integer index " + to_string(idx));
@@ -374,7 +371,7 @@ Status ProgramEvaluator::Impl::compute(int id, const int64_t* index, Value* out,
   for (size_t d = 0; d < rank; ++d) vars[d] = index[d] + s.axes[d].min;
   auto step = [&]() -> Status {
     if (++steps > options.max_steps)
-      return resource_exhausted("evaluator step limit of " + std::to_string(options.max_steps) + " exceeded");
+      return resource_exhausted(fmt::format("evaluator step limit of {} exceeded", options.max_steps));
     return Status();
   };
   const bool sums = s.reduce == ReduceKind::kSum;
@@ -440,8 +437,8 @@ Expected<double> ProgramEvaluator::value_at(std::string_view tensor, const std::
   if (id < 0) return not_found("no tensor named " + std::string(tensor));
   const Tensor& t = m.tensors[size_t(id)];
   if (index.size() != t.shape.size())
-    return invalid_argument("index " + index_text(index.data(), index.size()) + " of " + t.name + " needs " +
-                            std::to_string(t.shape.size()) + " entries");
+    return invalid_argument(
+        fmt::format("index {} of {} needs {} entries", index_text(index.data(), index.size()), t.name, t.shape.size()));
   int64_t flat = 0;
   for (size_t d = 0; d < index.size(); ++d) {
     if (index[d] < 0 || index[d] >= t.shape[d])

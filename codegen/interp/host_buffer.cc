@@ -6,6 +6,9 @@
 #include <limits>
 #include <new>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "codegen/interp/interpreter.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/loop_nest.h"
@@ -142,12 +145,7 @@ int64_t HostBuffer::flat_index(const std::vector<int64_t>& index) const {
 }
 
 std::string HostBuffer::describe() const {
-  std::string s = dtype_.str() + "[";
-  for (size_t d = 0; d < shape_.size(); ++d) {
-    if (d) s += ", ";
-    s += std::to_string(shape_[d]);
-  }
-  return s + "]";
+  return fmt::format("{}[{}]", dtype_.str(), fmt::join(shape_, ", "));
 }
 
 namespace {

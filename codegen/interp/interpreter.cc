@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "codegen/ir/ir_printer.h"
 
 namespace tensorgym {
@@ -509,8 +512,9 @@ class Compiler {
   Status index_of(const std::string& what, const std::string& name, const std::vector<Expr>& indices,
                   int* out) {
     if (indices.size() != 1)
-      return invalid_argument(what + " " + name + " has " + std::to_string(indices.size()) +
-                              " indices; the interpreter needs one flat index (run storage flattening first)");
+      return invalid_argument(
+          fmt::format("{} {} has {} indices; the interpreter needs one flat index (run storage flattening first)", what,
+                      name, indices.size()));
     const Expr& idx = indices[0];
     TG_RETURN_IF_ERROR(check_scalar(idx));
     if (idx.type().code != TypeCode::kInt)
@@ -654,9 +658,8 @@ class Compiler {
         }
         allocated_bytes_ += n * a->dtype.bytes();
         if (allocated_bytes_ > m_->options.max_allocation_bytes)
-          return resource_exhausted("allocations need " + std::to_string(allocated_bytes_) +
-                                    " bytes, over the interpreter's cap of " +
-                                    std::to_string(m_->options.max_allocation_bytes));
+          return resource_exhausted(fmt::format("allocations need {} bytes, over the interpreter's cap of {}",
+                                                allocated_bytes_, m_->options.max_allocation_bytes));
         m_->allocations.emplace_back(a->dtype, std::vector<int64_t>{n});
         m_->buffers.push_back({a->name, a->dtype, n, false, int(m_->allocations.size()) - 1});
         const int buf = int(m_->buffers.size()) - 1;
@@ -701,7 +704,7 @@ class Compiler {
 };
 
 [[gnu::noinline, gnu::cold]] Status step_limit(int64_t max_steps) {
-  return resource_exhausted("interpreter step limit of " + std::to_string(max_steps) + " exceeded");
+  return resource_exhausted(fmt::format("interpreter step limit of {} exceeded", max_steps));
 }
 
 [[gnu::noinline, gnu::cold]] Status loop_overflow(const IRNode* node) {
@@ -713,8 +716,8 @@ class Compiler {
 
 Status CompiledNest::Impl::out_of_bounds(const Instr& in, int64_t index, bool store) const {
   const BufferInfo& b = buffers[size_t(in.aux)];
-  return invalid_argument(std::string(store ? "out of bounds store to " : "out of bounds load from ") + b.name +
-                          ": index " + std::to_string(index) + ", size " + std::to_string(runtime[size_t(in.aux)].size));
+  return invalid_argument(fmt::format("out of bounds {} {}: index {}, size {}", store ? "store to" : "load from", b.name,
+                                      index, runtime[size_t(in.aux)].size));
 }
 
 Status CompiledNest::Impl::division_by_zero(size_t pc) const {
@@ -974,12 +977,7 @@ Expected<std::unique_ptr<CompiledNest>> CompiledNest::compile(const LoopNest& ne
 namespace {
 
 std::string shape_text(DataType t, const std::vector<int64_t>& shape) {
-  std::string s = t.str() + "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
+  return fmt::format("{}[{}]", t.str(), fmt::join(shape, ", "));
 }
 
 Status check_arg(const char* role, const BufferArg& arg, const HostBuffer* buf) {
@@ -996,11 +994,9 @@ Status CompiledNest::run(const std::vector<const HostBuffer*>& inputs, const std
   Impl& m = *impl_;
   last_steps_ = 0;
   if (inputs.size() != m.nest.inputs.size())
-    return invalid_argument("expected " + std::to_string(m.nest.inputs.size()) + " inputs, got " +
-                            std::to_string(inputs.size()));
+    return invalid_argument(fmt::format("expected {} inputs, got {}", m.nest.inputs.size(), inputs.size()));
   if (outputs.size() != m.nest.outputs.size())
-    return invalid_argument("expected " + std::to_string(m.nest.outputs.size()) + " outputs, got " +
-                            std::to_string(outputs.size()));
+    return invalid_argument(fmt::format("expected {} outputs, got {}", m.nest.outputs.size(), outputs.size()));
   size_t slot = 0;
   for (size_t i = 0; i < inputs.size(); ++i, ++slot) {
     TG_RETURN_IF_ERROR(check_arg("input", m.nest.inputs[i], inputs[i]));

@@ -7,6 +7,8 @@
 #include <limits>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "codegen/ir/program.h"
 #include "support/quote.h"
 
@@ -160,8 +162,7 @@ Token Lexer::identifier(size_t start) {
   size_t end = start;
   while (end < text_.size() && is_ident_char(text_[end])) ++end;
   if (end - start > kMaxNameBytes)
-    return error(start, "a name of " + std::to_string(end - start) + " bytes, over the limit of " +
-                            std::to_string(kMaxNameBytes));
+    return error(start, fmt::format("a name of {} bytes, over the limit of {}", end - start, kMaxNameBytes));
   std::string_view word = text_.substr(start, end - start);
   // `max=` / `min=` are the reduction operators; `max==` is never valid anyway.
   if ((word == "max" || word == "min") && end < text_.size() && text_[end] == '=' &&

@@ -20,6 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "codegen/ir/expr.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_printer.h"
@@ -39,13 +42,13 @@ constexpr int kMaxExprDepth = 512;
 // without reaching the iteration cap. (Spatial ones are capped by max_rank.)
 constexpr size_t kMaxReductionVariables = 64;
 
-std::string loc_prefix(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": "; }
+std::string loc_prefix(SourceLoc loc) { return fmt::format("{}:{}: ", loc.line, loc.column); }
 
 Status error_at(SourceLoc loc, const std::string& message) { return invalid_argument(loc_prefix(loc) + message); }
 Status exhausted_at(SourceLoc loc, const std::string& message) { return resource_exhausted(loc_prefix(loc) + message); }
 
 SourceLoc loc_of(const Token& t) { return {t.line, t.column}; }
-std::string loc_text(SourceLoc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.column); }
+std::string loc_text(SourceLoc loc) { return fmt::format("{}:{}", loc.line, loc.column); }
 
 std::string quoted(std::string_view s) { return quote_text(s); }
 
@@ -67,13 +70,11 @@ std::optional<int64_t> checked_add(int64_t a, int64_t b) {
 }
 
 std::string size_text(std::optional<int64_t> v) {
-  return v ? std::to_string(*v) : "more than " + std::to_string(std::numeric_limits<int64_t>::max());
+  return v ? fmt::format("{}", *v) : fmt::format("more than {}", std::numeric_limits<int64_t>::max());
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 std::string bound_text(int64_t v) {
@@ -146,8 +147,8 @@ class Parser {
 
   Expected<Program> run() {
     if (int64_t(text_.size()) > limits_.max_text_bytes) {
-      return exhausted_at({1, 1}, "program text is " + std::to_string(text_.size()) + " bytes, over the limit of " +
-                                      std::to_string(limits_.max_text_bytes) + " bytes (max_text_bytes)");
+      return exhausted_at({1, 1}, fmt::format("program text is {} bytes, over the limit of {} bytes (max_text_bytes)",
+                                              text_.size(), limits_.max_text_bytes));
     }
     lookahead_[0] = lexer_.next();
     lookahead_[1] = lexer_.next();
@@ -282,8 +283,8 @@ class Parser {
     TG_RETURN_IF_ERROR(check_tensor_size("input " + input.name, input.loc, input.dtype, input.shape));
     for (size_t i = 0; i < input.shape.size(); ++i) {
       if (input.shape[i] > std::numeric_limits<int32_t>::max()) {
-        return error_at(dim_locs[i], "dimension " + std::to_string(input.shape[i]) + " of " + input.name +
-                                         " is too large (indices are i32: at most 2147483647)");
+        return error_at(dim_locs[i], fmt::format("dimension {} of {} is too large (indices are i32: at most 2147483647)",
+                                                     input.shape[i], input.name));
       }
     }
     tensors_[input.name] = {input.dtype, input.shape, input.loc};
@@ -294,22 +295,23 @@ class Parser {
   // Rank, bytes of the tensor and bytes of all tensors so far against the caps.
   Status check_tensor_size(const std::string& what, SourceLoc loc, DataType dtype, const std::vector<int64_t>& shape) {
     if (int64_t(shape.size()) > limits_.max_rank) {
-      return exhausted_at(loc, what + " has rank " + std::to_string(shape.size()) + ", over the limit of " +
-                                   std::to_string(limits_.max_rank) + " (max_rank)");
+      return exhausted_at(
+          loc, fmt::format("{} has rank {}, over the limit of {} (max_rank)", what, shape.size(), limits_.max_rank));
     }
     std::optional<int64_t> bytes = int64_t(dtype.bytes());
     for (int64_t d : shape)
       if (bytes) bytes = checked_mul(*bytes, d);
     if (!bytes || *bytes > limits_.max_tensor_bytes) {
-      return exhausted_at(loc, what + " (" + dtype.str() + shape_text(shape) + ") needs " + size_text(bytes) +
-                                   " bytes, over the limit of " + std::to_string(limits_.max_tensor_bytes) +
-                                   " bytes for one tensor (max_tensor_bytes)");
+      return exhausted_at(loc, fmt::format("{} ({}{}) needs {} bytes, over the limit of {} bytes for one tensor "
+                                           "(max_tensor_bytes)",
+                                           what, dtype.str(), shape_text(shape), size_text(bytes),
+                                           limits_.max_tensor_bytes));
     }
     std::optional<int64_t> total = checked_add(total_bytes_, *bytes);
     if (!total || *total > limits_.max_total_bytes) {
-      return exhausted_at(loc, "with " + what + " all tensors together need " + size_text(total) +
-                                   " bytes, over the limit of " + std::to_string(limits_.max_total_bytes) +
-                                   " bytes (max_total_bytes)");
+      return exhausted_at(loc, fmt::format("with {} all tensors together need {} bytes, over the limit of {} bytes "
+                                           "(max_total_bytes)",
+                                           what, size_text(total), limits_.max_total_bytes));
     }
     total_bytes_ = *total;
     return Status();
@@ -324,8 +326,8 @@ class Parser {
   // Adds a variable first seen at `loc`; fails past kMaxReductionVariables.
   Expected<VarInfo*> add_var(std::string_view name, SourceLoc loc, bool spatial) {
     if (!spatial && ++reduction_vars_ > kMaxReductionVariables) {
-      return exhausted_at(loc, "stage " + stage_name_ + " uses more than " + std::to_string(kMaxReductionVariables) +
-                                   " reduction variables");
+      return exhausted_at(loc, fmt::format("stage {} uses more than {} reduction variables", stage_name_,
+                                           kMaxReductionVariables));
     }
     VarInfo v;
     v.name = std::string(name);
@@ -340,9 +342,9 @@ class Parser {
     const Token name = cur();
     TG_RETURN_IF_ERROR(check_new_tensor_name(name));
     if (int64_t(prog_.stages.size()) >= limits_.max_stages) {
-      return exhausted_at(loc_of(name), "stage " + std::string(name.text) + " would be stage number " +
-                                            std::to_string(prog_.stages.size() + 1) + ", over the limit of " +
-                                            std::to_string(limits_.max_stages) + " stages (max_stages)");
+      return exhausted_at(loc_of(name),
+                          fmt::format("stage {} would be stage number {}, over the limit of {} stages (max_stages)",
+                                      name.text, prog_.stages.size() + 1, limits_.max_stages));
     }
     advance();
     stage_name_ = std::string(name.text);
@@ -375,8 +377,8 @@ class Parser {
       break;
     }
     if (int64_t(vars_.size()) > limits_.max_rank) {
-      return exhausted_at(loc_of(name), "stage " + stage_name_ + " has rank " + std::to_string(vars_.size()) +
-                                            ", over the limit of " + std::to_string(limits_.max_rank) + " (max_rank)");
+      return exhausted_at(loc_of(name), fmt::format("stage {} has rank {}, over the limit of {} (max_rank)", stage_name_,
+                                                    vars_.size(), limits_.max_rank));
     }
     const Token op = cur();
     ReduceKind reduce;
@@ -442,9 +444,9 @@ class Parser {
     for (const IterVar& v : stage.reduce_axes)
       if (iterations) iterations = checked_mul(*iterations, v.extent);
     if (!iterations || *iterations > limits_.max_stage_iterations) {
-      return exhausted_at(stage.loc, "stage " + stage.name + " runs " + size_text(iterations) +
-                                         " iterations, over the limit of " +
-                                         std::to_string(limits_.max_stage_iterations) + " (max_stage_iterations)");
+      return exhausted_at(stage.loc,
+                          fmt::format("stage {} runs {} iterations, over the limit of {} (max_stage_iterations)",
+                                      stage.name, size_text(iterations), limits_.max_stage_iterations));
     }
     RangeScope scope;
     for (const IterVar& v : stage.axes) scope[v.name] = {v.min, v.min + v.extent - 1};
@@ -489,23 +491,22 @@ class Parser {
       TG_RETURN_IF_ERROR(expect(TokenKind::kDotDot, "'..' between the range's bounds (as in 0..58)"));
       TG_ASSIGN_OR_RETURN(int64_t hi, parse_range_bound());
       if (lo >= hi) {
-        return error_at(loc_of(lo_tok), "empty range " + std::to_string(lo) + ".." + std::to_string(hi) + " for " +
-                                            quoted(v.text) + " (ranges are half-open: lo..hi needs lo < hi)");
+        return error_at(loc_of(lo_tok), fmt::format("empty range {}..{} for {} (ranges are half-open: lo..hi needs lo < hi)",
+                                                    lo, hi, quoted(v.text)));
       }
       if (hi - lo > std::numeric_limits<int32_t>::max()) {
-        return error_at(loc_of(lo_tok), "range " + std::to_string(lo) + ".." + std::to_string(hi) + " of " +
-                                            quoted(v.text) + " is too long (at most 2147483647 values)");
+        return error_at(loc_of(lo_tok), fmt::format("range {}..{} of {} is too long (at most 2147483647 values)", lo, hi,
+                                                    quoted(v.text)));
       }
       if (info->spatial && lo != 0) {
-        return error_at(loc_of(lo_tok), "variable " + quoted(v.text) + " is on the left side of " + stage_name_ +
-                                            ", so its range must start at 0, found " + std::to_string(lo) + ".." +
-                                            std::to_string(hi));
+        return error_at(loc_of(lo_tok),
+                        fmt::format("variable {} is on the left side of {}, so its range must start at 0, found {}..{}",
+                                    quoted(v.text), stage_name_, lo, hi));
       }
       if (info->has_lone_use && (lo != 0 || hi != info->lone_extent)) {
-        return error_at(loc_of(v), "the range " + std::to_string(lo) + ".." + std::to_string(hi) + " of " +
-                                       quoted(v.text) + " disagrees with its use as index " +
-                                       std::to_string(info->lone_dim) + " of " + info->lone_tensor + " at " +
-                                       loc_text(info->lone_loc) + " (0.." + std::to_string(info->lone_extent) + ")");
+        return error_at(loc_of(v), fmt::format("the range {}..{} of {} disagrees with its use as index {} of {} at {} (0..{})",
+                                               lo, hi, quoted(v.text), info->lone_dim, info->lone_tensor,
+                                               loc_text(info->lone_loc), info->lone_extent));
       }
       info->has_where = true;
       info->where_lo = lo;
@@ -528,7 +529,7 @@ class Parser {
     advance();
     int64_t v = negative ? -int64_t(t.int_value) : int64_t(t.int_value);
     if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-      return error_at(loc_of(t), "range bound " + std::to_string(v) + " does not fit in i32 (variables are i32)");
+      return error_at(loc_of(t), fmt::format("range bound {} does not fit in i32 (variables are i32)", v));
     }
     return v;
   }
@@ -548,12 +549,12 @@ class Parser {
     int* n_;
   };
   Status nesting_error() const {
-    return error_at(loc_of(cur()), "expression nested too deeply (more than " + std::to_string(kMaxNesting) +
-                                       " levels of parentheses, calls, indices or unary operators)");
+    return error_at(loc_of(cur()), fmt::format("expression nested too deeply (more than {} levels of parentheses, calls, "
+                                                 "indices or unary operators)",
+                                                 kMaxNesting));
   }
   Status depth_error(SourceLoc loc) const {
-    return error_at(loc,
-                    "expression too large: nested more than " + std::to_string(kMaxExprDepth) + " operations deep");
+    return error_at(loc, fmt::format("expression too large: nested more than {} operations deep", kMaxExprDepth));
   }
 
   // What a message calls an operand: its type, or what kind of constant it is.
@@ -912,8 +913,8 @@ class Parser {
     }
     advance();  // )
     if (args.size() != wanted) {
-      return error_at(loc_of(fn), std::string(fn.text) + " takes " + std::to_string(wanted) + " argument" +
-                                      (wanted == 1 ? "" : "s") + ", found " + std::to_string(args.size()));
+      return error_at(loc_of(fn), fmt::format("{} takes {} argument{}, found {}", fn.text, wanted, wanted == 1 ? "" : "s",
+                                                args.size()));
     }
     return args;
   }
@@ -1006,7 +1007,7 @@ class Parser {
     while (true) {
       if (at(TokenKind::kRBracket) && indices.empty()) {
         return error_at(loc_of(cur()),
-                        "access to " + tensor + " needs " + std::to_string(shape.size()) + " indices, found none");
+                        fmt::format("access to {} needs {} indices, found none", tensor, shape.size()));
       }
       const Token start = cur();
       TG_ASSIGN_OR_RETURN(Operand idx, parse_expr());
@@ -1014,8 +1015,8 @@ class Parser {
       TG_RETURN_IF_ERROR(check_index(idx.expr, loc_of(start), tensor));
       const size_t dim = indices.size();
       if (dim >= shape.size()) {
-        return error_at(loc_of(start), tensor + " has " + std::to_string(shape.size()) + " dimension" +
-                                           (shape.size() == 1 ? "" : "s") + " but is accessed with more indices");
+        return error_at(loc_of(start), fmt::format("{} has {} dimension{} but is accessed with more indices", tensor,
+                                                   shape.size(), shape.size() == 1 ? "" : "s"));
       }
       if (const Variable* v = idx.expr.as<Variable>())
         TG_RETURN_IF_ERROR(record_lone_use(v->name, tensor, int(dim), shape[dim], loc_of(start)));
@@ -1032,9 +1033,8 @@ class Parser {
       break;
     }
     if (indices.size() != shape.size()) {
-      return error_at(loc, tensor + " has " + std::to_string(shape.size()) + " dimension" +
-                               (shape.size() == 1 ? "" : "s") + " but is accessed with " +
-                               std::to_string(indices.size()) + " ind" + (indices.size() == 1 ? "ex" : "ices"));
+      return error_at(loc, fmt::format("{} has {} dimension{} but is accessed with {} ind{}", tensor, shape.size(),
+                                       shape.size() == 1 ? "" : "s", indices.size(), indices.size() == 1 ? "ex" : "ices"));
     }
     return typed(Load::make(dtype, tensor, std::move(indices)), loc, loc, depth);
   }
@@ -1051,10 +1051,9 @@ class Parser {
       return Status();
     }
     if (info->lone_extent != extent) {
-      return error_at(loc, "conflicting ranges for " + quoted(var) + ": 0.." + std::to_string(extent) + " as index " +
-                               std::to_string(dim) + " of " + tensor + ", but 0.." + std::to_string(info->lone_extent) +
-                               " as index " + std::to_string(info->lone_dim) + " of " + info->lone_tensor + " at " +
-                               loc_text(info->lone_loc));
+      return error_at(loc, fmt::format("conflicting ranges for {}: 0..{} as index {} of {}, but 0..{} as index {} of {} at {}",
+                                       quoted(var), extent, dim, tensor, info->lone_extent, info->lone_dim,
+                                       info->lone_tensor, loc_text(info->lone_loc)));
     }
     return Status();
   }
@@ -1163,11 +1162,11 @@ class Parser {
         for (size_t d = 0; d < l->indices.size() && d < shape.size(); ++d) {
           IntRange r = constant_bounds(l->indices[d], scope);
           if (r.min < 0 || r.max > shape[d] - 1) {
-            return error_at(node_loc(e, fallback), "access " + to_string(e) + " may be out of bounds: index " +
-                                                       std::to_string(d) + " (" + to_string(l->indices[d]) +
-                                                       ") ranges over " + bound_text(r.min) + ".." + bound_text(r.max) +
-                                                       " but " + l->name + " has extent " + std::to_string(shape[d]) +
-                                                       " in that dimension");
+            return error_at(node_loc(e, fallback),
+                              fmt::format("access {} may be out of bounds: index {} ({}) ranges over {}..{} but {} has "
+                                          "extent {} in that dimension",
+                                          to_string(e), d, to_string(l->indices[d]), bound_text(r.min),
+                                          bound_text(r.max), l->name, shape[d]));
           }
         }
         return Status();

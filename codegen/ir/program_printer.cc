@@ -2,6 +2,9 @@
 // programs. The text parses back to an equal program.
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/ir_visitor.h"
@@ -57,7 +60,7 @@ void append_where(const Program& p, const StageDef& s, const std::vector<IterVar
     if (!v.declared && range_is_inferred(p, s.body, v)) continue;
     *out += *first ? " where " : ", ";
     *first = false;
-    *out += v.name + " in " + std::to_string(v.min) + ".." + std::to_string(v.min + v.extent);
+    fmt::format_to(std::back_inserter(*out), "{} in {}..{}", v.name, v.min, v.min + v.extent);
   }
 }
 
@@ -66,9 +69,7 @@ void append_where(const Program& p, const StageDef& s, const std::vector<IterVar
 std::string Program::to_text() const {
   std::string out;
   for (const TensorInput& in : inputs) {
-    out += "input " + in.name + ": " + in.dtype.str() + "[";
-    for (size_t i = 0; i < in.shape.size(); ++i) out += (i ? ", " : "") + std::to_string(in.shape[i]);
-    out += "]\n";
+    fmt::format_to(std::back_inserter(out), "input {}: {}[{}]\n", in.name, in.dtype.str(), fmt::join(in.shape, ", "));
   }
   for (const StageDef& s : stages) {
     out += s.name + "[";

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "codegen/lower/lowering_context.h"
 
 namespace tensorgym {
@@ -108,9 +110,9 @@ Status check_allocations(const Stmt& s, const LoopNest& nest) {
   auto check = [&](const Allocate* a) {
     const int64_t bytes = a->num_elements() * a->dtype.bytes();
     if (status.ok() && bytes > limits.max_tensor_bytes)
-      status = resource_exhausted("local buffer " + a->name + " would take " + std::to_string(bytes) +
-                                  " bytes, over the limit of " + std::to_string(limits.max_tensor_bytes) +
-                                  " (storage_align padding or a large cache)");
+      status = resource_exhausted(
+          fmt::format("local buffer {} would take {} bytes, over the limit of {} (storage_align padding or a large cache)",
+                      a->name, bytes, limits.max_tensor_bytes));
     buffers.push_back({"allocated", a->name, bytes});
   };
   visit_allocates(s, check);
@@ -122,12 +124,11 @@ Status check_allocations(const Stmt& s, const LoopNest& nest) {
   std::sort(buffers.begin(), buffers.end(), [](const Buffer& a, const Buffer& b) { return a.bytes > b.bytes; });
   std::string biggest;
   for (size_t i = 0; i < buffers.size() && i < 4; ++i)
-    biggest += (i ? ", " : "") + std::string(buffers[i].name) + " (" + buffers[i].kind + ", " +
-               std::to_string(buffers[i].bytes) + " bytes)";
-  return resource_exhausted("the lowered program's " + std::to_string(buffers.size()) + " buffers take " +
-                            std::to_string(total) + " bytes together, over the limit of " +
-                            std::to_string(limits.max_total_bytes) +
-                            " bytes (max_total_bytes); the biggest: " + biggest);
+    fmt::format_to(std::back_inserter(biggest), "{}{} ({}, {} bytes)", i ? ", " : "", buffers[i].name, buffers[i].kind,
+                   buffers[i].bytes);
+  return resource_exhausted(fmt::format(
+      "the lowered program's {} buffers take {} bytes together, over the limit of {} bytes (max_total_bytes); the biggest: {}",
+      buffers.size(), total, limits.max_total_bytes, biggest));
 }
 
 }  // namespace tensorgym

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace tensorgym {
 namespace {
 
@@ -72,24 +74,24 @@ Expected<FrameHeader> decode_frame_header(const unsigned char* h) {
     return Status(StatusCode::kDataLoss, "bad frame magic (not a TensorGym worker stream)");
   if (h[2] != kFrameVersion) {
     return Status(StatusCode::kDataLoss,
-                  "frame protocol version " + std::to_string(h[2]) + ", expected " + std::to_string(kFrameVersion));
+                  fmt::format("frame protocol version {}, expected {}", int(h[2]), int(kFrameVersion)));
   }
   if (h[3] < uint8_t(FrameType::kHello) || h[3] > uint8_t(FrameType::kResult)) {
-    return Status(StatusCode::kDataLoss, "unknown frame type " + std::to_string(h[3]));
+    return Status(StatusCode::kDataLoss, fmt::format("unknown frame type {}", int(h[3])));
   }
   FrameHeader header;
   header.type = FrameType(h[3]);
   header.payload_bytes = uint32_t(h[4]) | uint32_t(h[5]) << 8 | uint32_t(h[6]) << 16 | uint32_t(h[7]) << 24;
   if (header.payload_bytes > kMaxFramePayload) {
-    return Status(StatusCode::kDataLoss, "frame of " + std::to_string(header.payload_bytes) +
-                                             " bytes exceeds the cap of " + std::to_string(kMaxFramePayload));
+    return Status(StatusCode::kDataLoss, fmt::format("frame of {} bytes exceeds the cap of {}", header.payload_bytes,
+                                                     kMaxFramePayload));
   }
   return header;
 }
 
 Status write_frame(int fd, FrameType type, std::string_view payload) {
   if (payload.size() > kMaxFramePayload) {
-    return resource_exhausted("frame payload of " + std::to_string(payload.size()) + " bytes exceeds the cap");
+    return resource_exhausted(fmt::format("frame payload of {} bytes exceeds the cap", payload.size()));
   }
   const std::string bytes = encode_frame(type, payload);
   return write_all(fd, bytes.data(), bytes.size());

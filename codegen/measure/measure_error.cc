@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace tensorgym {
 
 std::string measure_error_name(MeasureError error) {
@@ -19,7 +21,7 @@ std::string measure_error_name(MeasureError error) {
     case MeasureError::kWorkerLost: return "WORKER_LOST";
     case MeasureError::kResourceExhausted: return "RESOURCE_EXHAUSTED";
   }
-  return "MEASURE_ERROR_" + std::to_string(int(error));
+  return fmt::format("MEASURE_ERROR_{}", int(error));
 }
 
 Expected<TestFault> test_fault_from_name(const std::string& name) {
@@ -71,7 +73,7 @@ std::string signal_name(int sig) {
     case SIGXCPU: return "SIGXCPU";
     case SIGXFSZ: return "SIGXFSZ";
     case SIGSYS: return "SIGSYS";
-    default: return "signal " + std::to_string(sig);
+    default: return fmt::format("signal {}", sig);
   }
 }
 
@@ -83,8 +85,8 @@ std::string describe_wait_status(int wait_status) {
     if (WCOREDUMP(wait_status)) text += ", core dumped";
     return text;
   }
-  if (WIFEXITED(wait_status)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
-  return "ended with wait status " + std::to_string(wait_status);
+  if (WIFEXITED(wait_status)) return fmt::format("exited with status {}", WEXITSTATUS(wait_status));
+  return fmt::format("ended with wait status {}", wait_status);
 }
 
 }  // namespace tensorgym

@@ -14,6 +14,8 @@
 #include <new>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "codegen/analysis/op_count.h"
 #include "codegen/backend/registry.h"
 #include "codegen/interp/compare.h"
@@ -57,7 +59,7 @@ std::string allocate_for_real() {
     // Seen by the optimizer as used, so the allocation is not elided.
     asm volatile("" : : "r"(blocks.back().get()) : "memory");
   }
-  return "test fault ALLOCATE_IN_RUN: allocated " + std::to_string(blocks.size() * kBlock) + " bytes, no limit reached";
+  return fmt::format("test fault ALLOCATE_IN_RUN: allocated {} bytes, no limit reached", blocks.size() * kBlock);
 }
 
 // What the sandbox must deny: running another program, opening a socket.
@@ -201,9 +203,9 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   std::vector<HostBuffer> inputs = make_random_inputs(program, settings.seed);
   std::vector<HostBuffer> outputs = make_output_buffers(nest);
   if (inputs.size() != nest.inputs.size()) {
-    return error_result(MeasureError::kInstantiation, "the loop nest takes " + std::to_string(nest.inputs.size()) +
-                                                          " inputs but the program declares " +
-                                                          std::to_string(inputs.size()));
+    return error_result(MeasureError::kInstantiation,
+                        fmt::format("the loop nest takes {} inputs but the program declares {}", nest.inputs.size(),
+                                    inputs.size()));
   }
   std::vector<void*> args;
   for (HostBuffer& b : inputs) args.push_back(b.data());

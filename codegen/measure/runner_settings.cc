@@ -14,9 +14,7 @@ namespace {
 
 Status check_range(const char* name, double v, double max) {
   if (!std::isfinite(v) || v < 0 || v > max) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "runner setting %s = %g is out of range [0, %g]", name, v, max);
-    return invalid_argument(buf);
+    return invalid_argument(fmt::format("runner setting {} = {:g} is out of range [0, {:g}]", name, v, max));
   }
   return Status();
 }

@@ -17,6 +17,8 @@
 
 #if TENSORGYM_HAVE_SECCOMP
 #include <seccomp.h>
+
+#include <fmt/format.h>
 #endif
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -41,7 +43,7 @@ void on_new_failure() { exit_out_of_memory(); }
 
 Status drop_user(std::string* report) {
   if (geteuid() != 0) {
-    *report = "user " + std::to_string(geteuid()) + " (unchanged: not root)";
+    *report = fmt::format("user {} (unchanged: not root)", geteuid());
     return Status();
   }
   uid_t uid = 65534;
@@ -49,12 +51,12 @@ Status drop_user(std::string* report) {
   if (const passwd* pw = getpwnam("nobody")) uid = pw->pw_uid, gid = pw->pw_gid;
   for (int cap = 0; cap <= 63; ++cap) {
     if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) > 0 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
-      return failed("prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
+      return failed(fmt::format("prctl(PR_CAPBSET_DROP, {})", cap));
   }
   if (setgroups(0, nullptr) != 0) return failed("setgroups(0)");
-  if (setresgid(gid, gid, gid) != 0) return failed("setresgid(" + std::to_string(gid) + ")");
-  if (setresuid(uid, uid, uid) != 0) return failed("setresuid(" + std::to_string(uid) + ")");
-  *report = "user nobody (" + std::to_string(uid) + ":" + std::to_string(gid) + ")";
+  if (setresgid(gid, gid, gid) != 0) return failed(fmt::format("setresgid({})", gid));
+  if (setresuid(uid, uid, uid) != 0) return failed(fmt::format("setresuid({})", uid));
+  *report = fmt::format("user nobody ({}:{})", uid, gid);
   return Status();
 }
 
@@ -70,7 +72,7 @@ Status drop_capabilities() {
 Status rearm_parent_death(int64_t parent_pid) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return failed("prctl(PR_SET_PDEATHSIG)");
   if (parent_pid > 0 && int64_t(getppid()) != parent_pid)
-    return Status(StatusCode::kUnavailable, "parent " + std::to_string(parent_pid) + " is gone");
+    return Status(StatusCode::kUnavailable, fmt::format("parent {} is gone", parent_pid));
   return Status();
 }
 
@@ -84,12 +86,14 @@ Status limit_memory(int64_t bytes, std::string* report) {
     return Status();
   }
   const rlimit limit{rlim_t(bytes), rlim_t(bytes)};
-  if (setrlimit(RLIMIT_DATA, &limit) != 0) return failed("setrlimit(RLIMIT_DATA, " + std::to_string(bytes) + ")");
-  std::snprintf(g_out_of_memory_line, sizeof g_out_of_memory_line,
-                "tensorgym worker %d: out of memory: the worker's limit of %lld bytes (RLIMIT_DATA) is reached\n",
-                int(getpid()), static_cast<long long>(bytes));
+  if (setrlimit(RLIMIT_DATA, &limit) != 0) return failed(fmt::format("setrlimit(RLIMIT_DATA, {})", bytes));
+  // Written now, so that the new-handler only copies it out.
+  const auto end = fmt::format_to_n(g_out_of_memory_line, sizeof g_out_of_memory_line - 1,
+                                    "tensorgym worker {}: out of memory: the worker's limit of {} bytes (RLIMIT_DATA) is reached\n",
+                                    int(getpid()), bytes);
+  *end.out = '\0';
   std::set_new_handler(on_new_failure);
-  *report = "memory limit " + std::to_string(bytes) + " bytes (RLIMIT_DATA)";
+  *report = fmt::format("memory limit {} bytes (RLIMIT_DATA)", bytes);
   return Status();
 }
 
@@ -138,9 +142,10 @@ Status install_seccomp(std::string* report) {
   if (rc == 0) rc = seccomp_load(ctx);
   seccomp_release(ctx);
   if (rc != 0) return Status(StatusCode::kInternal, std::string("seccomp filter: ") + std::strerror(-rc));
-  *report = "seccomp filter (" + std::to_string(denied) +
-            " system calls denied or restricted: exec, fork, sockets, ptrace, signals to others, mount, namespaces, "
-            "modules, bpf, keyrings, io_uring)";
+  *report = fmt::format(
+      "seccomp filter ({} system calls denied or restricted: exec, fork, sockets, ptrace, signals to others, mount, "
+      "namespaces, modules, bpf, keyrings, io_uring)",
+      denied);
   return Status();
 }
 #else

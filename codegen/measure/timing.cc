@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "support/host_caches.h"
 
 namespace tensorgym {
@@ -17,12 +19,6 @@ double steady_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-std::string format_seconds(double s) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
 
 }  // namespace
 
@@ -30,7 +26,7 @@ Expected<TimingStats> summarize_samples(std::vector<double> samples_s, int numbe
   if (samples_s.empty()) return invalid_argument("no timing samples");
   for (double s : samples_s) {
     if (!std::isfinite(s) || s <= 0)
-      return invalid_argument("timing sample " + format_seconds(s) + " s is not a positive finite time");
+      return invalid_argument(fmt::format("timing sample {:g} s is not a positive finite time", s));
   }
   TimingStats st;
   st.number = number;
@@ -72,8 +68,9 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
     const double t1 = clock();
     const double elapsed = t1 - t0;
     if (!std::isfinite(elapsed) || elapsed <= 0) {
-      return internal_error("the clock reported an elapsed time of " + format_seconds(elapsed) + " s for " +
-                            std::to_string(n) + " run(s); a timing must be a positive finite number");
+      return internal_error(fmt::format(
+          "the clock reported an elapsed time of {:g} s for {} run(s); a timing must be a positive finite number", elapsed,
+          n));
     }
     return elapsed;
   };

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "codegen/measure/frame.h"
 #include "codegen/measure/measure_job.h"
 #include "codegen/measure/measure_wire.h"
@@ -17,7 +19,7 @@ namespace tensorgym {
 namespace {
 
 void log_error(const std::string& what) {
-  std::fprintf(stderr, "tensorgym worker %d: %s\n", int(getpid()), what.c_str());
+  fmt::print(stderr, "tensorgym worker {}: {}\n", int(getpid()), what);
   std::fflush(stderr);
 }
 
@@ -28,7 +30,7 @@ int run_worker(WorkerOptions options) {
   // the runner starts workers from a thread that lives as long as the runner.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) log_error("prctl(PR_SET_PDEATHSIG) failed");
   if (options.parent_pid > 0 && int64_t(getppid()) != options.parent_pid) {
-    log_error("parent " + std::to_string(options.parent_pid) + " is gone; exiting");
+    log_error(fmt::format("parent {} is gone; exiting", options.parent_pid));
     return 1;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -97,7 +99,7 @@ int run_worker(WorkerOptions options) {
     if (channel_broken) return 1;
     std::string bytes = serialize(result);
     if (bytes.size() > kMaxFramePayload) {
-      result.code_text = "(code text of " + std::to_string(result.code_text.size()) + " bytes left out: too large)";
+      result.code_text = fmt::format("(code text of {} bytes left out: too large)", result.code_text.size());
       bytes = serialize(result);
     }
     if (Status st = write_frame(out, FrameType::kResult, bytes); !st.ok()) {

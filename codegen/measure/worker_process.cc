@@ -19,6 +19,8 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "codegen/backend/registry.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_wire.h"
@@ -35,11 +37,7 @@ using boost::system::error_code;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-std::string format_seconds(double s) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g s", s);
-  return buf;
-}
+std::string format_seconds(double s) { return fmt::format("{:g} s", s); }
 
 // Moves a descriptor to >= 10 (close-on-exec) so that dup2 onto 0..3 in the child is
 // never a no-op that would leave the close-on-exec flag set.
@@ -164,7 +162,7 @@ bool WorkerProcess::alive() {
 
 int64_t WorkerProcess::resident_bytes() const {
   if (reaped_) return 0;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/statm");
+  std::ifstream in(fmt::format("/proc/{}/statm", pid_));
   int64_t size = 0, resident = 0;
   if (!(in >> size >> resident)) return 0;
   return resident * int64_t(sysconf(_SC_PAGESIZE));
@@ -324,7 +322,7 @@ std::string WorkerProcess::stderr_report() const {
   if (stderr_tail_.empty()) return "";
   std::string tail = stderr_tail_;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  return "\n--- worker stderr (last " + std::to_string(tail.size()) + " bytes) ---\n" + tail;
+  return fmt::format("\n--- worker stderr (last {} bytes) ---\n{}", tail.size(), tail);
 }
 
 Status WorkerProcess::await_hello(double timeout_s) {
@@ -341,9 +339,8 @@ Status WorkerProcess::await_hello(double timeout_s) {
   drain_stderr_nonblocking();
   std::string why =
       outcome_ == Outcome::kTimeout ? "it did not say hello within " + format_seconds(timeout_s) : detail_;
-  return Status(StatusCode::kUnavailable, "worker " + launch_.binary + " (pid " + std::to_string(pid_) +
-                                              ") did not start: " + why + " (" + describe_wait_status(status) + ")" +
-                                              stderr_report());
+  return Status(StatusCode::kUnavailable, fmt::format("worker {} (pid {}) did not start: {} ({}){}", launch_.binary, pid_,
+                                                      why, describe_wait_status(status), stderr_report()));
 }
 
 MeasureResult WorkerProcess::run_job(const MeasureRequest& request, const JobControl& control) {
@@ -358,14 +355,14 @@ MeasureResult WorkerProcess::run_job(const MeasureRequest& request, const JobCon
 
   MeasureResult out;
   if (!alive()) {
-    out = error_result(MeasureError::kWorkerLost, "the worker (pid " + std::to_string(pid_) +
-                                               ") had already ended: " + describe_wait_status(wait_status_));
+    out = error_result(MeasureError::kWorkerLost,
+                       fmt::format("the worker (pid {}) had already ended: {}", pid_, describe_wait_status(wait_status_)));
   } else if (control.cancelled && control.cancelled->load()) {
     out = error_result(MeasureError::kTimeout, "cancelled by the caller before it started");
   } else {
     const std::string bytes = serialize(request);
     if (bytes.size() > kMaxFramePayload) {
-      out = error_result(MeasureError::kInstantiation, "the request is too large (" + std::to_string(bytes.size()) + " bytes)");
+      out = error_result(MeasureError::kInstantiation, fmt::format("the request is too large ({} bytes)", bytes.size()));
     } else {
       control_ = &control;
       out_frame_ = encode_frame(FrameType::kRequest, bytes);
@@ -393,8 +390,7 @@ MeasureResult WorkerProcess::failure_result(const MeasureRequest& request) {
   if (outcome_ == Outcome::kResult) {
     if (result_.job_id != request.job_id) {
       kill_and_reap();
-      return error_result(MeasureError::kWorkerLost, "the worker answered job " + std::to_string(result_.job_id) +
-                                                         " to request " + std::to_string(request.job_id));
+      return error_result(MeasureError::kWorkerLost, fmt::format("the worker answered job {} to request {}", result_.job_id, request.job_id));
     }
     ++jobs_done_;
     return std::move(result_);
@@ -402,7 +398,7 @@ MeasureResult WorkerProcess::failure_result(const MeasureRequest& request) {
   const bool compiling = phase_ == Phase::kCompile;
   const int status = outcome_ == Outcome::kChannelClosed ? reap_after_channel_closed() : kill_and_reap();
   drain_stderr_nonblocking();
-  const std::string pid = "worker pid " + std::to_string(pid_);
+  const std::string pid = fmt::format("worker pid {}", pid_);
   MeasureResult r;
   switch (outcome_) {
     case Outcome::kTimeout:

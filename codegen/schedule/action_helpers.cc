@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace tensorgym {
 namespace {
 
@@ -47,15 +49,15 @@ bool inside_vectorized(const StageSchedule& s, size_t p) {
 Expected<const StageSchedule*> action_stage(const ScheduleState& state, std::string_view action, int stage) {
   const auto& stages = state.stages();
   if (stage >= int(stages.size()))
-    return invalid_argument(std::string(action) + " action names stage " + std::to_string(stage) +
-                            " but the schedule has " + std::to_string(stages.size()) + " stages");
+    return invalid_argument(
+        fmt::format("{} action names stage {} but the schedule has {} stages", action, stage, stages.size()));
   return &stages[size_t(stage)];
 }
 
 Expected<int> action_leaf(const StageSchedule& s, std::string_view action, int pos) {
   if (pos >= int(s.leaf.size()))
-    return invalid_argument(std::string(action) + " action names loop " + std::to_string(pos) + " of " + s.name() +
-                            ", which has " + std::to_string(s.leaf.size()) + " loops");
+    return invalid_argument(
+        fmt::format("{} action names loop {} of {}, which has {} loops", action, pos, s.name(), s.leaf.size()));
   return s.leaf[size_t(pos)];
 }
 

@@ -1,6 +1,8 @@
 // cache_read(TENSOR, CONSUMER, NAME): NAME copies TENSOR and CONSUMER reads the copy.
 // Computed at a loop of CONSUMER (compute_at), the copy holds only the region that
 // loop needs, contiguous: the packing / layout transform of fast GEMMs.
+#include <fmt/format.h>
+
 #include "codegen/ir/substitute.h"
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
@@ -59,7 +61,7 @@ Expected<PrimitiveArgs> cache_nth(const ScheduleState& state, int stage, size_t 
   const StageSchedule& s = state.stages()[size_t(stage)];
   std::vector<std::string> reads = state.program().reads_of(s.def);
   if (n >= reads.size())
-    return failed_precondition("stage " + s.name() + " reads " + std::to_string(reads.size()) + " tensors");
+    return failed_precondition(fmt::format("stage {} reads {} tensors", s.name(), reads.size()));
   const std::string& t = reads[n];
   return PrimitiveArgs{tensor_arg(state, t), PrimitiveArg::of_stage(stage), PrimitiveArg::of_name(fresh_tensor_name(state, t + "_" + s.name()))};
 }
@@ -68,9 +70,8 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int, int cho
   Expected<PrimitiveArgs> args = cache_nth(state, stage, size_t(choice));
   if (!args.ok()) {
     const StageSchedule& s = state.stages()[size_t(stage)];
-    return invalid_argument("stage " + s.name() + " reads " +
-                            std::to_string(state.program().reads_of(s.def).size()) + " tensors, not " +
-                            std::to_string(choice + 1));
+    return invalid_argument(fmt::format("stage {} reads {} tensors, not {}", s.name(),
+                                        state.program().reads_of(s.def).size(), choice + 1));
   }
   return args;
 }

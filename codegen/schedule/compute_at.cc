@@ -2,6 +2,8 @@
 // region its readers use while the loop's inner iterations run (bounds inference
 // sizes its buffer). Every reader of STAGE must run inside that loop: the consumer
 // itself, or stages computed at that loop or inside it.
+#include <fmt/format.h>
+
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -51,8 +53,8 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   int r = state.stage_index(readers[0]);
   const StageSchedule& reader = state.stages()[size_t(r)];
   if (slot >= int(reader.leaf.size()))
-    return invalid_argument("compute_at action names loop " + std::to_string(slot) + " of " + reader.name() +
-                            ", which has " + std::to_string(reader.leaf.size()) + " loops");
+    return invalid_argument(fmt::format("compute_at action names loop {} of {}, which has {} loops", slot, reader.name(),
+                                        reader.leaf.size()));
   return PrimitiveArgs{PrimitiveArg::of_stage(stage), PrimitiveArg::of_loop(r, reader.leaf[size_t(slot)])};
 }
 

@@ -1,5 +1,7 @@
 // fuse(STAGE.outer, STAGE.inner, fused): two adjacent leaf loops (outer directly
 // around inner) become one loop over outer_extent * inner_extent iterations.
+#include <fmt/format.h>
+
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -28,8 +30,7 @@ Status check(const ScheduleState& state, const PrimitiveArgs& args) {
                             inner.text() + ")");
   int64_t extent = outer.get().extent * inner.get().extent;
   if (extent > kMaxLoopExtent)
-    return out_of_range("fused loop would have " + std::to_string(extent) + " iterations, over the limit of " +
-                        std::to_string(kMaxLoopExtent));
+    return out_of_range(fmt::format("fused loop would have {} iterations, over the limit of {}", extent, kMaxLoopExtent));
   return Status();
 }
 

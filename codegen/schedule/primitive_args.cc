@@ -3,6 +3,8 @@
 #include <cctype>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -82,8 +84,7 @@ Expected<int64_t> parse_int(std::string_view arg, std::string_view what, int64_t
   if (ec != std::errc() || end != arg.data() + arg.size())
     return invalid_argument(std::string(what) + " must be an integer, found " + quote_text(arg));
   if (v < min || v > max)
-    return invalid_argument(std::string(what) + " must be in " + std::to_string(min) + ".." + std::to_string(max) +
-                            ", found " + std::to_string(v));
+    return invalid_argument(fmt::format("{} must be in {}..{}, found {}", what, min, max, v));
   return v;
 }
 

@@ -5,6 +5,8 @@
 // unchanged; only addresses move.
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
@@ -17,8 +19,8 @@ Status check(const ScheduleState& state, const PrimitiveArgs& args) {
   const StageSchedule& stage = stage_of(state, args[0]);
   size_t rank = stage.def->axes.size();
   if (args.size() - 1 != rank)
-    return invalid_argument("reorder_storage lists every dimension of " + stage.name() + " once (" +
-                            std::to_string(rank) + "), got " + std::to_string(args.size() - 1));
+    return invalid_argument(fmt::format("reorder_storage lists every dimension of {} once ({}), got {}", stage.name(),
+                                        rank, args.size() - 1));
   for (size_t i = 1; i < args.size(); ++i)
     for (size_t j = 1; j < i; ++j)
       if (args[j].value == args[i].value)

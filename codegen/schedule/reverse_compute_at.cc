@@ -7,6 +7,8 @@
 // dimension, and have untransformed loops.
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "codegen/ir/ir_printer.h"
 #include "codegen/ir/substitute.h"
 #include "codegen/schedule/action_helpers.h"
@@ -55,9 +57,8 @@ Expected<std::vector<int>> axis_map(const StageSchedule& consumer, const StageSc
     const IterVar& c = consumer.def->axes[size_t(map[d])];
     const IterVar& p = producer.def->axes[d];
     if (c.min != p.min || c.extent != p.extent)
-      return failed_precondition("axis " + c.name + " of " + consumer.name() + " spans " + std::to_string(c.extent) +
-                                 " values but dimension " + p.name + " of " + producer.name() + " spans " +
-                                 std::to_string(p.extent));
+      return failed_precondition(fmt::format("axis {} of {} spans {} values but dimension {} of {} spans {}", c.name,
+                                             consumer.name(), c.extent, p.name, producer.name(), p.extent));
   }
   return map;
 }
@@ -160,8 +161,8 @@ Expected<PrimitiveArgs> cursor(const ScheduleState& state, int stage, int pos, i
   const StageSchedule& s = state.stages()[size_t(stage)];
   std::vector<std::string> readers = state.readers_of(s.name());
   if (readers.size() != 1)
-    return failed_precondition("stage " + s.name() + " has " + std::to_string(readers.size()) +
-                               " readers; reverse_compute_at needs exactly one");
+    return failed_precondition(
+        fmt::format("stage {} has {} readers; reverse_compute_at needs exactly one", s.name(), readers.size()));
   return PrimitiveArgs{PrimitiveArg::of_stage(state.stage_index(readers[0])), PrimitiveArg::of_loop(stage, s.leaf[size_t(pos)])};
 }
 

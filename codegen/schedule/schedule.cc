@@ -1,5 +1,7 @@
 #include "codegen/schedule/schedule.h"
 
+#include <fmt/format.h>
+
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -96,7 +98,7 @@ Status Schedule::apply_text(std::string_view trace_text) {
   for (const Primitive& p : trace.steps) {
     PrimitiveResult r = next.apply(p);
     if (!r.ok()) {
-      std::string where = p.loc.line ? std::to_string(p.loc.line) + ":" + std::to_string(p.loc.column) + ": " : "";
+      std::string where = p.loc.line ? fmt::format("{}:{}: ", p.loc.line, p.loc.column) : "";
       return Status(r.status().code(), where + r.status().message());
     }
   }

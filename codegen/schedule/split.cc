@@ -1,5 +1,7 @@
 // split(STAGE.loop, factor, outer, inner): loop -> outer * factor + inner. A factor
 // that does not divide the extent is legal; lowering guards the tail.
+#include <fmt/format.h>
+
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -61,8 +63,8 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   const Loop& l = s.loops[size_t(loop)];
   int64_t f = split_factors(l.extent)[size_t(choice)];
   if (!f)
-    return invalid_argument("split choice " + std::to_string(choice) + " has no factor for " + s.name() + "." +
-                            l.name + " (extent " + std::to_string(l.extent) + ")");
+    return invalid_argument(
+        fmt::format("split choice {} has no factor for {}.{} (extent {})", choice, s.name(), l.name, l.extent));
   return split_args(s, stage, loop, f);
 }
 

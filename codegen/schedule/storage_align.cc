@@ -1,6 +1,8 @@
 // storage_align(STAGE.axis, factor, offset): pads the stride of dimension `axis` of
 // STAGE's buffer so that stride % factor == offset (TVM semantics), e.g. to keep rows
 // of a packed tile off the same cache sets.
+#include <fmt/format.h>
+
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -32,8 +34,7 @@ Status check(const ScheduleState& state, const PrimitiveArgs& args) {
     return failed_precondition("stage " + stage.name() + " is an output; its layout is fixed by the caller");
   if (stage.attach == AttachKind::kInline) return failed_precondition("stage " + stage.name() + " is inlined");
   if (args[2].value >= args[1].value)
-    return invalid_argument("alignment offset must be in 0.." + std::to_string(args[1].value - 1) + ", found " +
-                            std::to_string(args[2].value));
+    return invalid_argument(fmt::format("alignment offset must be in 0..{}, found {}", args[1].value - 1, args[2].value));
   return Status();
 }
 
@@ -60,8 +61,7 @@ PrimitiveArgs align(const StageSchedule& s, int stage, int axis) {
 Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (slot >= int(s.def->axes.size()))
-    return invalid_argument("stage " + s.name() + " has " + std::to_string(s.def->axes.size()) +
-                            " dimensions, not " + std::to_string(slot + 1));
+    return invalid_argument(fmt::format("stage {} has {} dimensions, not {}", s.name(), s.def->axes.size(), slot + 1));
   return align(s, stage, slot);
 }
 

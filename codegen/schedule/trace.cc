@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include <fmt/format.h>
+
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -67,7 +69,7 @@ class TraceReader {
     ++pos_;
   }
   Status error(const std::string& message) const {
-    return invalid_argument(std::to_string(line_) + ":" + std::to_string(col_) + ": " + message);
+    return invalid_argument(fmt::format("{}:{}: {}", line_, col_, message));
   }
   void skip_spaces() {
     while (!at_end() && (peek() == ' ' || peek() == '\t')) advance();

@@ -1,5 +1,7 @@
 // The invariants every schedule state keeps; a primitive that would break one is
 // rejected, so any state reachable by primitives lowers.
+#include <fmt/format.h>
+
 #include "codegen/schedule/bound_inference.h"
 #include "codegen/schedule/primitive.h"
 
@@ -31,10 +33,10 @@ Status check_annotated_extents(const ScheduleState& state) {
       if (extent <= cap(l)) continue;
       std::string ref = s.name() + "." + l.name;
       if (l.kind == ForKind::kVectorized)
-        return out_of_range("cannot vectorize " + ref + " with " + std::to_string(extent) + " iterations; at most " +
-                            std::to_string(kMaxVectorLanes) + " lanes (split it first)");
-      return out_of_range("cannot unroll " + ref + " with " + std::to_string(extent) + " iterations; at most " +
-                          std::to_string(kMaxUnrollExtent) + " (split it first)");
+        return out_of_range(
+            fmt::format("cannot vectorize {} with {} iterations; at most {} lanes (split it first)", ref, extent, kMaxVectorLanes));
+      return out_of_range(
+          fmt::format("cannot unroll {} with {} iterations; at most {} (split it first)", ref, extent, kMaxUnrollExtent));
     }
   }
   return Status();
