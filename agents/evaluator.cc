@@ -1,5 +1,6 @@
 #include "agents/evaluator.h"
 
+#include <fmt/format.h>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -168,7 +169,7 @@ class EstCyclesEvaluator : public Evaluator {
     }
     e.cost = est_cycles(*nest, MachineModel::reference());
     if (!(e.cost > 0)) {
-      e.status = internal_error("est_cycles gave " + std::to_string(e.cost));
+      e.status = internal_error(fmt::format("est_cycles gave {:f}", e.cost));
       return e;
     }
     e.gflops = e.flops * kNominalGHz / e.cost;

@@ -6,6 +6,8 @@
 #include "envs/schedule/metrics.h"
 #include "support/fnv.h"
 
+#include <fmt/format.h>
+
 namespace tensorgym {
 namespace {
 
@@ -46,7 +48,7 @@ std::string baseline_key(const std::string& which, const std::string& metric, co
     Expected<const Backend*> backend = find_backend(e.context->target);
     key += "|" + e.context->target + ":" + (backend.ok() ? (*backend)->target().fingerprint : std::string()) + "|" +
            runner_settings_key(e.runner_settings);
-    key += "|" + std::to_string(e.context->threads);
+    key += fmt::format("|{}", e.context->threads);
   }
   return key;
 }
