@@ -1,6 +1,7 @@
 #include "agents/evaluator.h"
 
 #include <fmt/format.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -10,9 +11,9 @@
 #include "codegen/analysis/op_count.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
-#include "codegen/measure/measure_wire.h"
 
 namespace tensorgym {
 namespace {

@@ -1,6 +1,7 @@
 #include "agents/evolutionary_agent.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -447,8 +447,8 @@ Expected<EpisodeState> Search::best_episode_state() {
   for (size_t i = 0; i < actions.size(); ++i) {
     StepResult r = env->step({Event(actions[i])}, {}, {"est_cycles"});
     if (!r.error.ok())
-      return Status(r.error.code(), fmt::format("replaying the best schedule, action {} ({}): {}", i + 1,
-                                                        actions[i], r.error.message()));
+      return Status(r.error.code(), fmt::format("replaying the best schedule, action {} ({}): {}", i + 1, actions[i],
+                                                r.error.message()));
   }
   if (metric_ != "est_cycles") {
     // The runtime reward of the whole episode: (unscheduled - best) / unscheduled.

@@ -1,6 +1,7 @@
 #include "agents/sketch.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>

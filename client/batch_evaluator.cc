@@ -1,11 +1,12 @@
 #include "client/batch_evaluator.h"
 
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <grpcpp/grpcpp.h>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -529,8 +530,9 @@ void BatchEvaluator::Impl::lost_locked(Endpoint& e, const std::string& why, std:
     if (js.final) continue;
     js.endpoint = -1;
     if (js.attempts >= options.max_attempts) {
-      finals->push_back(final_result_locked(j, nullptr, &e, "UNAVAILABLE",
-                                            fmt::format("sent {} times; no answer came back (last: {})", js.attempts, why)));
+      finals->push_back(
+          final_result_locked(j, nullptr, &e, "UNAVAILABLE",
+                              fmt::format("sent {} times; no answer came back (last: {})", js.attempts, why)));
     } else {
       pending_.push_front(j);
     }
@@ -623,7 +625,7 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
       } else if (r.error() == proto::JOB_WORKER_LOST) {
         if (++e.worker_failures >= options.quarantine_after && e.state == State::kReady)
           quarantine_locked(e, fmt::format("{} jobs in a row failed on {} (last: {}: {})", e.worker_failures, e.name,
-                                               class_name(r.error()), r.error_message()));
+                                           class_name(r.error()), r.error_message()));
       }
       if (worker_level(r.error())) {
         if (js.attempts < options.max_attempts) {
@@ -662,8 +664,8 @@ void BatchEvaluator::Impl::tick_locked(Clock::time_point now) {
     Endpoint& e = *ep;
     if ((e.state == State::kConnecting || e.state == State::kPreflight) && e.call &&
         now - e.state_since > preflight_timeout) {
-      e.report.last_error = fmt::format("{}: no answer to the preflight job within {:f} s", e.name,
-                                                options.preflight_timeout_s);
+      e.report.last_error =
+          fmt::format("{}: no answer to the preflight job within {:f} s", e.name, options.preflight_timeout_s);
       e.call->ctx.TryCancel();  // the reader reconnects
     }
     if (e.state == State::kQuarantined && e.call && now >= e.quarantine_until) send_preflight_locked(e);

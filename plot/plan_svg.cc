@@ -1,6 +1,7 @@
 #include "plot/plan_svg.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
 
 #include "plot/svg_escape.h"
@@ -74,7 +75,8 @@ std::string plan_svg(const Instance& inst, const Offsets& offsets, int64_t lower
        num(top + ph) + "\" stroke=\"black\"/>\n";
   s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" + num(top + ph) +
        "\" stroke=\"black\"/>\n";
-  s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 10) + fmt::format("\" text-anchor=\"middle\">time (steps {} to {})</text>\n", t0, t1);
+  s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 10) +
+       fmt::format("\" text-anchor=\"middle\">time (steps {} to {})</text>\n", t0, t1);
   s += "<text x=\"15\" y=\"" + num(top + ph / 2) + "\" transform=\"rotate(-90 15 " + num(top + ph / 2) +
        ")\" text-anchor=\"middle\">offset (0 to " + human(int64_t(ymax)) + ")</text>\n";
   s += "</svg>\n";

@@ -17,8 +17,8 @@ Status names_from_proto(const google::protobuf::RepeatedPtrField<std::string>& n
 
 Status step_args_from_proto(const proto::StepRequest& request, const ServerOptions& limits, StepArgs* out) {
   if (request.action_size() > limits.max_actions_per_step)
-    return invalid_argument(fmt::format("{} actions in one step; the cap is {}", request.action_size(),
-                                        limits.max_actions_per_step));
+    return invalid_argument(
+        fmt::format("{} actions in one step; the cap is {}", request.action_size(), limits.max_actions_per_step));
   out->actions.clear();
   out->actions.reserve(size_t(request.action_size()));
   for (int i = 0; i < request.action_size(); ++i) {

@@ -1,4 +1,3 @@
-#include "envs/env_context.h"
 #include "service/evaluate.h"
 
 #include <fmt/format.h>
@@ -10,16 +9,17 @@
 #include <cmath>
 #include <exception>
 
-#include "support/sha256.h"
-#include "proto/jobs.h"
-#include "proto/rpc_status.h"
 #include "codegen/measure/runner.h"
 #include "codegen/schedule/trace.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
+#include "proto/jobs.h"
+#include "proto/rpc_status.h"
 #include "service/auth.h"
 #include "service/convert.h"
 #include "service/log.h"
 #include "support/quote.h"
+#include "support/sha256.h"
 
 namespace tensorgym::service {
 namespace {
@@ -206,7 +206,8 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
   // Caps first: every size a job controls.
   if (job.observations_size() > limits.max_spaces || job.rewards_size() > limits.max_spaces ||
       job.parameters_size() > limits.max_spaces)
-    return malformed(fmt::format("a job names at most {} observations, rewards and parameters each", limits.max_spaces));
+    return malformed(
+        fmt::format("a job names at most {} observations, rewards and parameters each", limits.max_spaces));
   if (int64_t(job.program().size()) > limits.max_program_bytes || int64_t(job.actions().size()) > limits.max_program_bytes)
     return malformed(fmt::format("a job's program and action texts are at most {} bytes each (--max-program-bytes)",
                                  limits.max_program_bytes));
@@ -379,9 +380,10 @@ void EvaluatePool::submit(const std::shared_ptr<Stream>& stream, std::vector<pro
         proto::JobResult r;
         r.set_key(q.job.key());
         r.set_error(proto::JOB_UNAVAILABLE);
-        r.set_error_message(!accepting_ ? "the server is shutting down"
-                                        : fmt::format("the stream already has {} jobs waiting, its cap; send fewer at a time",
-                                                          waiting));
+        r.set_error_message(
+            !accepting_
+                ? "the server is shutting down"
+                : fmt::format("the stream already has {} jobs waiting, its cap; send fewer at a time", waiting));
         r.set_instance_id(options_.instance_id);
         r.set_slot(-1);
         refused.push_back(std::move(r));

@@ -1,6 +1,7 @@
 #include "service/log.h"
 
 #include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>

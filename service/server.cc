@@ -1,8 +1,7 @@
-#include "envs/env_context.h"
 #include "service/server.h"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
@@ -21,6 +20,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/file_access.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "service/auth.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"

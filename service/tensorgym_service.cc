@@ -1,4 +1,3 @@
-#include "envs/env_context.h"
 #include "service/tensorgym_service.h"
 
 #include <fmt/format.h>
@@ -9,11 +8,12 @@
 #include <random>
 #include <thread>
 
-#include "proto/rpc_status.h"
-#include "proto/wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/replay.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 #include "service/log.h"
 #include "support/deferred_release.h"
 #include "support/quote.h"
@@ -227,7 +227,8 @@ grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerC
   }
   const int64_t next = offset + int64_t(rows.size());
   const int64_t size = (*dataset)->size();
-  if (int64_t(rows.size()) == page_size && (size < 0 || next < size)) response->set_next_page_token(fmt::format("{}", next));
+  if (int64_t(rows.size()) == page_size && (size < 0 || next < size))
+    response->set_next_page_token(fmt::format("{}", next));
   return finish(ctx, grpc::Status::OK);
 }
 

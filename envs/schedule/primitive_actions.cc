@@ -1,6 +1,7 @@
 #include "envs/schedule/primitive_actions.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
 
 #include "codegen/schedule/action_helpers.h"

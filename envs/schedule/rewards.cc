@@ -1,12 +1,12 @@
-#include "envs/env_context.h"
 #include "envs/schedule/rewards.h"
+
+#include <fmt/format.h>
 
 #include "codegen/backend/registry.h"
 #include "codegen/measure/runner_settings.h"
+#include "envs/env_context.h"
 #include "envs/schedule/metrics.h"
 #include "support/fnv.h"
-
-#include <fmt/format.h>
 
 namespace tensorgym {
 namespace {

@@ -1,16 +1,17 @@
-#include "envs/env_context.h"
 #include "envs/schedule/schedule_env.h"
 
 #include <fmt/format.h>
+
 #include <cmath>
 #include <optional>
 
+#include "codegen/measure/measure_wire.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/parameters.h"
 #include "envs/schedule/observations.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
-#include "codegen/measure/measure_wire.h"
 #include "support/quote.h"
 
 namespace tensorgym {
