@@ -1,5 +1,7 @@
 #include "agents/evaluator.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -9,9 +11,9 @@
 #include "codegen/analysis/op_count.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
-#include "codegen/measure/measure_wire.h"
 
 namespace tensorgym {
 namespace {
@@ -168,7 +170,7 @@ class EstCyclesEvaluator : public Evaluator {
     }
     e.cost = est_cycles(*nest, MachineModel::reference());
     if (!(e.cost > 0)) {
-      e.status = internal_error("est_cycles gave " + std::to_string(e.cost));
+      e.status = internal_error(fmt::format("est_cycles gave {:f}", e.cost));
       return e;
     }
     e.gflops = e.flops * kNominalGHz / e.cost;

@@ -1,8 +1,9 @@
 #include "agents/evolutionary_agent.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -257,7 +258,6 @@ class EvolutionaryAgent : public SearchAgent {
 
   std::map<std::string, std::string> report() const override {
     std::map<std::string, std::string> out;
-    char buf[64];
     out["cost_model.rounds_evaluated"] = std::to_string(quality_.size());
     if (!quality_.empty()) {
       double pa = 0, rc = 0, w = 0;
@@ -266,12 +266,9 @@ class EvolutionaryAgent : public SearchAgent {
         rc += q.top_k_recall;
         w += double(q.pairs);
       }
-      std::snprintf(buf, sizeof buf, "%.3f", w > 0 ? pa / w : 0.0);
-      out["cost_model.pairwise_accuracy"] = buf;
-      std::snprintf(buf, sizeof buf, "%.3f", rc / double(quality_.size()));
-      out["cost_model.top_k_recall"] = buf;
-      std::snprintf(buf, sizeof buf, "%.3f", quality_.back().pairwise_accuracy);
-      out["cost_model.pairwise_accuracy_last_round"] = buf;
+      out["cost_model.pairwise_accuracy"] = fmt::format("{:.3f}", w > 0 ? pa / w : 0.0);
+      out["cost_model.top_k_recall"] = fmt::format("{:.3f}", rc / double(quality_.size()));
+      out["cost_model.pairwise_accuracy_last_round"] = fmt::format("{:.3f}", quality_.back().pairwise_accuracy);
     }
     return out;
   }

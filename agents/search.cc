@@ -1,5 +1,6 @@
 #include "agents/search.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -259,8 +260,8 @@ Expected<bool> Search::evaluate_pending(const ProgressFn& progress) {
     for (const std::string& t : chunk) candidates.push_back({benchmark_.uri, "", t});
     std::vector<Evaluation> evals = setup_.evaluator->evaluate(candidates);
     if (evals.size() != candidates.size())
-      return internal_error("the evaluator returned " + std::to_string(evals.size()) + " evaluations for " +
-                            std::to_string(candidates.size()) + " candidates");
+      return internal_error(
+          fmt::format("the evaluator returned {} evaluations for {} candidates", evals.size(), candidates.size()));
     double t = elapsed_s();
     for (size_t i = 0; i < chunk.size(); ++i) {
       TrialRecord r;
@@ -369,7 +370,7 @@ Expected<std::unique_ptr<Search>> Search::resume(const std::string& checkpoint_p
   Expected<std::string> magic = r.get("magic");
   if (!magic.ok() || *magic != kMagic) return invalid_argument(what + " is not a search checkpoint");
   TG_ASSIGN_OR_RETURN(int64_t version, r.get_int("version"));
-  if (version != kVersion) return invalid_argument(what + ": unsupported version " + std::to_string(version));
+  if (version != kVersion) return invalid_argument(fmt::format("{}: unsupported version {}", what, version));
 
   SearchSetup s = setup;
   TG_ASSIGN_OR_RETURN(s.benchmark, r.get("benchmark"));
@@ -446,8 +447,8 @@ Expected<EpisodeState> Search::best_episode_state() {
   for (size_t i = 0; i < actions.size(); ++i) {
     StepResult r = env->step({Event(actions[i])}, {}, {"est_cycles"});
     if (!r.error.ok())
-      return Status(r.error.code(), "replaying the best schedule, action " + std::to_string(i + 1) + " (" +
-                                        actions[i] + "): " + r.error.message());
+      return Status(r.error.code(), fmt::format("replaying the best schedule, action {} ({}): {}", i + 1, actions[i],
+                                                r.error.message()));
   }
   if (metric_ != "est_cycles") {
     // The runtime reward of the whole episode: (unscheduled - best) / unscheduled.

@@ -1,16 +1,13 @@
 #include "agents/serial.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 
 namespace tensorgym {
 
-std::string double_to_exact(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
-}
+std::string double_to_exact(double v) { return fmt::format("{:a}", v); }
 
 Expected<double> double_from_exact(std::string_view s) {
   std::string t(s);

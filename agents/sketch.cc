@@ -1,5 +1,7 @@
 #include "agents/sketch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -252,14 +254,14 @@ class Renderer {
   // A tensor name not yet taken.
   std::string fresh_tensor(const std::string& base) const {
     std::string name = base;
-    for (int i = 1; s_.state().has_tensor(name); ++i) name = base + std::to_string(i);
+    for (int i = 1; s_.state().has_tensor(name); ++i) name = fmt::format("{}{}", base, i);
     return name;
   }
   // A loop name not yet used by `stage`.
   std::string fresh_loop(const std::string& stage_name, const std::string& base) const {
     const StageSchedule* st = stage(stage_name);
     std::string name = base;
-    for (int i = 1; st && st->find_loop(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+    for (int i = 1; st && st->find_loop(name) >= 0; ++i) name = fmt::format("{}_{}", base, i);
     return name;
   }
   std::string leaf_name(const std::string& stage_name, size_t pos) const {

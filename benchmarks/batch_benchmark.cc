@@ -16,8 +16,10 @@
 //     frozen with SIGSTOP, which only keepalive pings can notice): time from the fault
 //     until the evaluator marks the endpoint down, and until the last of its jobs has
 //     its result from the other instance.
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,13 +32,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "client/batch_evaluator.h"
-#include "proto/jobs.h"
 #include "client/managed_server.h"
 #include "envs/env_context.h"
+#include "proto/jobs.h"
 #include "proto/tensorgym.pb.h"
 #include "service/evaluate.h"
 
@@ -55,7 +56,7 @@ double self_cpu_s() {
 }
 
 double process_cpu_s(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');
   if (paren == std::string::npos) return 0;
@@ -87,18 +88,19 @@ std::string binary_dir() {
 }
 
 std::vector<client::BatchJob> make_jobs(const std::string& tensorgym, int count) {
-  const std::string path = "/tmp/batch_benchmark_" + std::to_string(::getpid()) + ".jobs";
+  const std::string path = fmt::format("/tmp/batch_benchmark_{}.jobs", ::getpid());
   const int per_benchmark = (count + 7) / 8;
-  const std::string cmd = tensorgym + " batch --make-jobs --suite ops-v0 --limit 8 --schedules random:" +
-                          std::to_string(per_benchmark) + " --seed 1 --observe est_cycles > " + path;
+  const std::string cmd = fmt::format(
+      "{} batch --make-jobs --suite ops-v0 --limit 8 --schedules random:{} --seed 1 --observe est_cycles > {}",
+      tensorgym, per_benchmark, path);
   if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "failed: %s\n", cmd.c_str());
+    fmt::print(stderr, "failed: {}\n", cmd);
     std::exit(1);
   }
   Expected<std::vector<client::JobLine>> lines = client::read_job_file(path);
   std::remove(path.c_str());
   if (!lines.ok()) {
-    std::fprintf(stderr, "%s\n", lines.status().to_string().c_str());
+    fmt::print(stderr, "{}\n", lines.status().to_string());
     std::exit(1);
   }
   std::vector<client::BatchJob> jobs;
@@ -111,7 +113,7 @@ std::unique_ptr<client::ManagedServer> start_server(const std::string& tensorgym
   args.insert(args.end(), {"--log-level", "warning", "--threads", "1"});
   Expected<std::unique_ptr<client::ManagedServer>> s = client::ManagedServer::start(tensorgym, args, 60);
   if (!s.ok()) {
-    std::fprintf(stderr, "cannot start a service: %s\n", s.status().to_string().c_str());
+    fmt::print(stderr, "cannot start a service: {}\n", s.status().to_string());
     std::exit(1);
   }
   return std::move(*s);
@@ -125,7 +127,7 @@ std::unique_ptr<client::BatchEvaluator> connect(const std::vector<client::Manage
   for (client::ManagedServer* s : servers) o.endpoints.push_back(s->address());
   Expected<std::unique_ptr<client::BatchEvaluator>> b = client::BatchEvaluator::create(o);
   if (!b.ok() || !(*b)->wait_ready(int(servers.size()), 60)) {
-    std::fprintf(stderr, "the evaluator did not get ready\n");
+    fmt::print(stderr, "the evaluator did not get ready\n");
     std::exit(1);
   }
   return std::move(*b);
@@ -137,8 +139,8 @@ double timed_run(client::BatchEvaluator& batch, const std::vector<client::BatchJ
   client::BatchSummary s = batch.run(jobs, [](const client::BatchResult&) {});
   const double wall = seconds(Clock::now() - start);
   if (s.ok != int64_t(jobs.size())) {
-    std::fprintf(stderr, "only %lld of %zu jobs OK\n", (long long)s.ok, jobs.size());
-    for (const auto& [k, n] : s.by_error) std::fprintf(stderr, "  %s: %lld\n", k.c_str(), (long long)n);
+    fmt::print(stderr, "only {} of {} jobs OK\n", s.ok, jobs.size());
+    for (const auto& [k, n] : s.by_error) fmt::print(stderr, "  {}: {}\n", k, n);
     std::exit(1);
   }
   return wall;
@@ -146,7 +148,7 @@ double timed_run(client::BatchEvaluator& batch, const std::vector<client::BatchJ
 
 // The same jobs under a fresh key each round, so that nothing is cached by key.
 std::vector<client::BatchJob> rekeyed(std::vector<client::BatchJob> jobs, int round) {
-  for (client::BatchJob& j : jobs) j.key = j.key + "-" + std::to_string(round);
+  for (client::BatchJob& j : jobs) j.key = fmt::format("{}-{}", j.key, round);
   return jobs;
 }
 
@@ -204,8 +206,8 @@ Failover failover(const std::string& tensorgym, const std::vector<client::BatchJ
 int run(int count, int rounds) {
   const std::string tensorgym = binary_dir() + "/tensorgym";
   const std::vector<client::BatchJob> jobs = make_jobs(tensorgym, count);
-  std::printf("%zu jobs (est_cycles of random schedules, ops-v0, 8 benchmarks), %d rounds, %u cores\n", jobs.size(),
-              rounds, std::thread::hardware_concurrency());
+  fmt::print("{} jobs (est_cycles of random schedules, ops-v0, 8 benchmarks), {} rounds, {} cores\n", jobs.size(),
+             rounds, std::thread::hardware_concurrency());
 
   // The floor (in-process) and one slot through Evaluate, alternating round by round so
   // that both see the same load; the overhead is the median of the per-round
@@ -248,16 +250,18 @@ int run(int count, int rounds) {
     for (int r = 0; r < rounds; ++r) two.push_back(double(jobs.size()) / timed_run(*batch, rekeyed(jobs, r)));
   }
   const double floor_us = median(in_process) * 1e6;
-  std::printf("in-process run_evaluate_job:            %8.1f us/job wall, %.1f us/job CPU (%.0f jobs/s on one thread)\n",
-              floor_us, median(in_process_cpu) * 1e6, 1e6 / floor_us);
-  std::printf("Evaluate, 1 instance, concurrency 1:    %8.1f us/job wall -> overhead %.1f us/job (target < 200)\n",
-              median(serial) * 1e6, median(overhead) * 1e6);
-  std::printf("                                        %8.1f us/job CPU, client + service -> overhead %.1f us/job "
-              "(client %.1f)\n",
-              median(serial_cpu) * 1e6, median(overhead_cpu) * 1e6, median(client_cpu) * 1e6);
-  std::printf("Evaluate, 1 instance:                   %8.0f jobs/s\n", median(one));
-  std::printf("Evaluate, 2 instances:                  %8.0f jobs/s (%.2fx of 1)\n", median(two),
-              median(two) / median(one));
+  fmt::print(
+      "in-process run_evaluate_job:            {:8.1f} us/job wall, {:.1f} us/job CPU ({:.0f} jobs/s on one thread)\n",
+      floor_us, median(in_process_cpu) * 1e6, 1e6 / floor_us);
+  fmt::print("Evaluate, 1 instance, concurrency 1:    {:8.1f} us/job wall -> overhead {:.1f} us/job (target < 200)\n",
+             median(serial) * 1e6, median(overhead) * 1e6);
+  fmt::print(
+      "                                        {:8.1f} us/job CPU, client + service -> overhead {:.1f} us/job "
+      "(client {:.1f})\n",
+      median(serial_cpu) * 1e6, median(overhead_cpu) * 1e6, median(client_cpu) * 1e6);
+  fmt::print("Evaluate, 1 instance:                   {:8.0f} jobs/s\n", median(one));
+  fmt::print("Evaluate, 2 instances:                  {:8.0f} jobs/s ({:.2f}x of 1)\n", median(two),
+             median(two) / median(one));
 
   const std::vector<client::BatchJob> many = [&] {
     std::vector<client::BatchJob> out;
@@ -276,10 +280,10 @@ int run(int count, int rounds) {
       reroute.push_back(f.reroute_s);
       rerouted += f.rerouted;
     }
-    std::printf("failover (%s): detected in %.3f s, its jobs re-routed and answered in %.3f s (median; %.1f jobs "
-                "re-sent per round; target < 2 s)\n",
-                sig == SIGKILL ? "SIGKILL" : "SIGSTOP, keepalive", median(detect), median(reroute),
-                double(rerouted) / rounds);
+    fmt::print(
+        "failover ({}): detected in {:.3f} s, its jobs re-routed and answered in {:.3f} s (median; {:.1f} jobs "
+        "re-sent per round; target < 2 s)\n",
+        sig == SIGKILL ? "SIGKILL" : "SIGSTOP, keepalive", median(detect), median(reroute), double(rerouted) / rounds);
   }
   return 0;
 }

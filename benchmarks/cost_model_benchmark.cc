@@ -87,6 +87,7 @@
 //                     LLVM's loop-vectorizer remarks (which loops it vectorized, and
 //                     why not the others: the rules of the model's code-generator guesses)
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/time.h>
@@ -158,7 +159,7 @@ const Workload kWorkloads[] = {
 ProgramPtr parse_or_die(const char* text) {
   Expected<Program> p = parse_program(text);
   if (!p.ok()) {
-    std::fprintf(stderr, "program: %s\n", p.status().to_string().c_str());
+    fmt::print(stderr, "program: {}\n", p.status().to_string());
     std::exit(2);
   }
   return std::make_shared<const Program>(std::move(*p));
@@ -167,12 +168,12 @@ ProgramPtr parse_or_die(const char* text) {
 LoopNest lower_or_die(const ProgramPtr& program, const char* schedule_text) {
   Expected<Schedule> s = Schedule::from_text(program, schedule_text);
   if (!s.ok()) {
-    std::fprintf(stderr, "schedule: %s\n", s.status().to_string().c_str());
+    fmt::print(stderr, "schedule: {}\n", s.status().to_string());
     std::exit(2);
   }
   Expected<LoopNest> nest = lower(*s);
   if (!nest.ok()) {
-    std::fprintf(stderr, "lower: %s\n", nest.status().to_string().c_str());
+    fmt::print(stderr, "lower: {}\n", nest.status().to_string());
     std::exit(2);
   }
   return std::move(*nest);
@@ -485,7 +486,7 @@ struct Stored {
 std::vector<std::vector<std::string>> read_csv_rows(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    fmt::print(stderr, "cannot read {}\n", path);
     std::exit(2);
   }
   std::vector<std::vector<std::string>> rows;
@@ -539,7 +540,7 @@ struct Measured {
 std::string unroll_signature(const std::map<int64_t, int, std::greater<int64_t>>& copies_by_trips) {
   std::string s;
   for (const auto& [trips, copies] : copies_by_trips)
-    s += (s.empty() ? "" : " ") + std::to_string(trips) + "x" + std::to_string(copies);
+    fmt::format_to(std::back_inserter(s), "{}{}x{}", s.empty() ? "" : " ", trips, copies);
   return s;
 }
 
@@ -568,8 +569,7 @@ void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNe
     model_unrolls[loops[l].extent] += int(copies);
   }
   if (o.ir_model_only) {
-    std::fprintf(out, "%s,%d,%d,%d,,,,,,,,%s,\n", program, index, predicted, vectorized,
-                 unroll_signature(model_unrolls).c_str());
+    fmt::print(out, "{},{},{},{},,,,,,,,{},\n", program, index, predicted, vectorized, unroll_signature(model_unrolls));
     return;
   }
   std::fflush(out);
@@ -595,10 +595,10 @@ void write_ir_stats(std::FILE* out, const char* program, int index, const LoopNe
       for (size_t at = ir.find(needle); at != std::string::npos; at = ir.find(needle, at + 1)) ++n;
       return n;
     };
-    std::fprintf(out, "%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%s\n", program, index, predicted, vectorized,
-                 count("@llvm.masked.gather"), count("@llvm.masked.scatter"), count("@llvm.masked.load"),
-                 count("@llvm.masked.store"), count("\nvector.body"), count("= load <"), count("store <"),
-                 unroll_signature(model_unrolls).c_str(), unroll_signature(llvm_unrolls).c_str());
+    fmt::print(out, "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", program, index, predicted, vectorized,
+               count("@llvm.masked.gather"), count("@llvm.masked.scatter"), count("@llvm.masked.load"),
+               count("@llvm.masked.store"), count("\nvector.body"), count("= load <"), count("store <"),
+               unroll_signature(model_unrolls), unroll_signature(llvm_unrolls));
     std::fflush(out);
     _exit(0);
   }
@@ -643,8 +643,8 @@ int run_replay(const QualityOptions& o, const MachineModel& machine) {
         runtime.push_back(std::atof(f[5].c_str()));
       }
     }
-    std::printf("%-6s spearman %.3f over %zu replayed schedules (%d failed)\n", wl.name, spearman(est, runtime),
-                est.size(), failed);
+    fmt::print("{:<6} spearman {:.3f} over {} replayed schedules ({} failed)\n", wl.name, spearman(est, runtime),
+               est.size(), failed);
   }
   return 0;
 }
@@ -652,14 +652,14 @@ int run_replay(const QualityOptions& o, const MachineModel& machine) {
 // The nest and the cost breakdown of a schedule, and with --remarks what LLVM's loop
 // vectorizer made of it.
 void explain(const LoopNest& nest, const MachineModel& machine, bool remarks) {
-  std::printf("%s%s", to_string(nest.body).c_str(), estimate_cost(nest, machine).to_string().c_str());
+  fmt::print("{}{}", to_string(nest.body), estimate_cost(nest, machine).to_string());
   if (!remarks) return;
   CompileOptions co;
   co.keep_remarks = true;
   Expected<std::shared_ptr<const Executable>> k = compile_for_host(nest, co);
-  if (!k.ok()) std::printf("remarks: %s\n", k.status().to_string().c_str());
+  if (!k.ok()) fmt::print("remarks: {}\n", k.status().to_string());
   if (k.ok())
-    for (const std::string& r : (*k)->remarks()) std::printf("remark: %s\n", r.c_str());
+    for (const std::string& r : (*k)->remarks()) fmt::print("remark: {}\n", r);
 }
 
 int run_explain_traces(const QualityOptions& o, const MachineModel& machine) {
@@ -668,11 +668,11 @@ int run_explain_traces(const QualityOptions& o, const MachineModel& machine) {
     if (std::find(o.programs.begin(), o.programs.end(), wl.name) == o.programs.end()) continue;
     ProgramPtr program = parse_or_die(wl.text);
     for (const std::string& t : o.explain_traces) {
-      std::printf("---- %s: %s\n", wl.name, t.c_str());
+      fmt::print("---- {}: {}\n", wl.name, t);
       Expected<Schedule> s = Schedule::from_text(program, t);
       Expected<LoopNest> nest = s.ok() ? lower(*s) : Expected<LoopNest>(s.status());
       if (!nest.ok()) {
-        std::printf("error: %s\n", nest.status().to_string().c_str());
+        fmt::print("error: {}\n", nest.status().to_string());
         status = 1;
         continue;
       }
@@ -687,7 +687,7 @@ int run_quality(const QualityOptions& o) {
   machine.cores = 1;
   for (const auto& [name, v] : o.params) {
     if (!set_param(&machine, name, v)) {
-      std::fprintf(stderr, "unknown machine parameter %s\n", name.c_str());
+      fmt::print(stderr, "unknown machine parameter {}\n", name);
       return 2;
     }
   }
@@ -697,16 +697,16 @@ int run_quality(const QualityOptions& o) {
   for (const std::string& f : o.runtimes) load_runtimes(f, &stored);
   const bool measure = o.runtimes.empty();
   std::FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
-  if (csv) std::fprintf(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
-  std::printf(
-      "machine: %s (gather %.1f, scatter %.1f cycles a lane%s; L2 %lld KiB; L3 %.0f bytes a cycle), 1 core; %d "
-      "random schedules per program, seed %llu; %s\n",
-      machine.name.c_str(), machine.gather_lane_cycles, machine.scatter_lane_cycles,
-      machine.indexed_accesses_serialize ? ", one after another" : "", (long long)(machine.l2_bytes >> 10),
-      machine.l3_bandwidth, o.count, (unsigned long long)o.seed,
-      measure ? ("measured: " + std::to_string(o.passes) + " passes (up to " + std::to_string(o.max_passes) +
-                 " until a second sample confirms the fastest), fastest kept")
-                    .c_str()
+  if (csv) fmt::print(csv, "program,index,steps,status,est_cycles,runtime_s,trace,compile_ms,pass_runtimes_s\n");
+  fmt::print(
+      "machine: {} (gather {:.1f}, scatter {:.1f} cycles a lane{}; L2 {} KiB; L3 {:.0f} bytes a cycle), 1 core; {} "
+      "random schedules per program, seed {}; {}\n",
+      machine.name, machine.gather_lane_cycles, machine.scatter_lane_cycles,
+      machine.indexed_accesses_serialize ? ", one after another" : "", (machine.l2_bytes >> 10), machine.l3_bandwidth,
+      o.count, o.seed,
+      measure ? fmt::format("measured: {} passes (up to {} until a second sample confirms the fastest), fastest kept",
+                            o.passes, o.max_passes)
+
               : "runtimes from earlier runs (fastest kept)");
   int w = 0;
   for (const Workload& wl : kWorkloads) {
@@ -731,7 +731,7 @@ int run_quality(const QualityOptions& o) {
       }
       m.est = est_cycles(*nest, machine);
       if (std::find(o.explain.begin(), o.explain.end(), i) != o.explain.end()) {
-        std::printf("---- %s %d: %s\n", wl.name, i, m.trace.c_str());
+        fmt::print("---- {} {}: {}\n", wl.name, i, m.trace);
         explain(*nest, machine, o.remarks);
       }
       m.nest = std::move(*nest);
@@ -751,9 +751,9 @@ int run_quality(const QualityOptions& o) {
       static std::FILE* irf = nullptr;
       if (!irf) {
         irf = std::fopen(o.ir_stats.c_str(), "w");
-        std::fprintf(irf,
-                     "program,index,model_gather_loops,model_vector_loops,gathers,scatters,masked_loads,masked_stores,"
-                     "vector_bodies,vector_loads,vector_stores,model_full_unrolls,llvm_full_unrolls\n");
+        fmt::print(irf,
+                   "program,index,model_gather_loops,model_vector_loops,gathers,scatters,masked_loads,masked_stores,"
+                   "vector_bodies,vector_loads,vector_stores,model_full_unrolls,llvm_full_unrolls\n");
       }
       for (const Measured& m : all)
         if (m.status == "ok" || m.status == "timeout" || (measure && m.status == "skipped"))
@@ -834,21 +834,22 @@ int run_quality(const QualityOptions& o) {
       }
       if (csv) {
         std::string passes;
-        for (double r : m.runtimes_s) passes += (passes.empty() ? "" : ";") + std::to_string(r);
-        std::fprintf(csv, "%s,%d,%d,%s,%.6g,%.6g,%s,%.0f,%s\n", wl.name, m.index, m.steps, m.status.c_str(), m.est,
-                     m.runtimes_s.empty() ? 0.0 : m.best(), m.trace.c_str(), m.compile_ms, passes.c_str());
+        for (double r : m.runtimes_s)
+          fmt::format_to(std::back_inserter(passes), "{}{:f}", passes.empty() ? "" : ";", r);
+        fmt::print(csv, "{},{},{},{},{:.6g},{:.6g},{},{:.0f},{}\n", wl.name, m.index, m.steps, m.status, m.est,
+                   m.runtimes_s.empty() ? 0.0 : m.best(), m.trace, m.compile_ms, passes);
       }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%-6s spearman %.3f over %zu schedules (%d capped at %.1f s, %d skipped, %d failed)", wl.name,
-                spearman(est, runtime), est.size(), capped, o.cap_s, skipped, failed);
+    fmt::print("{:<6} spearman {:.3f} over {} schedules ({} capped at {:.1f} s, {} skipped, {} failed)", wl.name,
+               spearman(est, runtime), est.size(), capped, o.cap_s, skipped, failed);
     if (first.size() == est.size() && !first.empty()) {
-      std::printf("; passes 1 vs 2: %.3f", spearman(first, second));
+      fmt::print("; passes 1 vs 2: {:.3f}", spearman(first, second));
       if (first_half.size() == est.size())
-        std::printf(", fastest of each half: %.3f", spearman(first_half, second_half));
+        fmt::print(", fastest of each half: {:.3f}", spearman(first_half, second_half));
     }
     if (measure && o.max_passes > o.passes)
-      std::printf("; %d unconfirmed after %d passes, measured again (%d runs)", remeasured, o.passes, extra_runs);
+      fmt::print("; {} unconfirmed after {} passes, measured again ({} runs)", remeasured, o.passes, extra_runs);
     if (capped > 0) {
       // Capped schedules tie at the slow end, which caps the correlation itself (127 of
       // 160 tied: 0.71 for a perfect ranking; 145 of 174: 0.65), so the line prints that
@@ -867,13 +868,13 @@ int run_quality(const QualityOptions& o) {
         est_censored[i] = std::min(est[i] / kNominalHz, o.cap_s);
         runtime_censored[i] = std::min(runtime[i], o.cap_s);
       }
-      std::printf(
-          " (a perfect ranking: %.3f); uncapped: spearman %.3f over %zu; estimated on the wrong side of the "
-          "cap: %d capped, %d uncapped; both censored at the cap: spearman %.3f",
+      fmt::print(
+          " (a perfect ranking: {:.3f}); uncapped: spearman {:.3f} over {}; estimated on the wrong side of the "
+          "cap: {} capped, {} uncapped; both censored at the cap: spearman {:.3f}",
           spearman(perfect, runtime), spearman(est_uncapped, runtime_uncapped), est_uncapped.size(),
           capped_estimated_under, uncapped_estimated_over, spearman(est_censored, runtime_censored));
     }
-    std::printf(" in %.0f s\n", secs);
+    fmt::print(" in {:.0f} s\n", secs);
     std::fflush(stdout);
   }
   if (csv) std::fclose(csv);
@@ -899,7 +900,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        fmt::print(stderr, "{} needs a value\n", a);
         std::exit(2);
       }
       return argv[++i];
@@ -934,7 +935,7 @@ int main(int argc, char** argv) {
       const std::string p = next();
       const size_t eq = p.find('=');
       if (eq == std::string::npos) {
-        std::fprintf(stderr, "--param needs NAME=VALUE\n");
+        fmt::print(stderr, "--param needs NAME=VALUE\n");
         return 2;
       }
       o.params.push_back({p.substr(0, eq), std::atof(p.c_str() + eq + 1)});
@@ -953,7 +954,7 @@ int main(int argc, char** argv) {
     } else if (a == "--host") {
       o.host = true;
     } else if (quality) {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      fmt::print(stderr, "unknown option {}\n", a);
       return 2;
     }
   }

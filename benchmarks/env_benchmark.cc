@@ -5,6 +5,7 @@
 // that alternates, so the schedule changes on every step and nothing is cached.
 // BM_EpisodeStep*: the service benchmark's step workload on gmm-1, per action.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -118,7 +119,7 @@ void episode_steps(benchmark::State& state, Gap gap, int spin_us = 0) {
   std::vector<double> all;
   for (size_t a = 0; a < actions.size(); ++a) {
     all.insert(all.end(), per_action[a].begin(), per_action[a].end());
-    state.counters[std::to_string(a + 1) + "_" + texts[a].substr(0, texts[a].find('('))] = median(per_action[a]);
+    state.counters[fmt::format("{}_{}", a + 1, texts[a].substr(0, texts[a].find('(')))] = median(per_action[a]);
   }
   state.counters["median_us"] = median(all);
 }

@@ -8,6 +8,8 @@
 // (benchmarks/baselines/vendor_baselines.h).
 //
 //   build/bin/kernel_quality [--rounds 5] [--threads 1,2]
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -29,10 +31,10 @@ int run(int rounds, const std::vector<int>& thread_counts) {
       {"gemm 1024^3", "benchmark://ops-v0/gmm-4"},
       {"conv2d 3x3 64->64 56x56 relu", "benchmark://resnet50-v0/conv-56x56-64-64-3x3-s1"}};
   const TargetInfo& t = host_backend().target();
-  std::printf("host: %s, %s, %d-bit vectors, %d cores; LLVM %s; %s\n", t.triple.c_str(), t.device.c_str(),
-              t.vector_bits, t.num_cores, t.compiler_version.c_str(), vendor_libraries_text().c_str());
-  std::printf("%-30s %7s  %-9s %12s %12s %8s %10s\n", "workload", "threads", "baseline", "ours GF/s", "base GF/s",
-              "ratio", "max err");
+  fmt::print("host: {}, {}, {}-bit vectors, {} cores; LLVM {}; {}\n", t.triple, t.device, t.vector_bits, t.num_cores,
+             t.compiler_version, vendor_libraries_text());
+  fmt::print("{:<30} {:>7}  {:<9} {:>12} {:>12} {:>8} {:>10}\n", "workload", "threads", "baseline", "ours GF/s",
+             "base GF/s", "ratio", "max err");
   for (const auto& [label, uri] : workloads) {
     Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);
     if (!b.ok() || b->expert_schedule.empty()) {
@@ -50,8 +52,8 @@ int run(int rounds, const std::vector<int>& thread_counts) {
         return 1;
       }
       for (const ComparedKernel& k : c->others)
-        std::printf("%-30s %7d  %-9s %12.1f %12.1f %8.3f %10.2g\n", label, threads, k.name.c_str(), c->ours_gflops,
-                    k.gflops, k.speedup, k.max_rel_error);
+        fmt::print("{:<30} {:7}  {:<9} {:12.1f} {:12.1f} {:8.3f} {:10.2g}\n", label, threads, k.name, c->ours_gflops,
+                   k.gflops, k.speedup, k.max_rel_error);
     }
   }
   // Compile time of the GEMM expert schedule.
@@ -65,8 +67,8 @@ int run(int rounds, const std::vector<int>& thread_counts) {
     }
     compile_ms.push_back(c->compile_ms);
   }
-  std::printf("GEMM expert schedule compile time: median %.1f ms over %zu compiles\n", median_of(compile_ms),
-              compile_ms.size());
+  fmt::print("GEMM expert schedule compile time: median {:.1f} ms over {} compiles\n", median_of(compile_ms),
+             compile_ms.size());
   return 0;
 }
 

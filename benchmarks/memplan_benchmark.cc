@@ -10,6 +10,8 @@
 // 3. Offset-only instances (MiniMalloc's eleven "challenging" ones when DIR has
 //    them): arena / peak live bytes of the greedy planners and of `best` within the
 //    time limit (60 s by default), and how many `best` brings within 1.10.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,7 +40,7 @@ Instance large_instance(int n, uint64_t seed) {
   Instance inst;
   for (int i = 0; i < n; ++i) {
     Buffer b;
-    b.id = "t" + std::to_string(i);
+    b.id = fmt::format("t{}", i);
     b.lower = i / 2 + rng.range(0, 3);  // about two tensors per operator step
     b.upper = b.lower + (rng.chance(0.05) ? rng.range(20, 400) : rng.range(1, 8));
     b.size = 64 * rng.range(1, 4096);
@@ -50,7 +52,7 @@ Instance large_instance(int n, uint64_t seed) {
 
 void speed() {
   const Instance inst = large_instance(20000, 1);
-  std::printf(
+  fmt::print(
       "## Greedy planners on a 20,000-buffer instance\n\n| planner | seconds (median of 3) | arena / lb_live "
       "|\n|---|---|---|\n");
   const int64_t lb = peak_live_bytes(inst);
@@ -63,17 +65,17 @@ void speed() {
       Expected<OffsetPlan> plan = plan_offsets(p, inst);
       t.push_back(seconds_since(start));
       arena = plan->arena;
-      if (r == 0 && !verify_offsets(inst, plan->offsets).ok()) std::printf("INVALID plan from %s\n", p);
+      if (r == 0 && !verify_offsets(inst, plan->offsets).ok()) fmt::print("INVALID plan from {}\n", p);
     }
     std::sort(t.begin(), t.end());
-    std::printf("| %s | %.3f | %.3f |\n", p, t[1], double(arena) / double(lb));
+    fmt::print("| {} | {:.3f} | {:.3f} |\n", p, t[1], double(arena) / double(lb));
   }
-  std::printf("\n");
+  fmt::print("\n");
 }
 
 void graphs(double time_limit) {
-  std::printf("## graphs-v0 (fp32, batch 1, 64-byte alignment)\n\n");
-  std::printf(
+  fmt::print("## graphs-v0 (fp32, batch 1, 64-byte alignment)\n\n");
+  fmt::print(
       "| graph | best_fit_best, program order, no in-place: arena (MiB) | / lb_live | best: arena (MiB) | / lb_live "
       "| order, aliases | reduction | best seconds |\n|---|---|---|---|---|---|---|---|\n");
   double total_reduction = 0;
@@ -89,20 +91,20 @@ void graphs(double time_limit) {
     best.time_limit_s = time_limit;
     Expected<GraphPlan> s = plan_graph(*b->graph, best);
     if (!f.ok() || !s.ok()) {
-      std::printf("| %s | error |\n", name.c_str());
+      fmt::print("| {} | error |\n", name);
       continue;
     }
     const double reduction = 1.0 - double(s->arena) / double(f->arena);
     total_reduction += reduction;
     ++n;
-    std::printf("| %s | %.2f | %.4f | %.2f | %.4f | %s, %zu | %.1f%% | %.2f |\n", name.c_str(),
-                double(f->arena) / double(1 << 20), double(f->arena) / double(f->layout.lb_live),
-                double(s->arena) / double(1 << 20), double(s->arena) / double(s->layout.lb_live), s->order_name.c_str(),
-                s->decisions.aliases.size(), 100 * reduction, s->seconds);
+    fmt::print("| {} | {:.2f} | {:.4f} | {:.2f} | {:.4f} | {}, {} | {:.1f}% | {:.2f} |\n", name,
+               double(f->arena) / double(1 << 20), double(f->arena) / double(f->layout.lb_live),
+               double(s->arena) / double(1 << 20), double(s->arena) / double(s->layout.lb_live), s->order_name,
+               s->decisions.aliases.size(), 100 * reduction, s->seconds);
   }
   if (n)
-    std::printf("\nMean reduction of `best` from best_fit_best (program order, no in-place): %.1f%%\n\n",
-                100 * total_reduction / n);
+    fmt::print("\nMean reduction of `best` from best_fit_best (program order, no in-place): {:.1f}%\n\n",
+               100 * total_reduction / n);
 }
 
 void instances(const std::string& dir, double time_limit) {
@@ -112,26 +114,25 @@ void instances(const std::string& dir, double time_limit) {
     if (e.path().extension() == ".csv") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    std::printf("(no .csv instances in %s)\n", dir.c_str());
+    fmt::print("(no .csv instances in {})\n", dir);
     return;
   }
-  std::printf("## Offset-only instances (%s), arena / peak live bytes; `best` with %.0f s each\n\n", dir.c_str(),
-              time_limit);
+  fmt::print("## Offset-only instances ({}), arena / peak live bytes; `best` with {:.0f} s each\n\n", dir, time_limit);
   const char* planners[] = {"greedy_by_size", "first_fit", "best_fit_best", "usmp_greedy_by_size", "hill_climb"};
-  std::printf("| instance | buffers |");
-  for (const char* p : planners) std::printf(" %s |", p);
-  std::printf(" best | best seconds |\n|---|---|");
-  for (size_t i = 0; i < std::size(planners) + 2; ++i) std::printf("---|");
-  std::printf("\n");
+  fmt::print("| instance | buffers |");
+  for (const char* p : planners) fmt::print(" {} |", p);
+  fmt::print(" best | best seconds |\n|---|---|");
+  for (size_t i = 0; i < std::size(planners) + 2; ++i) fmt::print("---|");
+  fmt::print("\n");
   int within = 0;
   for (const std::string& f : files) {
     Expected<Instance> inst = load_lifetimes_csv(f);
     if (!inst.ok()) continue;
     const int64_t lb = peak_live_bytes(*inst);
-    std::printf("| %s | %zu |", std::filesystem::path(f).filename().c_str(), inst->buffers.size());
+    fmt::print("| {} | {} |", std::filesystem::path(f).filename().string(), inst->buffers.size());
     for (const char* p : planners) {
       Expected<OffsetPlan> plan = plan_offsets(p, *inst);
-      std::printf(" %.3f |", double(plan->arena) / double(lb));
+      fmt::print(" {:.3f} |", double(plan->arena) / double(lb));
     }
     OffsetPlannerOptions o;
     o.time_limit_s = time_limit;
@@ -141,10 +142,10 @@ void instances(const std::string& dir, double time_limit) {
     const bool valid = verify_offsets(*inst, best->offsets).ok();
     const double ratio = double(best->arena) / double(lb);
     within += valid && ratio <= 1.10;
-    std::printf(" %.3f%s | %.1f |\n", ratio, valid ? "" : " INVALID", t);
+    fmt::print(" {:.3f}{} | {:.1f} |\n", ratio, valid ? "" : " INVALID", t);
     std::fflush(stdout);
   }
-  std::printf("\n`best` within 1.10 of the lower bound on %d of %zu.\n\n", within, files.size());
+  fmt::print("\n`best` within 1.10 of the lower bound on {} of {}.\n\n", within, files.size());
 }
 
 }  // namespace
@@ -168,10 +169,10 @@ int main(int argc, char** argv) {
     else if (a == "--skip-speed")
       do_speed = false;
     else {
-      std::fprintf(stderr,
-                   "usage: %s [--minimalloc DIR] [--time-limit S] [--graph-time-limit S] [--skip-graphs] "
-                   "[--skip-minimalloc] [--skip-speed]\n",
-                   argv[0]);
+      fmt::print(stderr,
+                 "usage: {} [--minimalloc DIR] [--time-limit S] [--graph-time-limit S] [--skip-graphs] "
+                 "[--skip-minimalloc] [--skip-speed]\n",
+                 argv[0]);
       return 2;
     }
   }

@@ -16,6 +16,7 @@
 //
 //   build/bin/search_benchmark [--trials 1000] [--conv-trials 300] [--rounds 5]
 //       [--seed 0] [--workers 1] [--only gemm|conv|compare] [--plot-dir DIR]
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -78,8 +79,8 @@ SearchRun search(const Flags& f, const std::string& uri, const std::string& rewa
   int64_t last_print = 0;
   Status st = (*s)->run([&](const SearchProgress& p) {
     if (p.trials - last_print >= 50 || p.trials == trials) {
-      std::fprintf(stderr, "  %s %s: %lld/%lld trials, best %.1f GFLOP/s, %.0f s\n", uri.c_str(), reward.c_str(),
-                   (long long)p.trials, (long long)trials, p.best_gflops, p.elapsed_s);
+      fmt::print(stderr, "  {} {}: {}/{} trials, best {:.1f} GFLOP/s, {:.0f} s\n", uri, reward, p.trials, trials,
+                 p.best_gflops, p.elapsed_s);
       last_print = p.trials;
     }
   });
@@ -135,29 +136,28 @@ const ComparedKernel& other(const KernelComparison& c, const std::string& name) 
 }
 
 void print_search(const SearchRun& r) {
-  std::printf("  search: %lld trials (%lld failed) in %.0f s; best during search %.1f GFLOP/s; 90%% of it after %lld "
-              "trials, %.0f s\n",
-              (long long)r.trials, (long long)r.failed, r.seconds, r.best_gflops, (long long)r.trials_to_90,
-              r.seconds_to_90);
-  for (const auto& [k, v] : r.report) std::printf("  %s: %s\n", k.c_str(), v.c_str());
+  fmt::print(
+      "  search: {} trials ({} failed) in {:.0f} s; best during search {:.1f} GFLOP/s; 90% of it after {} "
+      "trials, {:.0f} s\n",
+      r.trials, r.failed, r.seconds, r.best_gflops, r.trials_to_90, r.seconds_to_90);
+  for (const auto& [k, v] : r.report) fmt::print("  {}: {}\n", k, v);
 }
 
 void gemm_part(const Flags& f, SearchRun* runtime_run) {
   const std::string uri = "benchmark://ops-v0/gmm-4";
-  std::printf("== evolutionary, runtime-guided, %s, %lld trials, 1 thread\n", uri.c_str(), (long long)f.trials);
+  fmt::print("== evolutionary, runtime-guided, {}, {} trials, 1 thread\n", uri, f.trials);
   *runtime_run = search(f, uri, "runtime", f.trials);
   print_search(*runtime_run);
   write_plot(f, "search_gmm4.svg", {{"evolutionary (runtime)", runtime_run->curve}}, uri + ": best-so-far GFLOP/s");
   KernelComparison c = measure(f, uri, runtime_run->best_trace);
-  std::printf("  best schedule side by side (1 thread, %d rounds): ours %.1f GFLOP/s", f.rounds, c.ours_gflops);
-  for (const ComparedKernel& k : c.others) std::printf("; %s %.1f GFLOP/s, ratio %.3f", k.name.c_str(), k.gflops, k.speedup);
-  std::printf("\n  vs OpenBLAS: %.3f (target >= 0.8)\n", other(c, "OpenBLAS").speedup);
-  std::printf("  best schedule:\n%s", runtime_run->best_trace.c_str());
+  fmt::print("  best schedule side by side (1 thread, {} rounds): ours {:.1f} GFLOP/s", f.rounds, c.ours_gflops);
+  for (const ComparedKernel& k : c.others) fmt::print("; {} {:.1f} GFLOP/s, ratio {:.3f}", k.name, k.gflops, k.speedup);
+  fmt::print("\n  vs OpenBLAS: {:.3f} (target >= 0.8)\n", other(c, "OpenBLAS").speedup);
+  fmt::print("  best schedule:\n{}", runtime_run->best_trace);
 }
 
 void conv_part(const Flags& f) {
-  std::printf("== evolutionary, runtime-guided, c2d family, %lld trials each, 1 thread, against oneDNN\n",
-              (long long)f.conv_trials);
+  fmt::print("== evolutionary, runtime-guided, c2d family, {} trials each, 1 thread, against oneDNN\n", f.conv_trials);
   std::vector<double> ratios;
   std::vector<PlotSeries> curves;
   for (const char* name : {"c2d-1", "c2d-2", "c2d-3", "c2d-4"}) {
@@ -167,28 +167,28 @@ void conv_part(const Flags& f) {
     KernelComparison c = measure(f, uri, run.best_trace);
     const ComparedKernel& dnnl = other(c, "oneDNN");
     ratios.push_back(dnnl.speedup);
-    std::printf("  %s: ours %.1f GFLOP/s, oneDNN %.1f GFLOP/s, ratio %.3f; search %lld trials in %.0f s, 90%% after "
-                "%lld trials\n",
-                name, c.ours_gflops, dnnl.gflops, dnnl.speedup, (long long)run.trials, run.seconds,
-                (long long)run.trials_to_90);
+    fmt::print(
+        "  {}: ours {:.1f} GFLOP/s, oneDNN {:.1f} GFLOP/s, ratio {:.3f}; search {} trials in {:.0f} s, 90% after "
+        "{} trials\n",
+        name, c.ours_gflops, dnnl.gflops, dnnl.speedup, run.trials, run.seconds, run.trials_to_90);
   }
-  std::printf("  c2d geometric mean ratio vs oneDNN: %.3f (target >= 0.7)\n", geometric_mean(ratios));
+  fmt::print("  c2d geometric mean ratio vs oneDNN: {:.3f} (target >= 0.7)\n", geometric_mean(ratios));
   write_plot(f, "search_c2d.svg", curves, "ops-v0 c2d: best-so-far GFLOP/s (evolutionary, runtime)");
 }
 
 void compare_part(const Flags& f, const SearchRun* runtime_run) {
   const std::string uri = "benchmark://ops-v0/gmm-4";
-  std::printf("== est_cycles-guided vs runtime-guided evolutionary search, %s, %lld trials each\n", uri.c_str(),
-              (long long)f.trials);
+  fmt::print("== est_cycles-guided vs runtime-guided evolutionary search, {}, {} trials each\n", uri, f.trials);
   SearchRun est = search(f, uri, "est_cycles", f.trials);
   SearchRun measured = runtime_run ? *runtime_run : search(f, uri, "runtime", f.trials);
   KernelComparison a = measure(f, uri, est.best_trace), b = measure(f, uri, measured.best_trace);
-  std::printf("  %-16s %12s %14s %16s %20s\n", "guided by", "search time", "GFLOP/s", "vs OpenBLAS", "90% after");
+  fmt::print("  {:<16} {:>12} {:>14} {:>16} {:>20}\n", "guided by", "search time", "GFLOP/s", "vs OpenBLAS",
+             "90% after");
   for (const auto& [name, run, c] : {std::tuple<const char*, const SearchRun*, const KernelComparison*>{"est_cycles", &est, &a},
                                      {"runtime", &measured, &b}})
-    std::printf("  %-16s %10.0f s %14.1f %16.3f %8lld tr., %4.0f s\n", name, run->seconds, c->ours_gflops,
-                other(*c, "OpenBLAS").speedup, (long long)run->trials_to_90, run->seconds_to_90);
-  std::printf("  est_cycles-guided best schedule:\n%s", est.best_trace.c_str());
+    fmt::print("  {:<16} {:10.0f} s {:14.1f} {:16.3f} {:8} tr., {:4.0f} s\n", name, run->seconds, c->ours_gflops,
+               other(*c, "OpenBLAS").speedup, run->trials_to_90, run->seconds_to_90);
+  fmt::print("  est_cycles-guided best schedule:\n{}", est.best_trace);
   write_plot(f, "search_est_cycles_gmm4.svg", {{"est_cycles-guided (estimated)", est.curve}},
              uri + ": est_cycles-guided search, best-so-far estimated GFLOP/s");
 }
@@ -225,8 +225,8 @@ int main(int argc, char** argv) {
   }
   try {
     const TargetInfo& t = host_backend().target();
-    std::printf("host: %s, %s, %d-bit vectors, %d cores; %s; seed %llu\n", t.triple.c_str(), t.device.c_str(),
-                t.vector_bits, t.num_cores, vendor_libraries_text().c_str(), (unsigned long long)f.seed);
+    fmt::print("host: {}, {}, {}-bit vectors, {} cores; {}; seed {}\n", t.triple, t.device, t.vector_bits, t.num_cores,
+               vendor_libraries_text(), f.seed);
     SearchRun gemm;
     bool have_gemm = false;
     if (f.only.empty() || f.only == "gemm") {

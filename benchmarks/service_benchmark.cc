@@ -33,6 +33,7 @@
 // echo), then stops: a change to the step is measured against the build before it in
 // the same stretches of the VM's time, where two separate runs differ by more than the
 // change.
+#include <fmt/format.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <sched.h>
@@ -58,8 +59,8 @@
 #include <vector>
 
 #include "client/connection.h"
-#include "client/remote_env.h"
 #include "client/polled_call.h"
+#include "client/remote_env.h"
 #include "envs/env_context.h"
 #include "proto/tensorgym.grpc.pb.h"
 
@@ -223,7 +224,7 @@ int run_echo_server(const std::string& port_file, const std::vector<std::string>
     ss << in.rdbuf();
     service.add(std::stoul(a.substr(0, eq)), ss.str());
     if (!typed_service.add(std::stoul(a.substr(0, eq)), ss.str())) {
-      std::fprintf(stderr, "echo: the answer in %s does not parse back to its bytes\n", a.c_str());
+      fmt::print(stderr, "echo: the answer in {} does not parse back to its bytes\n", a);
       return 1;
     }
   }
@@ -262,7 +263,7 @@ void remove_run_dir() {
 // without static destructors (client threads may still be running); the servers die
 // with this process (spawn).
 [[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "service_benchmark: %s\n", what.c_str());
+  fmt::print(stderr, "service_benchmark: {}\n", what);
   remove_run_dir();
   std::_Exit(1);
 }
@@ -330,7 +331,7 @@ std::string self_path() {
 }
 
 int64_t rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
   std::string line;
   while (std::getline(in, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
@@ -447,7 +448,7 @@ struct ActionSteps {
       const auto t0 = Clock::now();
       grpc::Status st = unary_step(stub, &ctx, r, &out);
       t.push_back(micros(Clock::now() - t0));
-      if (!st.ok()) std::fprintf(stderr, "Step: %s\n", st.error_message().c_str());
+      if (!st.ok()) fmt::print(stderr, "Step: {}\n", st.error_message());
     }
     return t;
   }
@@ -491,9 +492,9 @@ struct StreamSteps {
 };
 
 int run_benchmark(int rounds, int calls, const std::string& serve_binary, const std::string& baseline) {
-  const std::string dir = "/tmp/tensorgym-service-benchmark-" + std::to_string(::getpid());
+  const std::string dir = fmt::format("/tmp/tensorgym-service-benchmark-{}", ::getpid());
   ::mkdir(dir.c_str(), 0700);
-  std::snprintf(g_run_dir, sizeof g_run_dir, "%s", dir.c_str());
+  g_run_dir[dir.copy(g_run_dir, sizeof g_run_dir - 1)] = '\0';
   // Removes the answers and the port files however the run ends; declared before the
   // children, it runs after they are stopped (the killed echo leaves its port file).
   struct RemoveDir {
@@ -509,14 +510,14 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
                                       "--log-level", "warning", "--max-sessions", "100000",
                                       "--max-sessions-per-client", "100000"};
     if (spawn(serve, port_file, child)) return true;
-    std::fprintf(stderr, "cannot start %s serve\n", binary.c_str());
+    fmt::print(stderr, "cannot start {} serve\n", binary);
     return false;
   };
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto stub_for = [&](const Child& child) {
     return TensorGym::NewStub(
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(child.port), grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(fmt::format("127.0.0.1:{}", child.port), grpc::InsecureChannelCredentials(), args));
   };
   Child real;
   if (!start_service(tensorgym, "real", &real)) return 1;
@@ -575,12 +576,12 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
   std::set<size_t> echo_sizes;
   for (const auto& [size, answer] : echo_answers) {
     if (!echo_sizes.insert(size).second) {
-      std::fprintf(stderr, "two echo workloads have requests of the same size\n");
+      fmt::print(stderr, "two echo workloads have requests of the same size\n");
       return 1;
     }
-    const std::string file = dir + "/answer" + std::to_string(answer_args.size()) + ".bin";
+    const std::string file = fmt::format("{}/answer{}.bin", dir, answer_args.size());
     std::ofstream(file, std::ios::binary) << *answer;
-    answer_args.push_back(std::to_string(size) + "=" + file);
+    answer_args.push_back(fmt::format("{}={}", size, file));
   }
   // An echo server named `name` (its port file), with `flag` (empty for none).
   auto start_echo = [&](const std::string& name, const std::string& flag, Child* child) {
@@ -589,7 +590,7 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
     echo_args.insert(echo_args.end(), answer_args.begin(), answer_args.end());
     if (!flag.empty()) echo_args.push_back(flag);
     if (spawn(echo_args, port_file, child)) return true;
-    std::fprintf(stderr, "cannot start the %s server\n", name.c_str());
+    fmt::print(stderr, "cannot start the {} server\n", name);
     return false;
   };
   Child echo;
@@ -603,21 +604,22 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
   // the server: what that much work costs a round trip on this machine, step or not.
   constexpr int kEchoWorkUs = 5;
   Child working_echo;
-  if (!start_echo("working_echo", "--work-us=" + std::to_string(kEchoWorkUs), &working_echo)) return 1;
+  if (!start_echo("working_echo", fmt::format("--work-us={}", kEchoWorkUs), &working_echo)) return 1;
   auto working_stub = stub_for(working_echo);
 
-  std::printf(
-      "service_benchmark: %d rounds of %d calls, alternating; action step: request %zu B, response %zu B; "
-      "action_mask step: request %zu B, response %zu B\n\n",
+  fmt::print(
+      "service_benchmark: {} rounds of {} calls, alternating; action step: request {} B, response {} B; "
+      "action_mask step: request {} B, response {} B\n\n",
       rounds, calls, request_bytes, canned.size(), mask_request.ByteSizeLong(), mask_answer.size());
-  std::printf("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
+  fmt::print("| measure | TensorGym | bare gRPC echo (same shape, same bytes) | ratio |\n|---|---|---|---|\n");
 
   // 1. Unary Step: an action + the loop_nest observation.
   ActionSteps real_steps{*real_stub, "loop_nest"};
   const proto::StepRequest echo_request = step_request(kEchoSession, kActions[0], "loop_nest");
   Comparison unary = compare([&](int n) { return real_steps(n); },
                              [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-  std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", unary.a_us, unary.b_us, unary.ratio);
+  fmt::print("| unary Step (action + loop_nest), us | {:.1f} | {:.1f} | {:.3f} |\n", unary.a_us, unary.b_us,
+             unary.ratio);
 
   if (!baseline.empty()) {
     Child other;
@@ -626,13 +628,13 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
     ActionSteps other_steps{*other_stub, "loop_nest"};
     Comparison against_echo = compare([&](int n) { return other_steps(n); },
                                       [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-    std::printf("| baseline build: unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", against_echo.a_us,
-                against_echo.b_us, against_echo.ratio);
+    fmt::print("| baseline build: unary Step (action + loop_nest), us | {:.1f} | {:.1f} | {:.3f} |\n",
+               against_echo.a_us, against_echo.b_us, against_echo.ratio);
     Comparison builds =
         compare([&](int n) { return real_steps(n); }, [&](int n) { return other_steps(n); }, rounds, calls);
-    std::printf("\n| measure | this build | baseline build | ratio |\n|---|---|---|---|\n");
-    std::printf("| unary Step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", builds.a_us, builds.b_us,
-                builds.ratio);
+    fmt::print("\n| measure | this build | baseline build | ratio |\n|---|---|---|---|\n");
+    fmt::print("| unary Step (action + loop_nest), us | {:.1f} | {:.1f} | {:.3f} |\n", builds.a_us, builds.b_us,
+               builds.ratio);
     return 0;
   }
 
@@ -641,24 +643,28 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
   Comparison action_mask =
       compare([&](int n) { return real_mask_steps(n); },
               [&](int n) { return fixed_unary(*echo_stub, echo_action_mask_request, n); }, rounds, calls);
-  std::printf("| unary Step (action + action_mask), us | %.1f | %.1f | %.3f |\n", action_mask.a_us, action_mask.b_us,
-              action_mask.ratio);
+  fmt::print("| unary Step (action + action_mask), us | {:.1f} | {:.1f} | {:.3f} |\n", action_mask.a_us,
+             action_mask.b_us, action_mask.ratio);
 
   // 2. Unary Step: action_mask only (no action).
   Comparison mask = compare([&](int n) { return fixed_unary(*real_stub, mask_request, n); },
                             [&](int n) { return fixed_unary(*echo_stub, echo_mask_request, n); }, rounds, calls);
-  std::printf("| unary Step (action_mask, no action), us | %.1f | %.1f | %.3f |\n", mask.a_us, mask.b_us, mask.ratio);
+  fmt::print("| unary Step (action_mask, no action), us | {:.1f} | {:.1f} | {:.3f} |\n", mask.a_us, mask.b_us,
+             mask.ratio);
   Comparison nest = compare([&](int n) { return fixed_unary(*real_stub, nest_request, n); },
                             [&](int n) { return fixed_unary(*echo_stub, echo_nest_request, n); }, rounds, calls);
-  std::printf("| unary Step (loop_nest, no action), us | %.1f | %.1f | %.3f |\n", nest.a_us, nest.b_us, nest.ratio);
+  fmt::print("| unary Step (loop_nest, no action), us | {:.1f} | {:.1f} | {:.3f} |\n", nest.a_us, nest.b_us,
+             nest.ratio);
   Comparison generic = compare([&](int n) { return fixed_unary(*generic_stub, echo_request, n); },
                                [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-  std::printf("| the echo on gRPC's generic API / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
-              generic.a_us, generic.b_us, generic.ratio);
+  fmt::print(
+      "| the echo on gRPC's generic API / this echo (unary, action step's bytes), us | {:.1f} | {:.1f} | {:.3f} |\n",
+      generic.a_us, generic.b_us, generic.ratio);
   Comparison working = compare([&](int n) { return fixed_unary(*working_stub, echo_request, n); },
                                [&](int n) { return fixed_unary(*echo_stub, echo_request, n); }, rounds, calls);
-  std::printf("| the echo spinning %d us a call / this echo (unary, action step's bytes), us | %.1f | %.1f | %.3f |\n",
-              kEchoWorkUs, working.a_us, working.b_us, working.ratio);
+  fmt::print(
+      "| the echo spinning {} us a call / this echo (unary, action step's bytes), us | {:.1f} | {:.1f} | {:.3f} |\n",
+      kEchoWorkUs, working.a_us, working.b_us, working.ratio);
 
   // 3. Session stream: one message each way, action + loop_nest.
   {
@@ -675,32 +681,35 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
     };
     Comparison stream = compare([&](int n) { return real_stream.run(real_next, n); },
                                 [&](int n) { return echo_stream.run([&] { return echo_request; }, n); }, rounds, calls);
-    std::printf("| Session stream step (action + loop_nest), us | %.1f | %.1f | %.3f |\n", stream.a_us, stream.b_us,
-                stream.ratio);
+    fmt::print("| Session stream step (action + loop_nest), us | {:.1f} | {:.1f} | {:.3f} |\n", stream.a_us,
+               stream.b_us, stream.ratio);
     StreamSteps generic_stream(*generic_stub), typed_stream(*echo_stub);
     Comparison generic_vs_typed =
         compare([&](int n) { return generic_stream.run([&] { return echo_request; }, n); },
                 [&](int n) { return typed_stream.run([&] { return echo_request; }, n); }, rounds, calls);
-    std::printf(
-        "| the echo on gRPC's generic API / this echo (stream message, action step's bytes), us | %.1f | %.1f | %.3f "
+    fmt::print(
+        "| the echo on gRPC's generic API / this echo (stream message, action step's bytes), us | {:.1f} | {:.1f} | "
+        "{:.3f} "
         "|\n",
         generic_vs_typed.a_us, generic_vs_typed.b_us, generic_vs_typed.ratio);
     // What the stream saves: TensorGym's stream step against TensorGym's unary Step.
     ActionSteps unary_steps{*real_stub, "loop_nest"};
     Comparison vs_unary = compare([&](int n) { return real_stream.run(real_next, n); },
                                   [&](int n) { return unary_steps(n); }, rounds, calls);
-    std::printf("| TensorGym Session stream step / TensorGym unary Step (action + loop_nest), us | %.1f | %.1f (unary) | %.3f |\n",
-                vs_unary.a_us, vs_unary.b_us, vs_unary.ratio);
+    fmt::print(
+        "| TensorGym Session stream step / TensorGym unary Step (action + loop_nest), us | {:.1f} | {:.1f} (unary) | "
+        "{:.3f} |\n",
+        vs_unary.a_us, vs_unary.b_us, vs_unary.ratio);
     if (!unary_steps.session.empty()) end_session(*real_stub, unary_steps.session);
   }
 
   // 4. The client library's Env::step (unary and streaming) against the raw stub.
   {
     client::ConnectionOptions o;
-    o.endpoint = "127.0.0.1:" + std::to_string(real.port);
+    o.endpoint = fmt::format("127.0.0.1:{}", real.port);
     auto conn = client::Connection::open(o);
     if (!conn.ok()) {
-      std::fprintf(stderr, "%s\n", conn.status().to_string().c_str());
+      fmt::print(stderr, "{}\n", conn.status().to_string());
       return 1;
     }
     for (int mode = 0; mode < 4; ++mode) {
@@ -719,16 +728,17 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
           const auto t0 = Clock::now();
           StepResult r = (*env)->step({Event(kActions[next++])}, {"loop_nest"}, {});
           t.push_back(micros(Clock::now() - t0));
-          if (!r.error.ok()) std::fprintf(stderr, "step: %s\n", r.error.to_string().c_str());
+          if (!r.error.ok()) fmt::print(stderr, "step: {}\n", r.error.to_string());
         }
         return t;
       };
       // Against the generated stub doing the same steps: what the library adds.
       ActionSteps raw{*real_stub, "loop_nest"};
       Comparison c = compare(lib, [&](int n) { return raw(n); }, rounds, calls);
-      std::printf("| client::RemoteEnv::step%s%s / raw stub Step (action + loop_nest), us | %.1f | %.1f (raw stub) | %.3f |\n",
-                  streaming ? " streaming" : "", busy_poll ? " with set_busy_poll(1000)" : "", c.a_us, c.b_us,
-                  c.ratio);
+      fmt::print(
+          "| client::RemoteEnv::step{}{} / raw stub Step (action + loop_nest), us | {:.1f} | {:.1f} (raw stub) | "
+          "{:.3f} |\n",
+          streaming ? " streaming" : "", busy_poll ? " with set_busy_poll(1000)" : "", c.a_us, c.b_us, c.ratio);
       if (!raw.session.empty()) end_session(*real_stub, raw.session);
     }
   }
@@ -751,7 +761,7 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
       per.push_back(median(t));
       mask.push_back(median(m));
     }
-    std::printf("| in-process Env::step (action + loop_nest), us | %.1f | | |\n", median(per));
+    fmt::print("| in-process Env::step (action + loop_nest), us | {:.1f} | | |\n", median(per));
     // The same steps, each after an echo call: caches as cold as a server's, where
     // gRPC's threads and the client run between two steps of a session.
     std::vector<double> cold;
@@ -766,9 +776,9 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
       }
       cold.push_back(median(t));
     }
-    std::printf("| in-process Env::step (action + loop_nest), each after an echo call, us | %.1f | | |\n",
-                median(cold));
-    std::printf("| in-process Env::step (action_mask, no action), us | %.1f | | |\n", median(mask));
+    fmt::print("| in-process Env::step (action + loop_nest), each after an echo call, us | {:.1f} | | |\n",
+               median(cold));
+    fmt::print("| in-process Env::step (action_mask, no action), us | {:.1f} | | |\n", median(mask));
   }
 
   // 6. StartSession and ForkSession latency (EndSession not timed).
@@ -796,8 +806,8 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
       end_session(*real_stub, fr.session_id());
       end_session(*real_stub, s.session_id());
     }
-    std::printf("| StartSession (gmm-1), us | %.1f | | |\n", median(starts));
-    std::printf("| ForkSession, us | %.1f | | |\n", median(forks));
+    fmt::print("| StartSession (gmm-1), us | {:.1f} | | |\n", median(starts));
+    fmt::print("| ForkSession, us | {:.1f} | | |\n", median(forks));
   }
 
   // 7. Throughput with 1 and 2 client threads (each its own session and channel).
@@ -810,7 +820,7 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
         grpc::ChannelArguments a;
         a.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
         a.SetInt("tensorgym.bench.thread", t);  // a channel (connection) of its own
-        auto ch = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(use_echo ? echo.port : real.port),
+        auto ch = grpc::CreateCustomChannel(fmt::format("127.0.0.1:{}", use_echo ? echo.port : real.port),
                                             grpc::InsecureChannelCredentials(), a);
         auto stub = TensorGym::NewStub(ch);
         ActionSteps w{*stub, "loop_nest"};
@@ -832,8 +842,8 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
   };
   const double t1 = throughput(1, false), t2 = throughput(2, false);
   const double e1 = throughput(1, true), e2 = throughput(2, true);
-  std::printf("| throughput, 1 client thread, steps/s | %.0f | %.0f | %.3f |\n", t1, e1, t1 / e1);
-  std::printf("| throughput, 2 client threads, steps/s | %.0f | %.0f | %.3f |\n", t2, e2, t2 / e2);
+  fmt::print("| throughput, 1 client thread, steps/s | {:.0f} | {:.0f} | {:.3f} |\n", t1, e1, t1 / e1);
+  fmt::print("| throughput, 2 client threads, steps/s | {:.0f} | {:.0f} | {:.3f} |\n", t2, e2, t2 / e2);
 
   // 8. Memory per idle session.
   {
@@ -844,8 +854,7 @@ int run_benchmark(int rounds, int calls, const std::string& serve_binary, const 
     for (int i = 0; i < n; ++i) ids.push_back(start_session(*real_stub));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const int64_t after = rss_kib(real.pid);
-    std::printf("| memory per idle session (%d sessions on gmm-1), KiB | %.1f | | |\n", n,
-                double(after - before) / n);
+    fmt::print("| memory per idle session ({} sessions on gmm-1), KiB | {:.1f} | | |\n", n, double(after - before) / n);
     for (const std::string& id : ids) end_session(*real_stub, id);
   }
   return 0;

@@ -1,10 +1,12 @@
 #include "client/batch_evaluator.h"
 
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <grpcpp/grpcpp.h>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -247,7 +249,7 @@ Status BatchEvaluator::Impl::init() {
   for (int i = 0; i < options.local_instances; ++i) {
     auto e = std::make_unique<Endpoint>();
     e->local = true;
-    e->name = "local-" + std::to_string(i);
+    e->name = fmt::format("local-{}", i);
     start_endpoint_locked(std::move(e));
   }
   return Status();
@@ -369,7 +371,8 @@ void BatchEvaluator::Impl::run_reader(Endpoint& e) {
         // A service that exits before it is ready, again and again, is misconfigured
         // (its flags, its binary): starting it a fourth time will not help.
         if (st.message().find("before it was ready") != std::string::npos && ++e.start_failures >= kMaxStartFailures) {
-          e.report.last_error += " [" + std::to_string(e.start_failures) + " times in a row: check server_args]";
+          fmt::format_to(std::back_inserter(e.report.last_error), " [{} times in a row: check server_args]",
+                         e.start_failures);
           set_state_locked(e, State::kRefused);
           break;
         }
@@ -491,7 +494,7 @@ void BatchEvaluator::Impl::set_state_locked(Endpoint& e, State s) {
 void BatchEvaluator::Impl::send_preflight_locked(Endpoint& e) {
   proto::EvaluateRequest request;
   proto::EvaluateJob* job = request.add_job();
-  e.preflight_key = kPreflightPrefix + std::to_string(++preflight_counter_);
+  e.preflight_key = fmt::format("{}{}", kPreflightPrefix, ++preflight_counter_);
   job->set_key(e.preflight_key);
   job->set_env("schedule-v0");
   job->set_benchmark("benchmark://ops-v0/gmm-1");
@@ -527,9 +530,9 @@ void BatchEvaluator::Impl::lost_locked(Endpoint& e, const std::string& why, std:
     if (js.final) continue;
     js.endpoint = -1;
     if (js.attempts >= options.max_attempts) {
-      finals->push_back(final_result_locked(j, nullptr, &e, "UNAVAILABLE",
-                                            "sent " + std::to_string(js.attempts) +
-                                                " times; no answer came back (last: " + why + ")"));
+      finals->push_back(
+          final_result_locked(j, nullptr, &e, "UNAVAILABLE",
+                              fmt::format("sent {} times; no answer came back (last: {})", js.attempts, why)));
     } else {
       pending_.push_front(j);
     }
@@ -621,8 +624,8 @@ void BatchEvaluator::Impl::handle_response(Endpoint& e, const proto::EvaluateRes
         e.report.last_error = e.name + ": " + r.error_message();
       } else if (r.error() == proto::JOB_WORKER_LOST) {
         if (++e.worker_failures >= options.quarantine_after && e.state == State::kReady)
-          quarantine_locked(e, std::to_string(e.worker_failures) + " jobs in a row failed on " + e.name + " (last: " +
-                                   class_name(r.error()) + ": " + r.error_message() + ")");
+          quarantine_locked(e, fmt::format("{} jobs in a row failed on {} (last: {}: {})", e.worker_failures, e.name,
+                                           class_name(r.error()), r.error_message()));
       }
       if (worker_level(r.error())) {
         if (js.attempts < options.max_attempts) {
@@ -661,8 +664,8 @@ void BatchEvaluator::Impl::tick_locked(Clock::time_point now) {
     Endpoint& e = *ep;
     if ((e.state == State::kConnecting || e.state == State::kPreflight) && e.call &&
         now - e.state_since > preflight_timeout) {
-      e.report.last_error = e.name + ": no answer to the preflight job within " +
-                            std::to_string(options.preflight_timeout_s) + " s";
+      e.report.last_error =
+          fmt::format("{}: no answer to the preflight job within {:f} s", e.name, options.preflight_timeout_s);
       e.call->ctx.TryCancel();  // the reader reconnects
     }
     if (e.state == State::kQuarantined && e.call && now >= e.quarantine_until) send_preflight_locked(e);

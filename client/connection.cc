@@ -1,9 +1,11 @@
 #include "client/connection.h"
 
-#include <algorithm>
-#include <chrono>
+#include <fmt/format.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
+
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "client/channel.h"
@@ -208,8 +210,9 @@ Status ConnectionImpl::recover_managed(size_t index, uint64_t seen_epoch) {
       last = started.status();
     }
     if (seconds_left(deadline) <= 0)
-      return Status(StatusCode::kUnavailable, "the managed service stopped and could not be restarted within " +
-                                                  std::to_string(options.reconnect_timeout_s) + " s: " + last.message());
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("the managed service stopped and could not be restarted within {:f} s: {}",
+                                options.reconnect_timeout_s, last.message()));
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(options.backoff_max_s, backoff * 2);
   }
@@ -242,9 +245,9 @@ Status ConnectionImpl::recover_remote(size_t* index, uint64_t seen_epoch) {
       return Status();
     }
     if (seconds_left(deadline) <= 0)
-      return Status(StatusCode::kUnavailable, "cannot reach the service at " + options.endpoint + " within " +
-                                                  std::to_string(options.reconnect_timeout_s) +
-                                                  " s: " + last.error_message());
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("cannot reach the service at {} within {:f} s: {}", options.endpoint,
+                                options.reconnect_timeout_s, last.error_message()));
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(options.backoff_max_s, backoff * 2);
   }

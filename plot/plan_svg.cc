@@ -1,34 +1,22 @@
 #include "plot/plan_svg.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cstdio>
 
 #include "plot/svg_escape.h"
 
 namespace tensorgym {
 namespace {
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", v);
-  return b;
-}
+std::string num(double v) { return fmt::format("{:.1f}", v); }
 
-std::string ratio(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4f", v);
-  return b;
-}
+std::string ratio(double v) { return fmt::format("{:.4f}", v); }
 
 std::string human(int64_t bytes) {
-  char b[32];
-  if (bytes >= (int64_t(1) << 20))
-    std::snprintf(b, sizeof b, "%.2f MiB", double(bytes) / double(1 << 20));
-  else if (bytes >= 1024)
-    std::snprintf(b, sizeof b, "%.1f KiB", double(bytes) / 1024.0);
-  else
-    std::snprintf(b, sizeof b, "%lld B", static_cast<long long>(bytes));
-  return b;
+  if (bytes >= (int64_t(1) << 20)) return fmt::format("{:.2f} MiB", double(bytes) / double(1 << 20));
+  if (bytes >= 1024) return fmt::format("{:.1f} KiB", double(bytes) / 1024.0);
+  return fmt::format("{} B", bytes);
 }
 
 }  // namespace
@@ -61,10 +49,10 @@ std::string plan_svg(const Instance& inst, const Offsets& offsets, int64_t lower
     const int k = i < kinds.size() ? std::clamp(kinds[i], 0, 3) : 2;
     const double x = X(double(b.lower)), y = Y(double(offsets[i] + b.size));
     const double w = std::max(0.5, X(double(b.upper)) - x), h = std::max(0.5, Y(double(offsets[i])) - y);
-    s += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"" +
-         fill[k] + "\" stroke=\"#555\" stroke-width=\"0.3\"><title>" + svg_escape(b.id) + " [" + std::to_string(b.lower) +
-         ", " + std::to_string(b.upper) + ") @" + std::to_string(offsets[i]) + " +" + std::to_string(b.size) +
-         "</title></rect>\n";
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#555\" stroke-width=\"0.3\">"
+        "<title>{} [{}, {}) @{} +{}</title></rect>\n",
+        num(x), num(y), num(w), num(h), fill[k], svg_escape(b.id), b.lower, b.upper, offsets[i], b.size);
   }
   // Live bytes over time: the area the arena must hold at least.
   const LiveProfile p = live_profile(inst);
@@ -87,8 +75,8 @@ std::string plan_svg(const Instance& inst, const Offsets& offsets, int64_t lower
        num(top + ph) + "\" stroke=\"black\"/>\n";
   s += "<line x1=\"" + num(left) + "\" y1=\"" + num(top) + "\" x2=\"" + num(left) + "\" y2=\"" + num(top + ph) +
        "\" stroke=\"black\"/>\n";
-  s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 10) + "\" text-anchor=\"middle\">time (steps " +
-       std::to_string(t0) + " to " + std::to_string(t1) + ")</text>\n";
+  s += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(H - 10) +
+       fmt::format("\" text-anchor=\"middle\">time (steps {} to {})</text>\n", t0, t1);
   s += "<text x=\"15\" y=\"" + num(top + ph / 2) + "\" transform=\"rotate(-90 15 " + num(top + ph / 2) +
        ")\" text-anchor=\"middle\">offset (0 to " + human(int64_t(ymax)) + ")</text>\n";
   s += "</svg>\n";

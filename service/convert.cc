@@ -1,5 +1,7 @@
 #include "service/convert.h"
 
+#include <fmt/format.h>
+
 #include "proto/rpc_status.h"
 
 namespace tensorgym::service {
@@ -7,16 +9,16 @@ namespace tensorgym::service {
 Status names_from_proto(const google::protobuf::RepeatedPtrField<std::string>& names, const ServerOptions& limits,
                         const char* what, std::vector<std::string>* out) {
   if (names.size() > limits.max_spaces_per_call)
-    return invalid_argument(std::to_string(names.size()) + " " + what + " spaces in one call; the cap is " +
-                            std::to_string(limits.max_spaces_per_call));
+    return invalid_argument(
+        fmt::format("{} {} spaces in one call; the cap is {}", names.size(), what, limits.max_spaces_per_call));
   out->assign(names.begin(), names.end());
   return Status();
 }
 
 Status step_args_from_proto(const proto::StepRequest& request, const ServerOptions& limits, StepArgs* out) {
   if (request.action_size() > limits.max_actions_per_step)
-    return invalid_argument(std::to_string(request.action_size()) + " actions in one step; the cap is " +
-                            std::to_string(limits.max_actions_per_step));
+    return invalid_argument(
+        fmt::format("{} actions in one step; the cap is {}", request.action_size(), limits.max_actions_per_step));
   out->actions.clear();
   out->actions.reserve(size_t(request.action_size()));
   for (int i = 0; i < request.action_size(); ++i) {
@@ -25,7 +27,7 @@ Status step_args_from_proto(const proto::StepRequest& request, const ServerOptio
       case proto::Event::kInt64Value: out->actions.emplace_back(a.int64_value()); break;
       case proto::Event::kStringValue: out->actions.emplace_back(a.string_value()); break;
       default:
-        return invalid_argument("action " + std::to_string(i) +
+        return invalid_argument(fmt::format("action {}", i) +
                                 " is neither an index (int64_value) nor an action's text (string_value)");
     }
   }

@@ -1,6 +1,6 @@
-#include "envs/env_context.h"
 #include "service/evaluate.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
@@ -9,16 +9,17 @@
 #include <cmath>
 #include <exception>
 
-#include "support/sha256.h"
-#include "proto/jobs.h"
-#include "proto/rpc_status.h"
 #include "codegen/measure/runner.h"
 #include "codegen/schedule/trace.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
+#include "proto/jobs.h"
+#include "proto/rpc_status.h"
 #include "service/auth.h"
 #include "service/convert.h"
 #include "service/log.h"
 #include "support/quote.h"
+#include "support/sha256.h"
 
 namespace tensorgym::service {
 namespace {
@@ -205,16 +206,16 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
   // Caps first: every size a job controls.
   if (job.observations_size() > limits.max_spaces || job.rewards_size() > limits.max_spaces ||
       job.parameters_size() > limits.max_spaces)
-    return malformed("a job names at most " + std::to_string(limits.max_spaces) +
-                     " observations, rewards and parameters each");
+    return malformed(
+        fmt::format("a job names at most {} observations, rewards and parameters each", limits.max_spaces));
   if (int64_t(job.program().size()) > limits.max_program_bytes || int64_t(job.actions().size()) > limits.max_program_bytes)
-    return malformed("a job's program and action texts are at most " + std::to_string(limits.max_program_bytes) +
-                     " bytes each (--max-program-bytes)");
+    return malformed(fmt::format("a job's program and action texts are at most {} bytes each (--max-program-bytes)",
+                                 limits.max_program_bytes));
   for (const auto& [k, v] : job.parameters())
     if (k.size() > kMaxParameterBytes || v.size() > kMaxParameterBytes)
-      return malformed("a parameter's key and value are at most " + std::to_string(kMaxParameterBytes) + " bytes each");
+      return malformed(fmt::format("a parameter's key and value are at most {} bytes each", kMaxParameterBytes));
   if (!std::isfinite(job.timeout_s()) || job.timeout_s() < 0 || job.timeout_s() > kMaxTimeoutS)
-    return malformed("timeout_s must be in 0..3600 seconds, got " + std::to_string(job.timeout_s()));
+    return malformed(fmt::format("timeout_s must be in 0..3600 seconds, got {:f}", job.timeout_s()));
 
   const std::string env_name = job.env().empty() ? kDefaultEnv : job.env();
   Expected<std::unique_ptr<Env>> made = make_env(env_name, context);
@@ -255,7 +256,7 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
                         std::any_of(job.observations().begin(), job.observations().end(),
                                     [](const std::string& o) { return o == "llvm_ir" || o == "inst_count"; });
   if (job.timeout_s() > 0 && measures) {
-    const std::string seconds = std::to_string(int64_t(std::max(1.0, std::ceil(job.timeout_s()))));
+    const std::string seconds = fmt::format("{}", int64_t(std::max(1.0, std::ceil(job.timeout_s()))));
     if (Status st = env.set_parameter("runner.timeout_s", seconds); !st.ok())
       return malformed("timeout_s: " + st.message());
   }
@@ -272,8 +273,7 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
   Expected<std::vector<Event>> actions = split_job_actions(env_name, job.action_space(), job.actions());
   if (!actions.ok()) return failure(std::move(out), proto::JOB_INVALID_ACTION, actions.status().message());
   if (int64_t(actions->size()) > limits.max_actions)
-    return malformed("a job has at most " + std::to_string(limits.max_actions) + " actions, got " +
-                     std::to_string(actions->size()));
+    return malformed(fmt::format("a job has at most {} actions, got {}", limits.max_actions, actions->size()));
   // One step per action, so that an action that fails is named by its position.
   for (size_t i = 0; i < actions->size(); ++i) {
     StepResult r = env.step({(*actions)[i]}, {}, {});
@@ -281,8 +281,7 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
       const Event& a = (*actions)[i];
       std::string text = a.is<std::string>() ? a.as<std::string>() : event_to_json(a);
       return failure(std::move(out), proto::JOB_INVALID_ACTION,
-                     "action " + std::to_string(i + 1) + " of " + std::to_string(actions->size()) + " (" + text +
-                         "): " + r.error.message());
+                     fmt::format("action {} of {} ({}): {}", i + 1, actions->size(), text, r.error.message()));
     }
   }
 
@@ -381,9 +380,10 @@ void EvaluatePool::submit(const std::shared_ptr<Stream>& stream, std::vector<pro
         proto::JobResult r;
         r.set_key(q.job.key());
         r.set_error(proto::JOB_UNAVAILABLE);
-        r.set_error_message(!accepting_ ? "the server is shutting down"
-                                        : "the stream already has " + std::to_string(waiting) +
-                                              " jobs waiting, its cap; send fewer at a time");
+        r.set_error_message(
+            !accepting_
+                ? "the server is shutting down"
+                : fmt::format("the stream already has {} jobs waiting, its cap; send fewer at a time", waiting));
         r.set_instance_id(options_.instance_id);
         r.set_slot(-1);
         refused.push_back(std::move(r));

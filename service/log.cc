@@ -1,5 +1,7 @@
 #include "service/log.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -43,7 +45,7 @@ void log(LogLevel level, const std::string& message) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   // One fprintf per line: stdio locks the stream, so lines from threads do not interleave.
-  std::fprintf(stderr, "%s.%03dZ tensorgym serve [%s] %s\n", stamp, ms, level_name(level), message.c_str());
+  fmt::print(stderr, "{}.{:03}Z tensorgym serve [{}] {}\n", stamp, ms, level_name(level), message);
 }
 
 }  // namespace tensorgym::service

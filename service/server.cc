@@ -1,7 +1,7 @@
-#include "envs/env_context.h"
 #include "service/server.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
@@ -20,6 +20,7 @@
 #include "codegen/measure/runner.h"
 #include "datasets/file_access.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "service/auth.h"
 #include "service/log.h"
 #include "service/tensorgym_service.h"
@@ -32,7 +33,7 @@ constexpr const char* kServiceName = "tensorgym.proto.TensorGym";
 
 std::string host_port(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return v6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
 }
 
 // With TLS, gRPC checks a call's token as its metadata arrives, before it reads the
@@ -216,7 +217,7 @@ void Server::shutdown(std::chrono::steady_clock::duration grace) {
 }
 
 Status write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return invalid_argument("cannot write " + tmp + ": " + std::strerror(errno));
   size_t done = 0;
@@ -276,7 +277,7 @@ int run_server(const ServerOptions& options) {
     return 1;
   }
   if (!options.port_file.empty()) {
-    Status st = write_file_atomically(options.port_file, std::to_string((*server)->port()) + "\n");
+    Status st = write_file_atomically(options.port_file, fmt::format("{}\n", (*server)->port()));
     if (!st.ok()) {
       log(LogLevel::kError, st.to_string());
       return 1;
@@ -295,7 +296,7 @@ int run_server(const ServerOptions& options) {
     int r = ::poll(&p, 1, 200);
     if (r > 0) break;
     if (options.parent_pid > 0 && ::getppid() != options.parent_pid) {
-      log(LogLevel::kWarning, "the parent process " + std::to_string(options.parent_pid) + " is gone; exiting");
+      log(LogLevel::kWarning, fmt::format("the parent process {} is gone; exiting", options.parent_pid));
       break;
     }
   }

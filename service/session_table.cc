@@ -1,5 +1,6 @@
 #include "service/session_table.h"
 
+#include <fmt/format.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -41,11 +42,11 @@ SessionTable::SessionTable(int max_sessions, int max_per_client)
 
 Status SessionTable::check_room_locked(const std::string& quota_key) const {
   if (int(sessions_.size()) >= max_sessions_)
-    return resource_exhausted("the server holds " + std::to_string(sessions_.size()) +
+    return resource_exhausted(fmt::format("the server holds {}", sessions_.size()) +
                               " sessions, its cap (--max-sessions); end sessions that are no longer used");
   auto it = per_client_.find(quota_key);
   if (it != per_client_.end() && it->second >= max_per_client_)
-    return resource_exhausted("this client holds " + std::to_string(it->second) +
+    return resource_exhausted(fmt::format("this client holds {}", it->second) +
                               " sessions, the cap for one client (--max-sessions-per-client); end sessions that "
                               "are no longer used");
   return Status();
@@ -79,7 +80,7 @@ bool is_handle(const std::string& id) {
 
 Status SessionTable::unknown_session(const std::string& id) {
   if (!is_handle(id))
-    return not_found("unknown session: a handle of " + std::to_string(id.size()) +
+    return not_found(fmt::format("unknown session: a handle of {}", id.size()) +
                      " bytes that is not one this server gives (handles are 32 hex digits)");
   return not_found("unknown session " + id +
                    " (never started, ended, ended after being idle, or another client's; start a new one)");

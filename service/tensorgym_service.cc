@@ -1,19 +1,19 @@
-#include "envs/env_context.h"
 #include "service/tensorgym_service.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <random>
 #include <thread>
 
-#include "proto/rpc_status.h"
-#include "proto/wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/replay.h"
+#include "proto/rpc_status.h"
+#include "proto/wire.h"
 #include "service/log.h"
 #include "support/deferred_release.h"
 #include "support/quote.h"
@@ -76,9 +76,7 @@ TensorGymService::TensorGymService(const ServerOptions& options, std::shared_ptr
   executor_ = std::make_unique<CallExecutor>(threads, [ctx](uint64_t job_id) { ctx->runner().cancel(job_id); });
   SetMessageAllocatorFor_Step(&step_messages_);
   std::random_device rd;
-  char id[40];
-  std::snprintf(id, sizeof id, "%08x%08x-%d", rd(), rd(), int(::getpid()));
-  instance_id_ = id;
+  instance_id_ = fmt::format("{:08x}{:08x}-{}", rd(), rd(), int(::getpid()));
   EvaluatePoolOptions eval;
   eval.concurrency = options_.eval_concurrency > 0 ? options_.eval_concurrency
                                                    : std::max(2, int(std::thread::hardware_concurrency()));
@@ -229,7 +227,8 @@ grpc::ServerUnaryReactor* TensorGymService::ListBenchmarks(grpc::CallbackServerC
   }
   const int64_t next = offset + int64_t(rows.size());
   const int64_t size = (*dataset)->size();
-  if (int64_t(rows.size()) == page_size && (size < 0 || next < size)) response->set_next_page_token(std::to_string(next));
+  if (int64_t(rows.size()) == page_size && (size < 0 || next < size))
+    response->set_next_page_token(fmt::format("{}", next));
   return finish(ctx, grpc::Status::OK);
 }
 
@@ -239,9 +238,8 @@ grpc::ServerUnaryReactor* TensorGymService::AddBenchmark(grpc::CallbackServerCon
   Expected<std::string> caller = admit(*ctx);
   if (!caller.ok()) return finish(ctx, caller.status());
   if (int64_t(request->program().size()) > options_.max_program_bytes)
-    return finish(ctx, invalid_argument("the program text is " + std::to_string(request->program().size()) +
-                                        " bytes; the cap is " + std::to_string(options_.max_program_bytes) +
-                                        " (--max-program-bytes)"));
+    return finish(ctx, invalid_argument(fmt::format("the program text is {} bytes; the cap is {} (--max-program-bytes)",
+                                                    request->program().size(), options_.max_program_bytes)));
   Expected<std::string> uri =
       registry_of(*context_).add_user_benchmark(request->name(), request->program(), quota_key(*caller, *ctx));
   if (!uri.ok()) return finish(ctx, uri.status());
@@ -400,8 +398,8 @@ grpc::ServerUnaryReactor* TensorGymService::SendSessionParameter(grpc::CallbackS
   Expected<std::string> caller = admit(*ctx);
   if (!caller.ok()) return finish(ctx, caller.status());
   if (request->key().size() > kMaxParameterBytes || request->value().size() > kMaxParameterBytes)
-    return finish(ctx, invalid_argument("a session parameter's key and value are at most " +
-                                        std::to_string(kMaxParameterBytes) + " bytes each"));
+    return finish(ctx, invalid_argument(fmt::format("a session parameter's key and value are at most {} bytes each",
+                                                    kMaxParameterBytes)));
   std::string key = request->key(), value = request->value();
   return with_session(ctx, request->session_id(), *caller, false, [key, value](service::Session& s, CallExecutor::Call*) {
     return rpc::to_grpc(s.env->set_parameter(key, value));

@@ -16,6 +16,7 @@
 
 #include "agents/evaluator.h"
 #include "agents/search.h"
+#include "agents/serial.h"
 #include "agents/sketch.h"
 #include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/interp/compare.h"
@@ -43,6 +44,19 @@ Benchmark resolve(const std::string& uri) {
 }
 
 // --- sketches ----------------------------------------------------------------------
+
+// Doubles are saved as C's hex floats, exact and readable by strtod.
+TEST(SerialTest, DoublesAreSavedAsExactHexFloats) {
+  EXPECT_EQ(double_to_exact(0.1), "0x1.999999999999ap-4");
+  EXPECT_EQ(double_to_exact(-3.0), "-0x1.8p+1");
+  EXPECT_EQ(double_to_exact(0.0), "0x0p+0");
+  EXPECT_EQ(double_to_exact(4.9e-324), "0x0.0000000000001p-1022");
+  for (double v : {0.1, -3.0, 1e-310, 1.7976931348623157e308, 123456.789}) {
+    Expected<double> back = double_from_exact(double_to_exact(v));
+    ASSERT_TRUE(back.ok()) << v;
+    EXPECT_EQ(*back, v);
+  }
+}
 
 TEST(SketchTest, PlansFollowTheRules) {
   SketchPlan gemm = make_sketch_plan(*resolve("benchmark://ops-v0/gmm-1").program);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plot/curve_svg.h"
+#include "plot/plan_svg.h"
 #include "plot/svg_escape.h"
 #include "tests/test_support.h"
 
@@ -45,6 +46,18 @@ TEST(CurveSvg, TheScaleRoundsUpAndNonFiniteValuesStayOnTheChart) {
   EXPECT_EQ(svg.find(">100.0</text>"), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   EXPECT_CONTAINS(svg, ">best est. GFLOP/s</text>");
+}
+
+TEST(PlanSvg, NamesEachBufferAndTheSizesInReadableUnits) {
+  Instance inst;
+  inst.buffers = {{"a", 0, 4, 2048}, {"b", 2, 6, 3 << 20}};
+  const std::string svg = plan_svg(inst, {0, 2048}, 1536, "plan <1>");
+  EXPECT_CONTAINS(svg, "plan &lt;1&gt;: arena 3.00 MiB, lower bound 1.5 KiB, ratio 2049.3333</text>");
+  EXPECT_CONTAINS(svg, "<title>a [0, 4) @0 +2048</title>");
+  EXPECT_CONTAINS(svg, "<title>b [2, 6) @2048 +3145728</title>");
+  EXPECT_CONTAINS(svg, "time (steps 0 to 6)");
+  EXPECT_EQ(count_of(svg, "<title>"), 2u);
+  EXPECT_CONTAINS(plan_svg(inst, {0, 2048}, 0, "p"), "lower bound 0 B, ratio n/a");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "benchmarks/baselines/kernel_comparison.h"
 
-#include <cstdio>
+#include <fmt/format.h>
 
 #include "benchmarks/baselines/vendor_baselines.h"
 #include "codegen/backend/registry.h"
@@ -63,10 +63,8 @@ Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std
     double err = max_relative_error(vendors[i].result(), *mine);
     others[first_vendor + i].max_rel_error = err;
     if (!(err <= options.tolerance)) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, ": %s's output differs from ours by %.3g (relative), over %.3g", vendors[i].name.c_str(),
-                    err, options.tolerance);
-      return internal_error(benchmark.uri + buf);
+      return internal_error(fmt::format("{}: {}'s output differs from ours by {:.3g} (relative), over {:.3g}",
+                                        benchmark.uri, vendors[i].name, err, options.tolerance));
     }
   }
 

@@ -1,6 +1,7 @@
 #include "benchmarks/baselines/vendor_baselines.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <map>
@@ -288,7 +289,7 @@ std::string vendor_libraries_text() {
   }
 #if TENSORGYM_HAVE_ONEDNN
   const dnnl_version_t* v = dnnl_version();
-  text += ", oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  text += fmt::format(", oneDNN {}.{}.{}", v->major, v->minor, v->patch);
 #else
   text += ", oneDNN not built in";
 #endif

@@ -1,5 +1,7 @@
 #include "envs/schedule/cursor_actions.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "codegen/schedule/primitive.h"
@@ -70,8 +72,8 @@ std::string CursorActions::describe(const ScheduleState& state, const Cursor& cu
 Expected<CursorActions::Decision> CursorActions::decide(const ScheduleState& state, const Cursor& cursor,
                                                         int64_t index) {
   if (index < 0 || index >= int64_t(action_names().size()))
-    return invalid_argument("action " + std::to_string(index) + " is out of range for cursor (NamedDiscrete of " +
-                            std::to_string(action_names().size()) + ")");
+    return invalid_argument(
+        fmt::format("action {} is out of range for cursor (NamedDiscrete of {})", index, action_names().size()));
   Cursor c = normalize(state, cursor);
   const StageSchedule& s = *state.find_stage(c.stage);
   int si = state.stage_index(s.name());

@@ -1,5 +1,7 @@
 #include "envs/schedule/primitive_actions.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "codegen/schedule/action_helpers.h"
@@ -69,17 +71,16 @@ int64_t PrimitiveActions::size() {
 std::string PrimitiveActions::describe(int64_t index) {
   Decoded d;
   if (!decode_index(index, &d)) return "out of range";
-  std::string s = std::string(d.block->def->name) + "(stage " + std::to_string(d.stage);
-  if (d.block->slots > 1) s += ", loop " + std::to_string(d.slot);
-  if (d.block->def->flat.choices > 1) s += ", choice " + std::to_string(d.choice);
+  std::string s = fmt::format("{}(stage {}", d.block->def->name, d.stage);
+  if (d.block->slots > 1) fmt::format_to(std::back_inserter(s), ", loop {}", d.slot);
+  if (d.block->def->flat.choices > 1) fmt::format_to(std::back_inserter(s), ", choice {}", d.choice);
   return s + ")";
 }
 
 Expected<BoundPrimitive> PrimitiveActions::decode(const ScheduleState& state, int64_t index) {
   Decoded d;
   if (!decode_index(index, &d))
-    return invalid_argument("action " + std::to_string(index) + " is out of range for primitives (Discrete(" +
-                            std::to_string(size()) + "))");
+    return invalid_argument(fmt::format("action {} is out of range for primitives (Discrete({}))", index, size()));
   TG_RETURN_IF_ERROR(action_stage(state, d.block->def->name, d.stage).status());
   TG_ASSIGN_OR_RETURN(PrimitiveArgs args, d.block->def->flat.make(state, d.stage, d.slot, d.choice));
   return BoundPrimitive{d.block->def, std::move(args)};

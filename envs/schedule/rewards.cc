@@ -1,8 +1,10 @@
-#include "envs/env_context.h"
 #include "envs/schedule/rewards.h"
+
+#include <fmt/format.h>
 
 #include "codegen/backend/registry.h"
 #include "codegen/measure/runner_settings.h"
+#include "envs/env_context.h"
 #include "envs/schedule/metrics.h"
 #include "support/fnv.h"
 
@@ -46,7 +48,7 @@ std::string baseline_key(const std::string& which, const std::string& metric, co
     Expected<const Backend*> backend = find_backend(e.context->target);
     key += "|" + e.context->target + ":" + (backend.ok() ? (*backend)->target().fingerprint : std::string()) + "|" +
            runner_settings_key(e.runner_settings);
-    key += "|" + std::to_string(e.context->threads);
+    key += fmt::format("|{}", e.context->threads);
   }
   return key;
 }

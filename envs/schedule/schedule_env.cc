@@ -1,15 +1,17 @@
-#include "envs/env_context.h"
 #include "envs/schedule/schedule_env.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <optional>
 
+#include "codegen/measure/measure_wire.h"
 #include "datasets/registry.h"
+#include "envs/env_context.h"
 #include "envs/parameters.h"
 #include "envs/schedule/observations.h"
 #include "envs/schedule/primitive_actions.h"
 #include "envs/schedule/rewards.h"
-#include "codegen/measure/measure_wire.h"
 #include "support/quote.h"
 
 namespace tensorgym {
@@ -127,14 +129,14 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
   if (action.is<int64_t>()) {
     Expected<BoundPrimitive> decoded = PrimitiveActions::decode(episode_.schedule->state(), action.as<int64_t>());
     if (!decoded.ok())
-      return Status(decoded.status().code(), "action " + std::to_string(action.as<int64_t>()) + ": " +
-                                                 decoded.status().message());
+      return Status(decoded.status().code(),
+                    fmt::format("action {}: {}", action.as<int64_t>(), decoded.status().message()));
     r = episode_.schedule->apply_to_copy(*decoded, &next);
   } else if (action.is<std::string>()) {
     TG_ASSIGN_OR_RETURN(Trace t, parse_trace(action.as<std::string>()));
     if (t.steps.size() != 1)
-      return invalid_argument("an action's text is one primitive, got " + std::to_string(t.steps.size()) + ": " +
-                              quote_text(action.as<std::string>()));
+      return invalid_argument(fmt::format("an action's text is one primitive, got {}: {}", t.steps.size(),
+                                          quote_text(action.as<std::string>())));
     r = episode_.schedule->apply_to_copy(t.steps[0], &next);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
