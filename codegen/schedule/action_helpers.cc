@@ -63,4 +63,20 @@ Expected<int> action_leaf(const StageSchedule& s, std::string_view action, int p
 
 int random_leaf(const StageSchedule& s, Rng& rng) { return rng.pick(s.leaf); }
 
+Expected<PrimitiveArgs> leaf_loop_at_slot(const ScheduleState& state, std::string_view action, int stage, int slot) {
+  TG_ASSIGN_OR_RETURN(int loop, action_leaf(state.stages()[size_t(stage)], action, slot));
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, loop)};
+}
+
+Expected<PrimitiveArgs> leaf_loop_at_cursor(const ScheduleState& state, int stage, int pos, int) {
+  return PrimitiveArgs{PrimitiveArg::of_loop(stage, state.stages()[size_t(stage)].leaf[size_t(pos)])};
+}
+
+PrimitiveArgs propose_leaf_loop(const ScheduleState& state, int stage, Rng& rng, FavouredLoop favoured) {
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  size_t pos = favoured == FavouredLoop::kOutermost ? 0 : s.leaf.size() - 1;
+  if (rng.chance(0.4)) pos = size_t(rng.below(s.leaf.size()));
+  return {PrimitiveArg::of_loop(stage, s.leaf[pos])};
+}
+
 }  // namespace tensorgym

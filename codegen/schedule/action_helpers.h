@@ -31,4 +31,13 @@ Expected<int> action_leaf(const StageSchedule& s, std::string_view action, int p
 // A random leaf loop of `s` (its index in s.loops).
 int random_leaf(const StageSchedule& s, Rng& rng);
 
+// The action forms of the primitives that take one leaf loop (parallel, vectorize,
+// unroll): the loop at flat slot `slot`, or INVALID_ARGUMENT naming `action`; the loop
+// under the cursor; and a random proposal that favours the outermost loop (parallel)
+// or the innermost one (vectorize, unroll), six times in ten.
+Expected<PrimitiveArgs> leaf_loop_at_slot(const ScheduleState& state, std::string_view action, int stage, int slot);
+Expected<PrimitiveArgs> leaf_loop_at_cursor(const ScheduleState& state, int stage, int pos, int);
+enum class FavouredLoop { kOutermost, kInnermost };
+PrimitiveArgs propose_leaf_loop(const ScheduleState& state, int stage, Rng& rng, FavouredLoop favoured);
+
 }  // namespace tensorgym

@@ -34,8 +34,7 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
 }
 
 Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int) {
-  TG_ASSIGN_OR_RETURN(int loop, action_leaf(state.stages()[size_t(stage)], "vectorize", slot));
-  return PrimitiveArgs{PrimitiveArg::of_loop(stage, loop)};
+  return leaf_loop_at_slot(state, "vectorize", stage, slot);
 }
 
 void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
@@ -58,16 +57,9 @@ void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
 
 constexpr std::string_view kCursorNames[] = {"vectorize"};
 
-Expected<PrimitiveArgs> cursor(const ScheduleState& state, int stage, int pos, int) {
-  return PrimitiveArgs{PrimitiveArg::of_loop(stage, state.stages()[size_t(stage)].leaf[size_t(pos)])};
-}
-
 PrimitiveArgs propose(const ScheduleState& state, int stage, Rng& rng, const std::string&, int64_t) {
   // Vectorize is most useful on the innermost loop.
-  const StageSchedule& s = state.stages()[size_t(stage)];
-  size_t pos = s.leaf.size() - 1;
-  if (rng.chance(0.4)) pos = size_t(rng.below(s.leaf.size()));
-  return {PrimitiveArg::of_loop(stage, s.leaf[pos])};
+  return propose_leaf_loop(state, stage, rng, FavouredLoop::kInnermost);
 }
 
 }  // namespace
@@ -81,7 +73,7 @@ extern const PrimitiveDef kVectorizePrimitive = {
     .check = check,
     .apply = apply,
     .flat = {ActionSlots::kLoops, 1, flat, mask},
-    .cursor = {kCursorNames, cursor},
+    .cursor = {kCursorNames, leaf_loop_at_cursor},
     .random = {8, propose},
 };
 
