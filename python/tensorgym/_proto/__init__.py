@@ -1,0 +1,1 @@
+"""The generated gRPC stubs (setup.py writes them at build time)."""
