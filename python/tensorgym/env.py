@@ -243,14 +243,16 @@ class TensorGymEnv(gym.Env):
             benchmark = pool[int(self.np_random.integers(len(pool)))] if len(pool) > 1 else pool[0]
         if max_steps is not None:
             self._max_episode_steps = int(max_steps)
-        self._end_session()
-        self._episode_action_space = action_space or self._action_space_name
+        episode_action_space = action_space or self._action_space_name
         names = self._obs_names + (["action_mask"] if self._mask else [])
         request = pb.StartSessionRequest(env=self.env_name, benchmark=benchmark,
-                                         action_space=self._episode_action_space, observation_space=names,
+                                         action_space=episode_action_space, observation_space=names,
                                          reward_space=[self.reward_space_name] if self.reward_space_name else [],
                                          max_episode_steps=self._max_episode_steps, parameter=self._parameters)
+        # The new session first: a refused reset leaves the episode as it was.
         response = self._conn.call("StartSession", request, timeout=self._timeout)
+        self._end_session()
+        self._episode_action_space = episode_action_space
         self.benchmark = benchmark
         self._session_id = response.session_id
         self._epoch = self._conn.epoch
@@ -270,13 +272,18 @@ class TensorGymEnv(gym.Env):
             mask = values.pop()
             self._last_mask = mask if isinstance(mask, np.ndarray) else None
             info["action_mask"] = mask
+        return self._gym_observation(values), info
+
+    def _gym_observation(self, values):
+        # Scalars of Box spaces become 0-d arrays, as Gymnasium's Box holds them.
+        values = [np.asarray(v, dtype=self._obs_gym[n].dtype)
+                  if isinstance(v, (int, float)) and isinstance(self._obs_gym[n], gs.Box) else v
+                  for n, v in zip(self._obs_names, values)]
         if not self._obs_names:
-            obs = None
-        elif self._dict_obs:
-            obs = dict(zip(self._obs_names, values))
-        else:
-            obs = values[0]
-        return obs, info
+            return None
+        if self._dict_obs:
+            return dict(zip(self._obs_names, values))
+        return values[0]
 
     def step(self, action, observations: Optional[Sequence[str]] = None, rewards: Optional[Sequence[str]] = None):
         """Applies one action (an index or its text). With `observations` or `rewards`
@@ -319,14 +326,7 @@ class TensorGymEnv(gym.Env):
             mask = values.pop()
             self._last_mask = mask if isinstance(mask, np.ndarray) else None
             info["action_mask"] = mask
-        if custom_obs:
-            obs = values
-        elif not self._obs_names:
-            obs = None
-        elif self._dict_obs:
-            obs = dict(zip(self._obs_names, values))
-        else:
-            obs = values[0]
+        obs = values if custom_obs else self._gym_observation(values)
         reward_values = list(response.reward)
         reward = reward_values if custom_rewards else (reward_values[0] if reward_values else 0.0)
         return obs, reward, response.terminated, response.truncated, info

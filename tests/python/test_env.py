@@ -1,0 +1,224 @@
+"""The Gymnasium environments against a real service: spaces, reset/step, errors,
+observations on request, fork, state and validation."""
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import tensorgym
+from tensorgym import ServiceError
+
+GMM = "benchmark://ops-v0/gmm-1"
+
+
+@pytest.fixture
+def env(service):
+    e = tensorgym.make("schedule-v0", benchmark=GMM, service=service)
+    yield e
+    e.close()
+
+
+@pytest.mark.parametrize("name", ["schedule-v0", "memory-v0"])
+def test_check_env_passes_with_a_deterministic_reward(service, name):
+    env = tensorgym.make(name, service=service)
+    try:
+        assert env.deterministic
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name", ["schedule-v0", "memory-v0"])
+def test_gymnasium_make_registers_both_environments(service, name):
+    env = gymnasium.make(f"tensorgym/{name}", service=service.address)
+    try:
+        assert env.spec.id == f"tensorgym/{name}"
+        assert not env.spec.nondeterministic
+        obs, info = env.reset(seed=3)
+        assert env.observation_space.contains(obs)
+        assert info["action_mask"].shape == (env.action_space.n,)
+    finally:
+        env.close()
+
+
+def test_measured_reward_is_registered_nondeterministic(service):
+    env = gymnasium.make("tensorgym/schedule-v0", service=service.address, reward_space="runtime")
+    try:
+        assert env.spec.nondeterministic
+        assert not env.unwrapped.deterministic
+    finally:
+        env.close()
+
+
+def test_spaces_map_to_gymnasium_spaces(env):
+    assert isinstance(env.action_space, gymnasium.spaces.Discrete) and env.action_space.n == 1976
+    spaces = env.observation.spaces
+    assert isinstance(spaces["features_flat"], gymnasium.spaces.Box) and spaces["features_flat"].shape == (493,)
+    assert isinstance(spaces["features"], gymnasium.spaces.Sequence)
+    assert isinstance(spaces["loop_nest"], gymnasium.spaces.Text)
+    assert spaces["est_cycles"].shape == () and spaces["est_cycles"].dtype == np.float64
+    assert spaces["peak_scratch_bytes"].dtype == np.int64
+    assert spaces["action_mask"].shape == (1976,)
+
+
+def test_reset_and_step_follow_the_gymnasium_api(env):
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (493,) and obs.dtype == np.float64
+    mask = info["action_mask"]
+    assert mask.shape == (1976,) and 0 < mask.sum() < 1976
+    action = int(np.flatnonzero(mask)[0])
+    obs2, reward, terminated, truncated, info = env.step(action)
+    assert env.observation_space.contains(obs2)
+    assert isinstance(reward, float) and np.isfinite(reward)
+    assert terminated is False and truncated is False
+    assert info["action_had_no_effect"] is False
+    assert "error" not in info
+    assert len(env.state.actions) == 1
+
+
+def test_an_action_that_does_not_apply_reports_its_error_in_info(env):
+    env.reset()
+    before = list(env.state.actions)
+    _, reward, _, _, info = env.step("split(C.zz, 4, a, b)")
+    assert info["error_code"] == "NOT_FOUND" and "no loop 'zz'" in info["error"]
+    assert reward == 0.0
+    assert list(env.state.actions) == before
+
+
+def test_action_without_effect_is_flagged(env):
+    env.reset()
+    env.step("parallel(C.i)")
+    _, _, _, _, info = env.step("parallel(C.i)")
+    assert info["action_had_no_effect"] is True
+
+
+def test_bad_input_raises_the_services_message_and_status(env):
+    env.reset()
+    with pytest.raises(ServiceError) as e:
+        env.step(100000)
+    assert e.value.code.name == "INVALID_ARGUMENT" and "out of range" in e.value.message
+    with pytest.raises(ServiceError) as e:
+        env.step("split(C.i, 4")
+    assert e.value.code.name == "INVALID_ARGUMENT"
+    with pytest.raises(ServiceError) as e:
+        env.step(0, observations=["no_such_observation"])
+    assert e.value.code.name == "INVALID_ARGUMENT" and "no_such_observation" in e.value.message
+    with pytest.raises(ServiceError) as e:
+        env.reset(options={"benchmark": "benchmark://ops-v0/no-such-op"})
+    assert e.value.code.name == "NOT_FOUND" and "no-such-op" in e.value.message
+    with pytest.raises(ServiceError) as e:
+        tensorgym.make("schedule-v0", service=env.connection, observation_space="nope")
+    assert e.value.code.name == "INVALID_ARGUMENT"
+    # The episode is unchanged by all of it.
+    assert list(env.state.actions) == []
+
+
+def test_several_observations_and_rewards_per_step(env):
+    env.reset()
+    obs, rewards, _, _, _ = env.step("split(C.i, 8, io, ii)", observations=["est_cycles", "features", "schedule"],
+                                     rewards=["est_cycles", "est_cycles_norm_expert"])
+    est, features, schedule = obs
+    assert isinstance(est, float) and est > 0
+    assert features.ndim == 2 and features.shape[1] == 164
+    assert "split(C.i, 8, io, ii)" in schedule
+    assert len(rewards) == 2
+
+
+def test_typed_observation_accessor(env):
+    env.reset()
+    features = env.observation["features"]
+    assert isinstance(features, np.ndarray) and features.shape[1] == 164
+    assert isinstance(env.observation["loop_nest"], str)
+    assert env.observation["est_cycles"] == env.observation("est_cycles")[0]
+    with pytest.raises(ServiceError):
+        env.observation["nope"]
+
+
+def test_dict_observation_space(service):
+    env = tensorgym.make("schedule-v0", benchmark=GMM, service=service,
+                         observation_space=["features_flat", "est_cycles"])
+    try:
+        obs, _ = env.reset()
+        assert set(obs) == {"features_flat", "est_cycles"}
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
+
+
+def test_fork_is_independent(env):
+    env.reset()
+    env.step("split(C.i, 8, io, ii)")
+    other = env.fork()
+    try:
+        other.step("parallel(C.io)")
+        assert list(env.state.actions) == ["split(C.i, 8, io, ii)"]
+        assert list(other.state.actions) == ["split(C.i, 8, io, ii)", "parallel(C.io)"]
+    finally:
+        other.close()
+    _, _, _, _, info = env.step("split(C.j, 4, jo, ji)")  # the original still works after the fork closed
+    assert "error" not in info and len(env.state.actions) == 2
+
+
+def test_state_and_validate(env):
+    env.reset()
+    total = 0.0
+    for a in ["split(C.i, 8, io, ii)", "parallel(C.io)"]:
+        total += env.step(a)[1]
+    state = env.state
+    assert state.env == "schedule-v0" and state.benchmark == GMM
+    assert state.reward == pytest.approx(total, abs=1e-12)
+    assert env.validate().ok
+    state.deterministic_rewards["est_cycles"] = state.deterministic_rewards["est_cycles"] + 0.5
+    bad = env.validate(state)
+    assert not bad.ok and "est_cycles" in bad.error
+
+
+def test_reset_seed_picks_benchmarks_reproducibly(service):
+    env = tensorgym.make("schedule-v0", benchmark="benchmark://ops-v0", service=service, action_mask=False)
+    try:
+        first = [env.reset(seed=s)[1]["benchmark"] for s in range(5)]
+        again = [env.reset(seed=s)[1]["benchmark"] for s in range(5)]
+        assert first == again and len(set(first)) > 1
+        assert all(b.startswith("benchmark://ops-v0/") for b in first)
+    finally:
+        env.close()
+
+
+def test_memory_env_episode_to_the_end(service):
+    env = tensorgym.make("memory-v0", benchmark="benchmark://graphs-v0/mobilenet_v2", service=service,
+                         action_space="placement", observation_space="arena_ratio")
+    try:
+        obs, info = env.reset()
+        assert obs >= 1.0
+        total, terminated, steps = 0.0, False, 0
+        while not terminated and steps < 1000:
+            _, r, terminated, _, info = env.step(0)
+            total += r
+            steps += 1
+        assert terminated
+        assert env.state.reward == pytest.approx(total, abs=1e-9)
+        assert env.observation["plan"].count("\n") > 1
+    finally:
+        env.close()
+
+
+def test_cursor_action_space_and_names(service):
+    env = tensorgym.make("schedule-v0", benchmark=GMM, service=service, action_space="cursor",
+                         observation_space="cursor")
+    try:
+        obs, _ = env.reset()
+        assert env.action_names[0] == "stage_next" and env.action_space.n == len(env.action_names)
+        assert obs.startswith("C.")
+        obs, _, _, _, _ = env.step(env.action_names.index("loop_in"))
+        assert obs.startswith("C.")
+    finally:
+        env.close()
+
+
+def test_render_ansi(service):
+    env = tensorgym.make("schedule-v0", benchmark=GMM, service=service, render_mode="ansi")
+    try:
+        env.reset()
+        assert "# target-independent" in env.render()
+    finally:
+        env.close()
