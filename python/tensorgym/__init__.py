@@ -10,6 +10,7 @@ from .env import TensorGymEnv
 from .errors import ServiceError, ServiceUnavailable
 from .registration import register_envs
 from .service import ManagedService, find_binary
+from .vector import make_vec
 from .state import EpisodeState, Validation, append_state, read_states, state_from_json, state_to_json, write_states
 
 __version__ = "0.3.0"
@@ -25,5 +26,5 @@ def make(env: str = "schedule-v0", **kwargs) -> TensorGymEnv:
 register_envs()
 
 __all__ = ["Connection", "EpisodeState", "ManagedService", "ServiceError", "ServiceUnavailable", "TensorGymEnv",
-           "Validation", "append_state", "connect", "find_binary", "make", "read_states", "register_envs",
+           "Validation", "append_state", "connect", "find_binary", "make", "make_vec", "read_states", "register_envs",
            "state_from_json", "state_to_json", "write_states"]

@@ -91,6 +91,10 @@ class Connection:
             return self.stub.GetVersion(pb.GetVersionRequest(), timeout=max(timeout_s, 0.001),
                                         metadata=self._metadata, wait_for_ready=True)
         except grpc.RpcError as e:
+            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                # Waiting for the channel to connect ran out: the service cannot be reached.
+                raise ServiceUnavailable(f"{self._address} did not answer within {timeout_s:g} s "
+                                         f"({e.code().name}: {e.details()})") from None
             raise from_rpc_error(e, f"{self._address} did not answer GetVersion") from None
 
     # -- calls ----------------------------------------------------------------------

@@ -195,6 +195,11 @@ class TensorGymEnv(gym.Env):
         return self._conn
 
     @property
+    def service_address(self) -> str:
+        """Where this environment's calls go ("127.0.0.1:PORT" for a managed service)."""
+        return self._conn.address
+
+    @property
     def session_id(self) -> str:
         return self._session_id
 
@@ -260,10 +265,14 @@ class TensorGymEnv(gym.Env):
         self._step_count = 0
         values = [from_event(e) for e in response.observation]
         if state is not None and len(state.actions):
+            # One action a step, as states are recorded, so cumulative rewards sum alike.
             rewards = [self.reward_space_name] if self.reward_space_name else []
-            result = self._step_events([pb.Event(string_value=a) for a in state.actions], names, rewards)
-            if result.status.code:
-                raise ServiceError(status_code(result.status.code), result.status.message)
+            for i, action in enumerate(state.actions):
+                last = i + 1 == len(state.actions)
+                result = self._step_events([pb.Event(string_value=action)], names if last else [], rewards)
+                if result.status.code:
+                    raise ServiceError(status_code(result.status.code),
+                                       f"replaying the state's action {i + 1} ({action}): {result.status.message}")
             values = [from_event(e) for e in result.observation]
         return self._package(values, {"benchmark": benchmark})
 
