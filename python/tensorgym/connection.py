@@ -23,6 +23,7 @@ class Connection:
     def __init__(self, endpoint: Optional[str] = None, *, binary: Optional[str] = None,
                  server_args: Sequence[str] = (), auth_token: Optional[str] = None,
                  auth_token_file: Optional[str] = None, tls: bool = False, tls_ca_file: Optional[str] = None,
+                 tls_server_name: Optional[str] = None,
                  call_timeout_s: float = 300.0, reconnect_timeout_s: float = 30.0,
                  startup_timeout_s: float = 30.0, backoff_initial_s: float = 0.02, backoff_max_s: float = 1.0,
                  max_message_bytes: int = 1 << 30, managed_service: Optional[service_mod.ManagedService] = None):
@@ -34,6 +35,7 @@ class Connection:
         self.backoff_max_s = backoff_max_s
         self.max_message_bytes = max_message_bytes
         self.tls = tls
+        self._tls_server_name = tls_server_name  # the name the certificate must carry, when not the host's
         self._tls_roots = None
         if tls_ca_file:
             with open(tls_ca_file, "rb") as f:
@@ -78,6 +80,8 @@ class Connection:
         options = [("grpc.max_receive_message_length", self.max_message_bytes),
                    ("grpc.max_send_message_length", self.max_message_bytes)]
         if self.tls:
+            if self._tls_server_name:
+                options.append(("grpc.ssl_target_name_override", self._tls_server_name))
             creds = grpc.ssl_channel_credentials(root_certificates=self._tls_roots)
             channel = grpc.secure_channel(address, creds, options=options)
         else:

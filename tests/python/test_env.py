@@ -222,3 +222,33 @@ def test_render_ansi(service):
         assert "# target-independent" in env.render()
     finally:
         env.close()
+
+
+def test_max_episode_steps_truncates(service):
+    env = tensorgym.make("schedule-v0", benchmark=GMM, service=service, max_episode_steps=2)
+    try:
+        env.reset()
+        assert env.step("split(C.i, 4, io, ii)")[3] is False
+        assert env.step("split(C.j, 4, jo, ji)")[3] is True
+    finally:
+        env.close()
+
+
+def test_session_parameters_are_checked_by_the_service(service):
+    env = tensorgym.make("schedule-v0", benchmark=GMM, service=service, parameters={"runner.repeat": "2"})
+    try:
+        env.reset()
+        env.set_parameter("runner.number", "1")
+        with pytest.raises(ServiceError) as e:
+            env.set_parameter("runner.no_such_setting", "1")
+        assert e.value.code.name == "INVALID_ARGUMENT"
+        env.step("split(C.i, 4, io, ii)")  # the session goes on
+    finally:
+        env.close()
+    bad = tensorgym.make("schedule-v0", benchmark=GMM, service=service, parameters={"runner.repeat": "zero"})
+    try:
+        with pytest.raises(ServiceError) as e:
+            bad.reset()
+        assert e.value.code.name == "INVALID_ARGUMENT"
+    finally:
+        bad.close()
