@@ -48,6 +48,10 @@ def _session_not_found(error) -> bool:
                                       for d in status.details)
 
 
+def _as_mask(value):
+    return value.astype(np.int8) if isinstance(value, np.ndarray) else value
+
+
 class _Entry:
     __slots__ = ("actions", "rewards", "key", "value")
 
@@ -278,7 +282,7 @@ class TensorGymEnv(gym.Env):
 
     def _package(self, values, info):
         if self._mask:
-            mask = values.pop()
+            mask = _as_mask(values.pop())
             self._last_mask = mask if isinstance(mask, np.ndarray) else None
             info["action_mask"] = mask
         return self._gym_observation(values), info
@@ -286,7 +290,8 @@ class TensorGymEnv(gym.Env):
     def _gym_observation(self, values):
         # Scalars of Box spaces become 0-d arrays, as Gymnasium's Box holds them.
         values = [np.asarray(v, dtype=self._obs_gym[n].dtype)
-                  if isinstance(v, (int, float)) and isinstance(self._obs_gym[n], gs.Box) else v
+                  if isinstance(v, (int, float)) and isinstance(self._obs_gym[n], gs.Box) else
+                  _as_mask(v) if n == "action_mask" else v
                   for n, v in zip(self._obs_names, values)]
         if not self._obs_names:
             return None
@@ -332,7 +337,7 @@ class TensorGymEnv(gym.Env):
             info["error_code"] = code.name
         values = [from_event(e) for e in response.observation]
         if self._mask:
-            mask = values.pop()
+            mask = _as_mask(values.pop())
             self._last_mask = mask if isinstance(mask, np.ndarray) else None
             info["action_mask"] = mask
         obs = values if custom_obs else self._gym_observation(values)

@@ -63,7 +63,8 @@ def to_gym_space(space: "pb.Space", action_count: Optional[int] = None) -> gs.Sp
         lo, hi = _bounds(box.range, dtype)
         shape = tuple(int(d) for d in box.shape)
         if space.name == "action_mask" and action_count is not None and shape == (-1,):
-            return gs.Box(low=0, high=1, shape=(action_count,), dtype=np.int64)
+            # int8, the mask type Discrete.sample(mask=...) takes.
+            return gs.Box(low=0, high=1, shape=(action_count,), dtype=np.int8)
         if shape and shape[0] < 0 and all(d >= 0 for d in shape[1:]):
             return gs.Sequence(gs.Box(low=lo, high=hi, shape=shape[1:], dtype=dtype), stack=True)
         if any(d < 0 for d in shape):

@@ -65,7 +65,8 @@ def test_reset_and_step_follow_the_gymnasium_api(env):
     obs, info = env.reset(seed=0)
     assert obs.shape == (493,) and obs.dtype == np.float64
     mask = info["action_mask"]
-    assert mask.shape == (1976,) and 0 < mask.sum() < 1976
+    assert mask.shape == (1976,) and mask.dtype == np.int8 and 0 < mask.sum() < 1976
+    assert mask[env.action_space.sample(mask=mask)] == 1
     action = int(np.flatnonzero(mask)[0])
     obs2, reward, terminated, truncated, info = env.step(action)
     assert env.observation_space.contains(obs2)
