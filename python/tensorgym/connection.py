@@ -123,8 +123,9 @@ class Connection:
         return getattr(self.stub, method)(request, timeout=timeout or self.call_timeout_s, metadata=self._metadata)
 
     def recover(self, seen_epoch: int) -> None:
-        """Brings the service back after UNAVAILABLE. Environments whose sessions were on
-        the lost instance see `epoch` change and replay."""
+        """Brings the service back after UNAVAILABLE. When the server that answers is
+        another process (a restart), `epoch` changes and environments replay; when it is
+        the same one, their sessions are still there."""
         with self._lock:
             if self.epoch != seen_epoch:
                 return  # another caller already recovered
@@ -152,8 +153,9 @@ class Connection:
                     version = self._probe(left)
                     self.stats["reconnects"] += 1
                     if version.instance_id != self.instance_id:
+                        # Another server process: every session there is gone.
                         self.instance_id = version.instance_id
-                    self.epoch += 1
+                        self.epoch += 1
                     return
                 except ServiceError as e:
                     last = e.message

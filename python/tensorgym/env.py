@@ -392,6 +392,9 @@ class TensorGymEnv(gym.Env):
                 if _session_not_found(e):
                     self._epoch = -1
                     continue
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    # Not applied, unless the deadline struck after it was: the step count says.
+                    self._settle_lost_step()
                 raise from_rpc_error(e, "Step") from None
             if response.status.code and _session_not_found(response.status):
                 self._epoch = -1

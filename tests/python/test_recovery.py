@@ -91,3 +91,22 @@ def test_an_unreachable_endpoint_at_connect_is_a_clear_error():
     with pytest.raises(ServiceUnavailable) as e:
         tensorgym.make("schedule-v0", service="127.0.0.1:1", startup_timeout_s=0.5)
     assert "127.0.0.1:1" in e.value.message
+
+
+def test_a_step_past_its_deadline_leaves_the_episode_consistent(service):
+    env = tensorgym.make("schedule-v0", service=service, benchmark="benchmark://ops-v0/gmm-3",
+                         observation_space=None, reward_space=None, action_mask=False)
+    try:
+        env.reset()
+        env._timeout = 0.01  # far less than compiling and timing a 512^3 GEMM takes
+        with pytest.raises(tensorgym.ServiceError) as e:
+            env.step("split(C.i, 16, io, ii)", observations=["runtime"])
+        assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+        env._timeout = None
+        env.step("split(C.j, 16, jo, ji)")
+        # Whatever the server did with the late step, the client's episode is the server's.
+        actions = list(env.state.actions)
+        assert actions[-1] == "split(C.j, 16, jo, ji)" and len(actions) in (1, 2)
+        assert len([h for h in env._history if h.actions]) == len(actions)
+    finally:
+        env.close()
