@@ -125,36 +125,13 @@ class TensorGymEnv(gym.Env):
         self._obs_spaces = {s.name: s for s in spaces.observation_space}
         self._reward_spaces = {s.name: s for s in spaces.reward_space}
         self._action_space_name = action_space or spaces.action_space[0].name
-        if self._action_space_name not in self._action_spaces:
+        self._obs_gym: Dict[str, gs.Space] = {}
+        try:
+            self._use_action_space(self._action_space_name)
+            self._configure(env, defaults, observation_space, reward_space)
+        except BaseException:
             self._release()
-            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
-                               f"{env} has no action space {self._action_space_name!r} "
-                               f"(its action spaces: {', '.join(self._action_spaces)})")
-        action = self._action_spaces[self._action_space_name]
-        self.action_space = to_gym_space(action)
-        self.action_names = list(action.named_discrete.name) if action.WhichOneof("value") == "named_discrete" else None
-        n_actions = int(self.action_space.n)
-        self._obs_gym = {name: to_gym_space(s, n_actions) for name, s in self._obs_spaces.items()}
-
-        if observation_space == "default":
-            observation_space = defaults.get("observation")
-        if reward_space == "default":
-            reward_space = defaults.get("reward")
-        self._obs_names: List[str] = ([] if observation_space is None else
-                                      [observation_space] if isinstance(observation_space, str) else
-                                      list(observation_space))
-        self._dict_obs = observation_space is not None and not isinstance(observation_space, str)
-        self._check_names(self._obs_names, self._obs_spaces, "observation")
-        self.reward_space_name = reward_space
-        if reward_space is not None:
-            self._check_names([reward_space], self._reward_spaces, "reward")
-        if observation_space is None:
-            self.observation_space = None
-        elif self._dict_obs:
-            self.observation_space = gs.Dict({n: self._obs_gym[n] for n in self._obs_names})
-        else:
-            self.observation_space = self._obs_gym[self._obs_names[0]]
-        self.reward_range = (-np.inf, np.inf)
+            raise
         self._mask = action_mask and "action_mask" in self._obs_spaces
         self._benchmark_arg = benchmark if benchmark is not None else defaults.get("benchmark")
         self._benchmark_pool: Optional[List[str]] = None
@@ -170,6 +147,44 @@ class TensorGymEnv(gym.Env):
         self._step_count = 0
         self._last_mask: Optional[np.ndarray] = None
         self._spec_value = None
+
+    def _use_action_space(self, name: str) -> None:
+        """Makes `name` the action space (memory-v0's may carry settings after ';':
+        "placement;memory_limit=1000000"): action_space, action_names, the mask's size."""
+        base = name.split(";", 1)[0]
+        if base not in self._action_spaces:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
+                               f"{self.env_name} has no action space {base!r} "
+                               f"(its action spaces: {', '.join(self._action_spaces)})")
+        action = self._action_spaces[base]
+        self.action_space = to_gym_space(action)
+        self.action_names = list(action.named_discrete.name) if action.WhichOneof("value") == "named_discrete" else None
+        n_actions = int(self.action_space.n)
+        self._obs_gym = {name: to_gym_space(s, n_actions) for name, s in self._obs_spaces.items()}
+
+    def _configure(self, env, defaults, observation_space, reward_space) -> None:
+        if observation_space == "default":
+            observation_space = defaults.get("observation")
+        if reward_space == "default":
+            reward_space = defaults.get("reward")
+        self._obs_names: List[str] = ([] if observation_space is None else
+                                      [observation_space] if isinstance(observation_space, str) else
+                                      list(observation_space))
+        self._dict_obs = observation_space is not None and not isinstance(observation_space, str)
+        self._check_names(self._obs_names, self._obs_spaces, "observation")
+        self.reward_space_name = reward_space
+        if reward_space is not None:
+            self._check_names([reward_space], self._reward_spaces, "reward")
+        self._set_observation_space()
+        self.reward_range = (-np.inf, np.inf)
+
+    def _set_observation_space(self) -> None:
+        if not self._obs_names:
+            self.observation_space = None
+        elif self._dict_obs:
+            self.observation_space = gs.Dict({n: self._obs_gym[n] for n in self._obs_names})
+        else:
+            self.observation_space = self._obs_gym[self._obs_names[0]]
 
     # -- metadata ---------------------------------------------------------------------
 
@@ -253,6 +268,8 @@ class TensorGymEnv(gym.Env):
         if max_steps is not None:
             self._max_episode_steps = int(max_steps)
         episode_action_space = action_space or self._action_space_name
+        if episode_action_space.split(";", 1)[0] not in self._action_spaces:
+            self._use_action_space(episode_action_space)  # raises, naming the known ones
         names = self._obs_names + (["action_mask"] if self._mask else [])
         request = pb.StartSessionRequest(env=self.env_name, benchmark=benchmark,
                                          action_space=episode_action_space, observation_space=names,
@@ -261,6 +278,9 @@ class TensorGymEnv(gym.Env):
         # The new session first: a refused reset leaves the episode as it was.
         response = self._conn.call("StartSession", request, timeout=self._timeout)
         self._end_session()
+        if episode_action_space.split(";", 1)[0] != self._episode_action_space.split(";", 1)[0]:
+            self._use_action_space(episode_action_space)
+            self._set_observation_space()
         self._episode_action_space = episode_action_space
         self.benchmark = benchmark
         self._session_id = response.session_id
@@ -349,7 +369,7 @@ class TensorGymEnv(gym.Env):
         if isinstance(action, str):
             return True
         try:
-            return bool(self.action_space.contains(int(action))) if self._episode_action_space == self._action_space_name else True
+            return bool(self.action_space.contains(int(action)))
         except (TypeError, ValueError):
             return False
 

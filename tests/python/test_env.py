@@ -253,3 +253,21 @@ def test_session_parameters_are_checked_by_the_service(service):
         assert e.value.code.name == "INVALID_ARGUMENT"
     finally:
         bad.close()
+
+
+def test_reset_may_change_the_action_space(service):
+    env = tensorgym.make("memory-v0", benchmark="benchmark://graphs-v0/mobilenet_v2", service=service,
+                         action_space="placement;memory_limit=100000000", observation_space="action_mask")
+    try:
+        obs, info = env.reset()
+        assert env.action_space.n == 4 and env.action_names[0] == "best_fit" and obs.shape == (4,)
+        obs, info = env.reset(options={"action_space": "order"})
+        assert env.action_space.n == 256 and env.action_names is None
+        assert obs.shape == (256,) and env.observation_space.contains(obs)
+        assert env.state.action_space.startswith("order")
+        with pytest.raises(ServiceError) as e:
+            env.reset(options={"action_space": "nope"})
+        assert "placement" in e.value.message
+        assert env.action_space.n == 256  # unchanged by the refused reset
+    finally:
+        env.close()
