@@ -63,9 +63,12 @@ class ManagedService:
     """One `tensorgym serve --host 127.0.0.1 --port 0` child process.
 
     `address` is "127.0.0.1:PORT". `restart()` starts a new one after it died; each start
-    increments `generation`."""
+    increments `generation`. With `keep_alive`, a watcher thread restarts it on the same
+    port as soon as it exits, so clients in other processes that reach it by address
+    (vector env workers, Ray actors) reconnect to it and replay their episodes."""
 
-    def __init__(self, binary: Optional[str] = None, args: Sequence[str] = (), startup_timeout_s: float = 30.0):
+    def __init__(self, binary: Optional[str] = None, args: Sequence[str] = (), startup_timeout_s: float = 30.0,
+                 keep_alive: bool = False):
         self.binary = find_binary(binary)
         self.args = list(args)
         self.startup_timeout_s = startup_timeout_s
@@ -74,8 +77,29 @@ class ManagedService:
         self.address = ""
         self._lock = threading.Lock()
         self._owner = os.getpid()  # a forked child must never stop its parent's server
+        self._closed = threading.Event()
         self._start()
         _live.add(self)
+        self._watcher = None
+        if keep_alive:
+            self._watcher = threading.Thread(target=self._watch, name="tensorgym-service-watcher", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        # This thread also starts the restarted servers, so PR_SET_PDEATHSIG ties them to
+        # it: it lives until close().
+        while not self._closed.wait(0.05):
+            with self._lock:
+                if self._closed.is_set() or self.alive():
+                    continue
+                port = int(self.address.rsplit(":", 1)[1])
+                try:
+                    self._start(port, death_signal=True)
+                except ServiceError:
+                    try:
+                        self._start(0, death_signal=True)  # the port was taken meanwhile
+                    except ServiceError:
+                        pass  # tried again on the next tick
 
     @property
     def pid(self) -> int:
@@ -84,17 +108,19 @@ class ManagedService:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def _start(self) -> None:
+    def _start(self, port: int = 0, death_signal: bool = False) -> None:
         tmp = tempfile.mkdtemp(prefix="tensorgym-client-")
         port_file = os.path.join(tmp, "port")
         # Quiet unless asked: the service's info lines would interleave with the trainer's.
         level = [] if "--log-level" in self.args else ["--log-level", "warning"]
-        argv = [self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--port-file", port_file,
+        argv = [self.binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--port-file", port_file,
                 "--parent-pid", str(os.getpid())] + level + self.args
-        main_thread = threading.current_thread() is threading.main_thread()
+        # PR_SET_PDEATHSIG fires when the forking *thread* ends: only from a thread that
+        # lives as long as the server (the main thread, the watcher).
+        tied = death_signal or threading.current_thread() is threading.main_thread()
         try:
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       preexec_fn=_death_signal if main_thread else None, close_fds=True)
+                                       preexec_fn=_death_signal if tied else None, close_fds=True)
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ServiceUnavailable(f"cannot start {self.binary}: {e}") from e
@@ -139,6 +165,7 @@ class ManagedService:
             self.process.wait()
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             if self.process is not None and os.getpid() == self._owner:
                 _stop_process(self.process)

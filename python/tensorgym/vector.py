@@ -40,7 +40,9 @@ def make_vec(env: str = "schedule-v0", num_envs: int = 2, service: Union[None, s
     "sync" steps them in this process. Other keyword arguments go to tensorgym.make."""
     managed = None
     if service is None:
-        managed = ManagedService(binary, list(server_args))
+        # Kept alive on its port: the workers reach it by address, so when it dies they
+        # reconnect to its successor and replay their episodes.
+        managed = ManagedService(binary, list(server_args), keep_alive=True)
         endpoints = [managed.address]
     elif isinstance(service, str):
         endpoints = [service]

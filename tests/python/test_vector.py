@@ -69,3 +69,27 @@ def test_sync_vector_env():
         vec.close()
     with pytest.raises(ValueError):
         tensorgym.make_vec("schedule-v0", num_envs=1, vectorization_mode="threads", service="127.0.0.1:1")
+
+
+def test_workers_survive_their_shared_service_dying():
+    actions = ["split(C.i, 16, io, ii)", "parallel(C.io)", "split(C.j, 8, jo, ji)", "vectorize(C.ji)"]
+    reference = tensorgym.make("schedule-v0", benchmark="benchmark://ops-v0/gmm-3", observation_space=None)
+    try:
+        reference.reset()
+        expected = [reference.step(a)[1] for a in actions]
+    finally:
+        reference.close()
+    vec = tensorgym.make_vec("schedule-v0", num_envs=2, benchmark="benchmark://ops-v0/gmm-3",
+                             observation_space="est_cycles")
+    try:
+        vec.reset(seed=0)
+        rewards = [vec.step(np.array([a, a], dtype=object))[1] for a in actions[:2]]
+        service = vec._tensorgym_service
+        old_pid = service.pid
+        service.kill()  # the watcher starts another on the same port
+        rewards += [vec.step(np.array([a, a], dtype=object))[1] for a in actions[2:]]
+        assert service.pid != old_pid and service.alive()
+        for r, e in zip(rewards, expected):
+            assert list(r) == [e, e]
+    finally:
+        vec.close()
