@@ -5,6 +5,7 @@ served by a TensorGym service over gRPC (docs/python.md).
     env = tensorgym.make("schedule-v0", benchmark="benchmark://ops-v0/gmm-1")
     obs, info = env.reset(seed=0)
 """
+from . import batch
 from .connection import Connection, connect
 from .env import TensorGymEnv
 from .errors import ServiceError, ServiceUnavailable
@@ -25,5 +26,5 @@ def make(env: str = "schedule-v0", **kwargs) -> TensorGymEnv:
 register_envs()
 
 __all__ = ["Connection", "EpisodeState", "ManagedService", "ServiceError", "ServiceUnavailable", "TensorGymEnv",
-           "Validation", "append_state", "connect", "find_binary", "make", "read_states", "register_envs",
+           "Validation", "append_state", "batch", "connect", "find_binary", "make", "read_states", "register_envs",
            "state_from_json", "state_to_json", "write_states"]

@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 import grpc
 from google.protobuf import json_format
 
-from .errors import ServiceError, ServiceUnavailable, from_rpc_error
+from .errors import ServiceUnavailable, from_rpc_error
 from .proto import pb
 from .spaces import from_event
 
