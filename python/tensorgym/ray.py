@@ -60,12 +60,16 @@ class BatchWorker:
 
     It connects on first use, so an actor whose service is down starts anyway; a chunk
     it cannot deliver comes back as JOB_UNAVAILABLE results naming no instance, which
-    the driver sends elsewhere. connection_options go to Connection (auth_token, tls,
-    reconnect_timeout_s: how long a lost service is waited for, ...)."""
+    the driver sends elsewhere. stream_timeout_s: the deadline of one Evaluate stream (a
+    stream past it is dropped and its unanswered jobs sent again). connection_options go
+    to Connection (auth_token, tls, reconnect_timeout_s: how long a lost service is
+    waited for, ...)."""
 
-    def __init__(self, endpoint: str, max_attempts: int = 4, **connection_options):
+    def __init__(self, endpoint: str, max_attempts: int = 4, stream_timeout_s: Optional[float] = None,
+                 **connection_options):
         self.endpoint = endpoint
         self.max_attempts = max_attempts
+        self.stream_timeout_s = stream_timeout_s
         self.options = dict(connection_options)
         self.options.setdefault("startup_timeout_s", self.options.get("reconnect_timeout_s", 30.0))
         self.conn = None
@@ -83,7 +87,8 @@ class BatchWorker:
             except ServiceError as e:
                 return [batch_mod.unavailable(j, f"cannot reach {self.endpoint}: {e.message}", 0, self.endpoint)
                         for j in batch_mod.unique_jobs(jobs)]
-        return list(batch_mod.evaluate(jobs, service=self.conn, max_attempts=self.max_attempts))
+        return list(batch_mod.evaluate(jobs, service=self.conn, max_attempts=self.max_attempts,
+                                       timeout_s=self.stream_timeout_s))
 
     def close(self) -> None:
         if self.conn is not None:
@@ -414,11 +419,15 @@ def rollout(endpoints: Sequence[str] | str, episodes: int, num_actors: Optional[
             env: str = "schedule-v0", env_kwargs: Optional[Dict[str, Any]] = None, policy: Optional[Callable] = None,
             max_steps: int = 16, seed: int = 0, episodes_per_task: int = 1, keep_observations: bool = True,
             max_resends: int = 3, actor_options: Optional[Dict[str, Any]] = None,
-            timeout_s: Optional[float] = None) -> List[Dict[str, Any]]:
+            timeout_s: Optional[float] = None,
+            on_submit: Optional[Callable[[int, Any, List[int]], None]] = None) -> List[Dict[str, Any]]:
     """Runs `episodes` episodes (seeds seed, seed+1, ...) on RolloutWorker actors spread
     over the endpoints, and returns them in seed order. An actor that dies is replaced
     and its episodes run again from their seeds (identical for a deterministic env and
-    policy). policy is pickled to the actors (a function or callable object)."""
+    policy). policy is pickled to the actors (a function or callable object).
+    episodes_per_task: episodes in one actor task. on_submit(slot, actor, seeds) is
+    called after each task is handed to an actor. timeout_s bounds the whole call
+    (TimeoutError past it)."""
     ray = _ray()
     from ray.exceptions import RayActorError
     if not ray.is_initialized():
@@ -449,6 +458,8 @@ def rollout(endpoints: Sequence[str] | str, episodes: int, num_actors: Optional[
                         sends[sd] += 1
                     s.busy = s.actor.run.remote(group, policy, max_steps, keep_observations)
                     in_flight[s.busy] = (s, group)
+                    if on_submit is not None:
+                        on_submit(s.index, s.actor, list(group))
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise TimeoutError(f"rollout: {len(seeds) - len(out)} episodes unfinished after {timeout_s:g} s")

@@ -145,6 +145,20 @@ def test_ray_rollouts_of_short_episodes(ray_instance, service):
     for a, b in zip(again, episodes[:2]):
         assert a["actions"] == b["actions"] and a["rewards"] == b["rewards"]
 
+    # A rollout actor killed with episodes in hand: a replacement runs them from their seeds.
+    killed = []
+
+    def kill_first(slot, actor, seeds):
+        if not killed:
+            ray.kill(actor, no_restart=True)
+            killed.extend(seeds)
+
+    survived = tgr.rollout([service.address], episodes=4, num_actors=2, env_kwargs=env_kwargs, max_steps=4, seed=10,
+                           on_submit=kill_first, timeout_s=90)
+    assert killed == [10]
+    assert [(e["seed"], e["actions"], e["rewards"]) for e in survived] == \
+        [(e["seed"], e["actions"], e["rewards"]) for e in episodes]
+
     # A policy of the caller's (pickled to the actors): the first action the mask allows.
     def first_allowed(obs, info, action_space):
         return int(np.flatnonzero(info["action_mask"])[0])
