@@ -22,6 +22,11 @@ OBSERVE = ["est_cycles", "loop_nest"]
 
 @pytest.fixture(scope="module")
 def ray_instance():
+    """A local Ray instance with 2 CPUs, shut down after the module even when a test fails
+    (one that another module started is used as it is, and left running)."""
+    if ray.is_initialized():
+        yield
+        return
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False,
              configure_logging=False)
     try:
