@@ -26,5 +26,6 @@ def make(env: str = "schedule-v0", **kwargs) -> TensorGymEnv:
 register_envs()
 
 __all__ = ["Connection", "EpisodeState", "ManagedService", "ServiceError", "ServiceUnavailable", "TensorGymEnv",
-           "Validation", "append_state", "batch", "connect", "find_binary", "make", "read_states", "register_envs",
+           "Validation", "append_state", "connect", "find_binary", "make", "read_states", "register_envs",
            "state_from_json", "state_to_json", "write_states"]
+__all__ += ["batch"]  # the Evaluate stream from Python (tensorgym.batch); tensorgym.ray is imported by name
