@@ -5,6 +5,7 @@ served by a TensorGym service over gRPC (docs/python.md).
     env = tensorgym.make("schedule-v0", benchmark="benchmark://ops-v0/gmm-1")
     obs, info = env.reset(seed=0)
 """
+from . import batch
 from .connection import Connection, connect
 from .env import TensorGymEnv
 from .errors import ServiceError, ServiceUnavailable
@@ -28,3 +29,4 @@ register_envs()
 __all__ = ["Connection", "EpisodeState", "ManagedService", "ServiceError", "ServiceUnavailable", "TensorGymEnv",
            "Validation", "append_state", "connect", "find_binary", "make", "make_vec", "read_states", "register_envs",
            "state_from_json", "state_to_json", "write_states"]
+__all__ += ["batch"]  # the Evaluate stream from Python (tensorgym.batch); tensorgym.ray is imported by name

@@ -198,23 +198,15 @@ class Connection:
         response = self.call("Validate", pb.ValidateRequest(state=state, tolerance=tolerance))
         return Validation(response.ok, response.error, dict(response.replayed_reward))
 
-    def evaluate(self, jobs: Iterable, timeout: Optional[float] = None) -> Iterator:
-        """Streams EvaluateJob messages (or dicts in their JSON form) to the service's batch
-        evaluation and yields one JobResult per job, as each finishes."""
-        from .batch import to_job
-        job_list = [to_job(j) for j in jobs]
-
-        def requests():
-            for i in range(0, len(job_list), 64):
-                yield pb.EvaluateRequest(job=job_list[i:i + 64])
-
-        stream = self.stub.Evaluate(requests(), timeout=timeout, metadata=self._metadata)
-        try:
-            for response in stream:
-                for result in response.result:
-                    yield result
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, "Evaluate") from None
+    def evaluate(self, jobs: Iterable, timeout: Optional[float] = None, max_attempts: int = 4) -> Iterator:
+        """Streams jobs (EvaluateJob messages, dicts in their JSON form, or job-file lines)
+        to the service's batch evaluation and yields one JobResult per distinct job key,
+        as each finishes; JOB_UNAVAILABLE and JOB_WORKER_LOST answers and jobs of a broken
+        stream are sent again, at most `max_attempts` times. tensorgym.batch.evaluate
+        gives the same as Result objects (job, values by name, attempts)."""
+        from .batch import evaluate
+        for r in evaluate(jobs, service=self, timeout_s=timeout, max_attempts=max_attempts):
+            yield r.result
 
     # -- life -----------------------------------------------------------------------
 
