@@ -68,13 +68,15 @@ def rolling(values: List[float], window: int) -> np.ndarray:
     return (c[1:] - c[lo]) / (np.arange(1, len(v) + 1) - lo)
 
 
-def plot(path: str, curves: Dict[str, tuple], random_level: float, title: str) -> None:
+def plot(path: str, curves: Dict[str, list], random_level: float, title: str) -> None:
+    """curves: name -> [[env steps, mean log speedup], ...] (every 25th episode's rolling mean)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, (x, y) in curves.items():
+    for name, points in curves.items():
+        x, y = zip(*points)
         ax.plot(x, y, label=name, linewidth=1.5)
     ax.axhline(random_level, color="gray", linestyle="--", label="random masked agent")
     ax.set_xlabel("environment steps")
@@ -130,8 +132,8 @@ def main(argv=None) -> int:
                 figures["seconds"]["ppo_training"] = time.perf_counter() - start
                 x = [e["env_steps"] for e in train_env.episodes]
                 y = rolling([e["log_speedup"] for e in train_env.episodes], 100)
-                curves["MaskablePPO"] = (x, y)
                 figures["ppo_curve"] = [[int(a), float(b)] for a, b in zip(x[::25], y[::25])]
+                curves["MaskablePPO"] = figures["ppo_curve"]
                 train_env.close()
                 start = time.perf_counter()
                 for b, r in ppo.evaluate(model, budget_steps=args.budget, seed=args.seed, service=service).items():
@@ -149,8 +151,8 @@ def main(argv=None) -> int:
                 figures["seconds"]["reinforce_training"] = time.perf_counter() - start
                 steps = np.cumsum([len(e.actions) for e in trained.episodes])
                 y = rolling([e.log_speedup for e in trained.episodes], 100)
-                curves["REINFORCE (numpy, linear)"] = (list(steps), y)
                 figures["reinforce_curve"] = [[int(a), float(b)] for a, b in zip(steps[::25], y[::25])]
+                curves["REINFORCE (numpy, linear)"] = figures["reinforce_curve"]
                 start = time.perf_counter()
                 greedy = pg.evaluate(pg_env, trained.policy, ppo.HELD_OUT, episodes=1, greedy=True, seed=args.seed)
                 sampled = pg.evaluate(pg_env, trained.policy, ppo.HELD_OUT, episodes=episodes_per_budget,
