@@ -446,5 +446,17 @@ TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {
   std::filesystem::remove(schedule);
 }
 
+TEST(CliTest, InterpForTheCpuTargetChecksItsLoweringAndRunsTheTargetIndependentNest) {
+  const std::string program = temp_path("vec.tg");
+  write(program, "input A: f32[64, 48]\ninput B: f32[48, 40]\nC[i, j] += A[i, k] * B[k, j]\n");
+  Result r = run("interp --program " + program + " --schedule 'split(C.j, 8, jo, ji); vectorize(C.ji)' --target cpu");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("match (1 output", 0), 0u) << r.out << r.err;
+  r = run("interp --program " + program + " --schedule 'bind(C.i, blockIdx.x)' --target cpu");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "does not support thread binding");
+  std::filesystem::remove(program);
+}
+
 }  // namespace
 }  // namespace tensorgym
