@@ -12,6 +12,7 @@
 #include "codegen/interp/compare.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/interp/interpreter.h"
+#include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/gpu_checks.h"
 #include "codegen/lower/gpu_launch.h"
@@ -346,6 +347,19 @@ TEST(CudaChecks, ABufferPrivateToAThreadIsNotFilledByManyThreads) {
                   "compute_at(B, C.io)\nbind(B.j, threadIdx.x)",
                   "stage B is split across GPU threads (loop B.j is bound to threadIdx.x) but its buffer is allocated "
                   "inside the kernel");
+}
+
+TEST(CudaLowering, TheTagIsPartOfALoop) {
+  const Stmt body = St("C", V("t"), F(1));
+  const Stmt bound = For::make("t", I(0), I(8), ForKind::kSerial, body, "threadIdx.x");
+  const Stmt other = For::make("t", I(0), I(8), ForKind::kSerial, body, "threadIdx.y");
+  const Stmt plain = For::make("t", I(0), I(8), ForKind::kSerial, body);
+  EXPECT_FALSE(structural_equal(bound, other));
+  EXPECT_FALSE(structural_equal(bound, plain));
+  EXPECT_TRUE(structural_equal(bound, For::make("t", I(0), I(8), ForKind::kSerial, body, "threadIdx.x")));
+  EXPECT_NE(structural_hash(bound), structural_hash(plain));
+  EXPECT_NE(structural_hash(bound), structural_hash(other));
+  EXPECT_EQ(to_string(bound), "for t in 0..8 bound to threadIdx.x {\n  C[t] = 1.0\n}\n");
 }
 
 TEST(CudaChecks, LaunchTagsParseAndHaveCudasLimits) {

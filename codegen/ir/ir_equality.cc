@@ -103,7 +103,7 @@ class HashVisitor : public IRVisitor {
     node(op);
     hasher.mix(op->name);
     hasher.mix(uint64_t(op->kind));
-    hasher.mix(op->thread_tag);
+    if (!op->thread_tag.empty()) hasher.mix(op->thread_tag);  // unbound loops hash as they always did
     IRVisitor::visit(op);
   }
   void visit(const Store* op) override {
