@@ -1,9 +1,10 @@
-// tensorgym eval --program FILE [--schedule TEXT | --schedule-file FILE] [--json] ...
+// tensorgym eval --program FILE [--schedule TEXT | --schedule-file FILE] [--target NAME] [--json] ...
 // Compiles a scheduled program, checks it against the reference evaluator and times
 // it, all in a sandboxed worker process (codegen/measure/). Prints the runtime
 // (median and spread), GFLOP/s, compile time and whether the outputs were correct;
 // exit status 0 only when they were. `--emit llvm` prints the optimized LLVM IR
-// instead (compiled in this process).
+// instead (compiled in this process). A target that cannot run here (cuda: no code
+// generation, no GPU runner yet) is lowered and checked, then refused with the reason.
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -19,6 +20,7 @@
 #include "cli/figures.h"
 #include "cli/json_text.h"
 #include "spaces/event.h"
+#include "codegen/backend/registry.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
 #include "codegen/measure/measure_wire.h"
@@ -31,6 +33,7 @@ namespace {
 struct EvalOptions {
   std::string program;
   ScheduleSource schedule;
+  std::string target = std::string(kDefaultTarget);
   int threads = 0;
   bool json = false;
   std::string emit;
@@ -138,6 +141,31 @@ int emit_llvm(const std::string& program_text, const std::string& schedule_text,
   return 0;
 }
 
+// A target nothing can run here: the schedule is lowered and compiled for it all the
+// same, so that its own errors come first, then the reason it cannot be measured.
+int refuse_unrunnable(const Backend& backend, const std::string& program_text, const std::string& schedule_text,
+                      const EvalOptions& o) {
+  Expected<InstantiatedJob> job = instantiate_job(program_text, schedule_text, backend.name());
+  if (!job.ok()) return report_error(Status(job.status().code(), with_sources(job.status().message(), o)));
+  Expected<std::shared_ptr<const Executable>> kernel = backend.compile(job->nest);
+  const std::string why = kernel.ok() ? "no runner for it on this machine" : kernel.status().message();
+  const Status refused = unimplemented(fmt::format(
+      "the {} target cannot be measured here (no GPU runner): {}; `tensorgym interp --target {}` checks the "
+      "schedule's correctness",
+      backend.name(), why, backend.name()));
+  if (o.json) {
+    Json j = Json::object();
+    j["target"] = backend.name();
+    j["runtime_s"] = nullptr;
+    j["correct"] = false;
+    j["error"] = status_code_name(refused.code());
+    j["error_message"] = refused.message();
+    std::cout << json_text(j) << "\n";
+    return 1;
+  }
+  return report_error(refused);
+}
+
 int run_eval(const EvalOptions& o) {
   Expected<std::string> program_text = read_text_file(o.program);
   if (!program_text.ok()) return report_error(program_text.status());
@@ -147,6 +175,11 @@ int run_eval(const EvalOptions& o) {
     if (!text.ok()) return report_error(text.status());
     schedule_text = *text;
   }
+  Expected<const Backend*> backend = find_backend(o.target);
+  if (!backend.ok()) return report_error(backend.status());
+  if (!(*backend)->target().can_run) return refuse_unrunnable(**backend, *program_text, schedule_text, o);
+  if (o.emit == "llvm" && (*backend)->name() != "cpu")
+    return report_error(invalid_argument("--emit llvm: the " + (*backend)->name() + " target emits no LLVM IR"));
   if (o.emit == "llvm") return emit_llvm(*program_text, schedule_text, o);
 
   Expected<TestFault> fault = parse_fault(o.test_fault);
@@ -154,6 +187,7 @@ int run_eval(const EvalOptions& o) {
   MeasureRequest request;
   request.program = *program_text;
   request.schedule = schedule_text;
+  request.target = (*backend)->name();
   request.test_fault = *fault;
   RunnerSettings& s = request.settings;
   s.number = o.number;
@@ -190,6 +224,7 @@ void add_eval_command(CLI::App& app) {
       "eval", "Compile, check and time a scheduled program in a sandboxed worker (see docs/measurement.md)");
   cmd->add_option("--program", o->program, "Program file (.tg)")->required();
   o->schedule.add_options(*cmd);
+  cmd->add_option("--target", o->target, "The backend to compile and measure for (default cpu)");
   cmd->add_option("--threads", o->threads, "Threads for parallel loops (0: every core this process may use)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");

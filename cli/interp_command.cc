@@ -1,16 +1,22 @@
-// tensorgym interp --program FILE [--schedule ...] [--seed N]
+// tensorgym interp --program FILE [--schedule ...] [--target NAME] [--seed N]
 // Runs the scheduled and the unscheduled program in the reference interpreter on the
 // same seeded random inputs and compares every output, allowing for the sums a
 // schedule may legally reorder (compare.h). Exit status 0 only on match. --json
 // prints one object: match, seed, max_abs_error and each output's comparison.
+// --target lowers for that target, so its checks apply, and runs the nest it compiles
+// when the target's passes only check it (cuda: bound loops run as ordinary loops);
+// a target whose passes rewrite the nest into code the interpreter does not run (cpu:
+// vector code) runs the target-independent nest its passes started from.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
 #include "cli/cli_common.h"
 #include "cli/json_text.h"
+#include "codegen/backend/registry.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"
@@ -23,6 +29,7 @@ void add_interp_command(CLI::App& app) {
   struct Options {
     std::string program;
     ScheduleSource schedule;
+    std::string target;
     uint64_t seed = 0;
     double rtol = 1e-4;
     double atol = 1e-5;
@@ -32,6 +39,9 @@ void add_interp_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("interp", "Check a schedule against the unscheduled program in the interpreter");
   cmd->add_option("--program", opts->program, "Program file (.tg)")->required();
   opts->schedule.add_options(*cmd);
+  cmd->add_option("--target", opts->target,
+                  "Lower the schedule for this backend (cpu, cuda) and run that nest (default: the "
+                  "target-independent nest)");
   cmd->add_option("--seed", opts->seed, "Seed of the random inputs");
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance for float outputs (sums may be reordered)");
   cmd->add_option("--atol", opts->atol, "Absolute tolerance for float outputs");
@@ -42,7 +52,21 @@ void add_interp_command(CLI::App& app) {
       TG_ASSIGN_OR_RETURN(ProgramPtr program, load_program(opts->program));
       TG_ASSIGN_OR_RETURN(Schedule schedule, load_schedule(program, opts->schedule));
       TG_ASSIGN_OR_RETURN(LoopNest reference_nest, lower(Schedule(program)));
-      TG_ASSIGN_OR_RETURN(LoopNest scheduled_nest, lower(schedule));
+      LoopNest scheduled_nest;
+      if (opts->target.empty()) {
+        TG_ASSIGN_OR_RETURN(scheduled_nest, lower(schedule));
+      } else {
+        TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(opts->target));
+        LoopNest generic;
+        LowerOptions options;
+        options.after_pass = [&](std::string_view pass, const LoopNest& nest) {
+          if (pass == "limit_code_size") generic = nest;  // the last generic pass
+        };
+        TG_ASSIGN_OR_RETURN(scheduled_nest, lower(schedule, backend->lowering(), options));
+        const std::vector<TargetPass>& passes = backend->lowering().passes;
+        if (std::any_of(passes.begin(), passes.end(), [](const TargetPass& p) { return p.run != nullptr; }))
+          scheduled_nest = std::move(generic);
+      }
       std::vector<HostBuffer> inputs = make_random_inputs(*program, opts->seed);
       std::vector<HostBuffer> expected = make_output_buffers(reference_nest);
       std::vector<HostBuffer> actual = make_output_buffers(scheduled_nest);

@@ -30,7 +30,8 @@ void add_lower_command(CLI::App& app) {
   cmd->add_option("--target", opts->target, "The backend to lower for (default cpu)");
   cmd->add_option("--after", opts->after,
                   "Print the nest after this pass instead, or after every pass with 'all' "
-                  "(build_loop_nest, auto_unroll, simplify, limit_code_size, then the target's: cpu: vectorize_loops)");
+                  "(build_loop_nest, auto_unroll, simplify, limit_code_size, then the target's: cpu: vectorize_loops; "
+                  "cuda: check_gpu_loops, check_gpu_kernels, check_gpu_stores)");
   cmd->callback([opts] {
     auto run = [&]() -> Status {
       TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(opts->target));

@@ -400,5 +400,63 @@ TEST(CliTest, TheReadmeRunsEachScheduleOnTheBenchmarkItWasWrittenFor) {
     if (b["uri"] == "benchmark://ops-v0/gmm-4") EXPECT_CONTAINS(b["shape"].get<std::string>(), "1024");
 }
 
+// ---- the cuda target ------------------------------------------------------------------
+
+TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {
+  const std::string program = temp_path("gemm.tg"), schedule = temp_path("gemm.cuda.sched");
+  write(program, "input A: f32[64, 48]\ninput B: f32[48, 40]\nC[i, j] += A[i, k] * B[k, j]\n");
+  write(schedule,
+        "split(C.i, 16, io, ii)\nsplit(C.j, 8, jo, ji)\nreorder(C, io, jo, ii, ji, k)\nbind(C.io, blockIdx.y)\n"
+        "bind(C.jo, blockIdx.x)\nbind(C.ii, threadIdx.y)\nbind(C.ji, threadIdx.x)\n");
+  const std::string args = "--program " + program + " --schedule-file " + schedule + " --target cuda";
+
+  Result r = run("lower " + args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "for C.io in 0..4 bound to blockIdx.y");
+  EXPECT_CONTAINS(r.out, "for C.ji in 0..8 bound to threadIdx.x");
+  r = run("lower " + args + " --after all");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* pass : {"# after simplify", "# after check_gpu_loops", "# after check_gpu_kernels",
+                           "# after check_gpu_stores"})
+    EXPECT_CONTAINS(r.out, pass);
+  // The CPU refuses the same schedule.
+  r = run("lower --program " + program + " --schedule-file " + schedule);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "does not support thread binding");
+
+  r = run("interp " + args);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("match (1 output", 0), 0u) << r.out;
+  // Unbound, the program would run on one GPU thread: an error, not a result.
+  r = run("interp --program " + program + " --target cuda");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "stage C runs outside any GPU kernel");
+
+  r = run("eval " + args);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_CONTAINS(r.err,
+                  "the cuda target cannot be measured here (no GPU runner): PTX code generation for the cuda target "
+                  "is not implemented yet");
+  r = run("eval " + args + " --json");
+  EXPECT_EQ(r.rc, 1);
+  Json j = parse(r.out);
+  EXPECT_EQ(j.value("error", ""), "UNIMPLEMENTED") << r.out;
+  EXPECT_EQ(j.value("target", ""), "cuda");
+  std::filesystem::remove(program);
+  std::filesystem::remove(schedule);
+}
+
+TEST(CliTest, InterpForTheCpuTargetChecksItsLoweringAndRunsTheTargetIndependentNest) {
+  const std::string program = temp_path("vec.tg");
+  write(program, "input A: f32[64, 48]\ninput B: f32[48, 40]\nC[i, j] += A[i, k] * B[k, j]\n");
+  Result r = run("interp --program " + program + " --schedule 'split(C.j, 8, jo, ji); vectorize(C.ji)' --target cpu");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("match (1 output", 0), 0u) << r.out << r.err;
+  r = run("interp --program " + program + " --schedule 'bind(C.i, blockIdx.x)' --target cpu");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "does not support thread binding");
+  std::filesystem::remove(program);
+}
+
 }  // namespace
 }  // namespace tensorgym

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cpu/cpu_backend.h"
+#include "codegen/cuda/cuda_backend.h"
 
 namespace tensorgym {
 namespace {
@@ -14,7 +15,8 @@ struct Registration {
 
 // One line per backend.
 constexpr Registration kBackends[] = {
-    {"cpu", cpu_backend},  // codegen/cpu: LLVM x86 + ORC JIT
+    {"cpu", cpu_backend},    // codegen/cpu: LLVM x86 + ORC JIT
+    {"cuda", cuda_backend},  // codegen/cuda: GPU schedules checked; no PTX yet
 };
 
 }  // namespace

@@ -103,6 +103,7 @@ class HashVisitor : public IRVisitor {
     node(op);
     hasher.mix(op->name);
     hasher.mix(uint64_t(op->kind));
+    if (!op->thread_tag.empty()) hasher.mix(op->thread_tag);  // unbound loops hash as they always did
     IRVisitor::visit(op);
   }
   void visit(const Store* op) override {
@@ -196,7 +197,7 @@ bool structural_equal(const Stmt& a, const Stmt& b) {
     }
     case NodeKind::kFor: {
       const For &x = cast<For>(a.get()), &y = cast<For>(b.get());
-      return x.name == y.name && x.kind == y.kind && structural_equal(x.min, y.min) &&
+      return x.name == y.name && x.kind == y.kind && x.thread_tag == y.thread_tag && structural_equal(x.min, y.min) &&
              structural_equal(x.extent, y.extent) && structural_equal(x.body, y.body);
     }
     case NodeKind::kStore: {

@@ -98,7 +98,7 @@ Stmt IRMutator::visit(const For* op) {
   Expr m = mutate(op->min), e = mutate(op->extent);
   Stmt b = mutate(op->body);
   if (m.same_as(op->min) && e.same_as(op->extent) && b.same_as(op->body)) return op;
-  return For::make(op->name, m, e, op->kind, b);
+  return For::make(op->name, m, e, op->kind, b, op->thread_tag);
 }
 Stmt IRMutator::visit(const Store* op) {
   std::vector<Expr> idx;

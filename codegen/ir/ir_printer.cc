@@ -327,6 +327,10 @@ class Printer {
       os_.put(" + ");
       expr(op->extent, kPrecAdd + 1);
     }
+    if (!op->thread_tag.empty()) {
+      os_.put(" bound to ");
+      os_.put(op->thread_tag);
+    }
     block_body(op->body);
   }
   void block_body(const Stmt& s) {

@@ -404,7 +404,7 @@ class Simplifier : public IRMutator {
     }
     if (!body.defined()) return Stmt();
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return op;
-    return For::make(op->name, std::move(min), std::move(extent), op->kind, std::move(body));
+    return For::make(op->name, std::move(min), std::move(extent), op->kind, std::move(body), op->thread_tag);
   }
 
   // Affine in variables only: cheap to recompute, and substituting it lets index

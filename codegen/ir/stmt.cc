@@ -19,10 +19,11 @@ const char* for_kind_name(ForKind kind) {
   return "?";
 }
 
-Stmt For::make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body) {
+Stmt For::make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag) {
   assert(min.defined() && extent.defined() && body.defined());
   assert(min.type() == DataType::i32() && extent.type() == DataType::i32());
-  return new For(std::move(name), std::move(min), std::move(extent), kind, std::move(body));
+  assert(thread_tag.empty() || kind == ForKind::kSerial);
+  return new For(std::move(name), std::move(min), std::move(extent), kind, std::move(body), std::move(thread_tag));
 }
 
 Stmt Store::make(std::string name, std::vector<Expr> indices, Expr value) {

@@ -53,13 +53,23 @@ const char* for_kind_name(ForKind kind);
 
 // for name in [min, min + extent): body. The loop variable is i32.
 struct For : StmtNode<NodeKind::kFor> {
-  For(std::string n, Expr m, Expr e, ForKind k, Stmt b)
-      : name(std::move(n)), min(std::move(m)), extent(std::move(e)), kind(k), body(std::move(b)) {}
+  For(std::string n, Expr m, Expr e, ForKind k, Stmt b, std::string t)
+      : name(std::move(n)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        kind(k),
+        body(std::move(b)),
+        thread_tag(std::move(t)) {}
   const std::string name;
   const Expr min, extent;
   const ForKind kind;
   const Stmt body;
-  static Stmt make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body);
+  // The GPU dimension the loop is bound to (bind(): "blockIdx.x", "threadIdx.y",
+  // "vthread"); empty for a loop the code runs itself. A bound loop is serial: its
+  // iterations are the GPU's blocks or threads, and anything that runs it as an
+  // ordinary loop (the interpreter) computes the same result.
+  const std::string thread_tag;
+  static Stmt make(std::string name, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag = {});
 };
 
 // name[indices] = value (one index per dimension, or one flat index after flattening).

@@ -42,12 +42,12 @@ class AutoUnroll : public IRMutator {
     Stmt body = mutate(op->body);
     max_step_ = saved;
     ForKind kind = op->kind;
-    if (!marks && max_step_ > 0 && kind == ForKind::kSerial && as_const_int(op->extent)) {
+    if (!marks && max_step_ > 0 && kind == ForKind::kSerial && op->thread_tag.empty() && as_const_int(op->extent)) {
       int64_t steps = *as_const_int(op->extent) * steps_of(body);
       if (steps <= max_step_) kind = ForKind::kUnrolled;
     }
     if (body.same_as(op->body) && kind == op->kind) return op;
-    return For::make(op->name, op->min, op->extent, kind, body);
+    return For::make(op->name, op->min, op->extent, kind, body, op->thread_tag);
   }
 
  private:

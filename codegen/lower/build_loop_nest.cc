@@ -164,7 +164,8 @@ class NestBuilder {
     }
     auto make_loop = [&](size_t p, Stmt body) {
       const Loop& loop = s.loops[size_t(s.leaf[p])];
-      return For::make(var_at(p), zero_, make_int(g.extents[size_t(s.leaf[p])]), loop.kind, std::move(body));
+      return For::make(var_at(p), zero_, make_int(g.extents[size_t(s.leaf[p])]), loop.kind, std::move(body),
+                       loop.thread_tag);
     };
 
     // A reduction initializes its output just outside the first reduction loop, over

@@ -67,7 +67,7 @@ class CodeSizeLimiter {
     if (kind == ForKind::kUnrolled && (!e || *e * body_size > max_)) kind = ForKind::kSerial;
     *size = kind == ForKind::kUnrolled ? *e * body_size : 1 + body_size;
     if (body.same_as(op->body) && kind == op->kind) return op;
-    return For::make(op->name, op->min, op->extent, kind, body);
+    return For::make(op->name, op->min, op->extent, kind, body, op->thread_tag);
   }
 
   int64_t max_;

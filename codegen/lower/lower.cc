@@ -11,12 +11,18 @@
 //   -- the target-independent nest: analyses, the interpreter, loop_nest observations --
 //   the target's own passes, in the order it lists them (LoweringTarget::passes):
 //     cpu              vectorize_loops.cc  vectorized loops become vector code
+//     cuda             check_gpu_loops.cc  loop kinds and bound loops' tags, nesting, extents
+//                      check_gpu_kernels.cc  one kernel per bound nest: launch limits, no
+//                                          work left on one thread
+//                      check_gpu_stores.cc  no two threads write one element (reductions,
+//                                          buffers private to a thread)
 //
-// Every pass that changes the nest reports to LowerOptions::after_pass (the lowering
-// log of `tensorgym lower --after`).
+// Every pass that changes the nest, and every target pass, reports to
+// LowerOptions::after_pass (the lowering log of `tensorgym lower --after`).
 #include "codegen/lower/lower.h"
 
 #include "codegen/ir/ir_mutator.h"
+#include "codegen/ir/ir_visitor.h"
 #include "codegen/ir/simplify.h"
 #include "codegen/lower/lowering_context.h"
 #include "codegen/lower/reuse_nest.h"
@@ -33,6 +39,22 @@ void log_pass(const LowerOptions& options, std::string_view pass, const LoopNest
   LoopNest after = nest;
   after.body = body;
   options.after_pass(pass, after);
+}
+
+// The outermost first loop bound by bind(), or null.
+const For* first_bound_loop(const Stmt& body) {
+  struct Finder : IRVisitor {
+    const For* found = nullptr;
+    void visit(const For* op) override {
+      if (found) return;
+      if (!op->thread_tag.empty())
+        found = op;
+      else
+        IRVisitor::visit(op);
+    }
+  } finder;
+  finder.visit_stmt(body);
+  return finder.found;
 }
 
 // The pipeline up to limit_code_size.
@@ -93,15 +115,24 @@ Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options
 }
 
 Expected<LoopNest> lower(const ScheduleState& state, const LoweringTarget& target, const LowerOptions& options) {
-  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(state, options));
-  return lower_for_target(std::move(nest), target, options);
+  LowerOptions for_target = options;
+  for_target.allow_thread_binding = options.allow_thread_binding || target.thread_binding;
+  TG_ASSIGN_OR_RETURN(LoopNest nest, lower(state, for_target));
+  return lower_for_target(std::move(nest), target, for_target);
 }
 
 Expected<LoopNest> lower_for_target(LoopNest nest, const LoweringTarget& target, const LowerOptions& options) {
   if (!nest.target.empty())
     return failed_precondition("the loop nest was already lowered for target " + nest.target);
+  if (!target.thread_binding) {
+    // A nest lowered with thread binding allowed (for another target) keeps its bound loops.
+    if (const For* bound = first_bound_loop(nest.body))
+      return failed_precondition("loop " + bound->name + " is bound to " + bound->thread_tag + "; the " +
+                                 target.name + " target does not support thread binding");
+  }
   for (const TargetPass& pass : target.passes) {
-    nest.body = pass.run(nest.body);
+    if (pass.run) nest.body = pass.run(nest.body);
+    if (pass.check) TG_RETURN_IF_ERROR(pass.check(nest.body));
     log_pass(options, pass.name, nest, nest.body);
   }
   nest.target = target.name;

@@ -17,10 +17,12 @@ namespace tensorgym {
 // Most statements one unrolled loop may expand to (limit_code_size.cc).
 inline constexpr int64_t kMaxUnrolledStatements = 256;
 
-// A pass a target adds after the generic pipeline: a rewrite of the nest's body.
+// A pass a target adds after the generic pipeline: a rewrite of the nest's body, or a
+// check that rejects a nest the target cannot run (the error says why).
 struct TargetPass {
   std::string_view name;  // as the lowering log (`tensorgym lower --after`) names it
-  Stmt (*run)(const Stmt& body);
+  Stmt (*run)(const Stmt& body) = nullptr;
+  Status (*check)(const Stmt& body) = nullptr;
 };
 
 // What lowering needs of a target: its name and its own passes, in order (a backend
@@ -28,10 +30,14 @@ struct TargetPass {
 struct LoweringTarget {
   std::string name;  // "cpu"
   std::vector<TargetPass> passes;
+  // Whether the target runs loops bound by bind() (a GPU); lowering for it allows
+  // thread binding whatever LowerOptions say.
+  bool thread_binding = false;
 };
 
 struct LowerOptions {
-  // GPU backends accept bind(); the CPU target rejects a bound loop.
+  // GPU backends accept bind(); the CPU target rejects a bound loop. Lowering for a
+  // target with LoweringTarget::thread_binding sets it.
   bool allow_thread_binding = false;
   // Run the simplifier (turn off only to look at the raw nest).
   bool simplify = true;

@@ -154,7 +154,7 @@ class LoopKindSetter : public IRMutator {
       if (name == op->name) kind = k;
     Stmt body = mutate(op->body);
     if (kind == op->kind && body.same_as(op->body)) return op;
-    return For::make(op->name, op->min, op->extent, kind, body);
+    return For::make(op->name, op->min, op->extent, kind, body, op->thread_tag);
   }
   Stmt visit(const Store* op) override { return op; }  // no loops below a store
 
@@ -371,7 +371,7 @@ Stmt reorder_loops(const ScheduleState& before, const StageSchedule& x, const St
     for (const For* c : chain)
       if (c->name == var) old = c;
     if (!old) return Stmt();  // not a permutation of [a, b)
-    inside = For::make(var, old->min, old->extent, old->kind, std::move(inside));
+    inside = For::make(var, old->min, old->extent, old->kind, std::move(inside), old->thread_tag);
   }
   return NodeReplacer(chain.front(), inside).mutate(body);
 }

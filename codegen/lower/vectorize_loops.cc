@@ -134,7 +134,7 @@ class LaneWidener : public IRMutator {
     }
     Stmt body = mutate(op->body);
     if (body.same_as(op->body)) return op;
-    return For::make(op->name, op->min, op->extent, op->kind, body);
+    return For::make(op->name, op->min, op->extent, op->kind, body, op->thread_tag);
   }
 
   Stmt visit(const Allocate* op) override {
@@ -187,7 +187,7 @@ class LoopVectorizer : public IRMutator {
       return For::make(op->name, op->min, op->extent, ForKind::kSerial, body);
     }
     if (body.same_as(op->body)) return op;
-    return For::make(op->name, op->min, op->extent, op->kind, body);
+    return For::make(op->name, op->min, op->extent, op->kind, body, op->thread_tag);
   }
 };
 

@@ -1,0 +1,73 @@
+#include "codegen/lower/gpu_launch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/ir/ir_visitor.h"
+
+namespace tensorgym {
+
+GpuTag parse_gpu_tag(std::string_view tag) {
+  if (tag == "vthread") return {GpuDim::kVirtual, 0};
+  GpuDim dim = GpuDim::kNone;
+  if (tag.starts_with("blockIdx."))
+    dim = GpuDim::kBlock;
+  else if (tag.starts_with("threadIdx."))
+    dim = GpuDim::kThread;
+  if (dim == GpuDim::kNone || tag.size() != tag.find('.') + 2) return {};
+  const char axis = tag.back();
+  if (axis < 'x' || axis > 'z') return {};
+  return {dim, axis - 'x'};
+}
+
+int64_t max_gpu_extent(GpuTag tag) {
+  if (tag.dim == GpuDim::kThread) return tag.axis == 2 ? 64 : 1024;
+  if (tag.dim == GpuDim::kBlock) return tag.axis == 0 ? (int64_t(1) << 31) - 1 : 65535;
+  return INT64_MAX;
+}
+
+bool is_launch_loop(const For* loop) {
+  const GpuDim dim = parse_gpu_tag(loop->thread_tag).dim;
+  return dim == GpuDim::kBlock || dim == GpuDim::kThread;
+}
+
+std::string GpuLaunch::describe() const {
+  return fmt::format("blocks {} x {} x {}, threads {} x {} x {}", blocks[0], blocks[1], blocks[2], threads[0],
+                     threads[1], threads[2]);
+}
+
+GpuLaunch launch_of(const For* kernel) {
+  struct Collector : IRVisitor {
+    GpuLaunch launch;
+    void visit(const For* op) override {
+      const GpuTag tag = parse_gpu_tag(op->thread_tag);
+      const int64_t* extent = as_const_int(op->extent);
+      if (extent && tag.dim == GpuDim::kBlock) launch.blocks[tag.axis] = std::max(launch.blocks[tag.axis], *extent);
+      if (extent && tag.dim == GpuDim::kThread) launch.threads[tag.axis] = std::max(launch.threads[tag.axis], *extent);
+      IRVisitor::visit(op);
+    }
+  } c;
+  c.visit(kernel);
+  return c.launch;
+}
+
+void for_each_kernel(const Stmt& s, const std::function<void(const For* kernel)>& f) {
+  struct Finder : IRVisitor {
+    const std::function<void(const For*)>& f;
+    explicit Finder(const std::function<void(const For*)>& fn) : f(fn) {}
+    void visit(const For* op) override {
+      if (is_launch_loop(op))
+        f(op);  // its inner launch loops belong to it
+      else
+        IRVisitor::visit(op);
+    }
+  } finder(f);
+  finder.visit_stmt(s);
+}
+
+std::string_view stage_of_loop(std::string_view loop_name) {
+  return loop_name.substr(0, std::min(loop_name.find('.'), loop_name.size()));
+}
+
+}  // namespace tensorgym
