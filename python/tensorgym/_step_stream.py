@@ -139,8 +139,9 @@ def open_stream(env, conn) -> Optional[StepStream]:
     with _lock:
         if _watcher_pid != os.getpid():  # first use, or a forked child: the parent's streams are not ours
             _open.clear()
-            threading.Thread(target=_watch_all, name="tensorgym-step-streams", daemon=True).start()
             _watcher_pid = os.getpid()
+            threading.Thread(target=_watch_all, args=(_watcher_pid,), name="tensorgym-step-streams",
+                             daemon=True).start()
         if len(_open) >= _MAX_STREAMS:
             return None
         stream = StepStream(env, conn)
@@ -149,8 +150,7 @@ def open_stream(env, conn) -> Optional[StepStream]:
         return stream
 
 
-def _watch_all() -> None:
-    me = os.getpid()
+def _watch_all(me: int) -> None:
     while _watcher_pid == me:
         time.sleep(_WATCH_PERIOD_S)
         with _lock:
