@@ -10,9 +10,12 @@ Starts one `tensorgym serve` (managed, on 127.0.0.1) and measures on it:
    the schedule and succeeds):
    - C++: build/bin/client_steps_benchmark, a client::RemoteEnv with default options
      in its own process, driven round by round over a pipe;
-   - Python: one TensorGymEnv (cheap steps on its Session stream, the default);
-   - Python, unary: the same with every step a unary call (what the stream saves).
-   Rounds interleave the three (order rotated each round); each round starts a fresh
+   - Python: one TensorGymEnv as made (cheap steps on its Session stream, driven from
+     the stepping thread: python/tensorgym/_step_stream.py);
+   - Python, public stream: the same stream through grpcio's public API (the fallback
+     where grpcio's internals differ);
+   - Python, unary: every step a unary call (what the stream saves).
+   Rounds interleave the four (order rotated each round); each round starts a fresh
    episode (not timed) and times `--steps` steps. The table gives median steps/s and the
    median over rounds of each round's Python / C++ ratio.
 2. N environments in a gymnasium AsyncVectorEnv (tensorgym.make_vec on the same
@@ -38,6 +41,7 @@ import time
 import numpy as np
 
 import tensorgym
+from tensorgym import _step_stream
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARK = "benchmark://ops-v0/gmm-1"
@@ -75,12 +79,21 @@ class CppClient:
         self.process.wait(10)
 
 
-def python_env(service, observations, reward, mask, unary=False):
+def python_env(service, observations, reward, mask, transport="default"):
     env = tensorgym.make("schedule-v0", service=service, benchmark=BENCHMARK,
                          observation_space=(observations[0] if len(observations) == 1 else observations or None),
                          reward_space=reward, action_mask=mask)
-    if unary:
+    if transport == "unary":
         env._open_step_stream = lambda: None  # this instance only: every step a unary call
+    elif transport == "public":
+        # Its stream is opened now, on grpcio's public API, and kept for its life.
+        _step_stream._direct_works = False
+        try:
+            env.reset(seed=0)
+            env.step(ACTION)
+        finally:
+            _step_stream._direct_works = _step_stream._cygrpc is not None
+        assert not env._step_stream.direct
     return env
 
 
@@ -142,36 +155,36 @@ def main() -> int:
     try:
         cpp = CppClient(args.cpp_client, service.address)
         try:
-            print("\n| observation | C++ steps/s | Python steps/s | Python / C++ | Python unary steps/s | unary / C++ |")
+            print("\n| observation | C++ steps/s | Python steps/s | Python / C++ (range) "
+                  "| public stream / C++ | unary / C++ |")
             print("| --- | --- | --- | --- | --- | --- |")
             for name, (observations, reward, mask) in SETTINGS.items():
-                env = python_env(service, observations, reward, mask)
-                unary = python_env(service, observations, reward, mask, unary=True)
-                runs = {"cpp": [], "python": [], "unary": []}
-                ratio, unary_ratio = [], []
+                envs = {t: python_env(service, observations, reward, mask, t) for t in ("default", "public", "unary")}
+                runs = {"cpp": [], "default": [], "public": [], "unary": []}
+                ratios = {t: [] for t in envs}
                 for r in range(args.rounds + 1):  # round 0 warms every client up, not counted
-                    order = ["cpp", "python", "unary"]
-                    order = order[r % 3:] + order[:r % 3]
+                    order = list(runs)
+                    order = order[r % len(order):] + order[:r % len(order)]
                     got = {}
                     for who in order:
                         if who == "cpp":
                             got[who] = cpp.round(args.steps, observations, reward, mask)
                         else:
-                            got[who] = python_round(env if who == "python" else unary, args.steps)
+                            got[who] = python_round(envs[who], args.steps)
                     if r == 0:
                         continue
                     for who, v in got.items():
                         runs[who].append(v)
-                    ratio.append(got["python"] / got["cpp"])
-                    unary_ratio.append(got["unary"] / got["cpp"])
-                env.close()
-                unary.close()
+                    for t in envs:
+                        ratios[t].append(got[t] / got["cpp"])
+                for env in envs.values():
+                    env.close()
                 row = {k: statistics.median(v) for k, v in runs.items()}
-                row.update(ratio=statistics.median(ratio), ratio_min=min(ratio), ratio_max=max(ratio),
-                           unary_ratio=statistics.median(unary_ratio), rounds=runs)
+                row.update({f"{t}_ratio": statistics.median(v) for t, v in ratios.items()},
+                           ratio_min=min(ratios["default"]), ratio_max=max(ratios["default"]), rounds=runs)
                 results["single"][name] = row
-                print(f"| {name} | {row['cpp']:.0f} | {row['python']:.0f} | {row['ratio']:.2f} "
-                      f"({row['ratio_min']:.2f}–{row['ratio_max']:.2f}) | {row['unary']:.0f} | "
+                print(f"| {name} | {row['cpp']:.0f} | {row['default']:.0f} | {row['default_ratio']:.2f} "
+                      f"({row['ratio_min']:.2f}–{row['ratio_max']:.2f}) | {row['public_ratio']:.2f} | "
                       f"{row['unary_ratio']:.2f} |", flush=True)
         finally:
             cpp.close()

@@ -9,6 +9,7 @@ import pytest
 
 import tensorgym
 from tensorgym import ServiceError, _step_stream
+from tensorgym.proto import pb
 
 ACTIONS = ["split(C.i, 16, io, ii)", "parallel(C.io)", "split(C.k, 8, ko, ki)"]
 
@@ -22,12 +23,23 @@ def _wait_for(predicate, timeout_s=5.0):
     return predicate()
 
 
+@pytest.fixture(params=["direct", "public"])
+def transport(request, monkeypatch):
+    """Each test on both streams: driven from the stepping thread (grpcio's internal
+    call API), and grpcio's public stream API, the fallback."""
+    if request.param == "public":
+        monkeypatch.setattr(_step_stream, "_direct_works", False)
+    elif not _step_stream._direct_works:
+        pytest.skip("this grpcio has no internal call API of the expected shape")
+    return request.param
+
+
 def _stopped(pid):
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def test_cheap_steps_share_one_stream_and_answer_as_unary_steps(service):
+def test_cheap_steps_share_one_stream_and_answer_as_unary_steps(service, transport):
     streamed = tensorgym.make("schedule-v0", service=service, observation_space=["features_flat", "flops"])
     unary = tensorgym.make("schedule-v0", service=service, observation_space=["features_flat", "flops"])
     unary._open_step_stream = lambda: None  # this instance steps unary only
@@ -40,6 +52,7 @@ def test_cheap_steps_share_one_stream_and_answer_as_unary_steps(service):
             want = unary.step(a)
             stream = stream or streamed._step_stream
             assert streamed._step_stream is stream  # one stream for the whole episode
+            assert stream.direct == (transport == "direct")
             assert got[1] == want[1] and got[2:4] == want[2:4]
             assert (got[0]["features_flat"] == want[0]["features_flat"]).all()
             assert got[4]["action_had_no_effect"] == want[4]["action_had_no_effect"]
@@ -67,7 +80,7 @@ def test_a_step_that_may_measure_is_unary(service):
         env.close()
 
 
-def test_the_stream_closes_with_its_environment(service):
+def test_the_stream_closes_with_its_environment(service, transport):
     env = tensorgym.make("schedule-v0", service=service)
     env.reset(seed=0)
     env.step(ACTIONS[0])
@@ -77,7 +90,7 @@ def test_the_stream_closes_with_its_environment(service):
     assert _wait_for(lambda: stream not in _step_stream._open)
 
 
-def test_a_fork_steps_on_its_own_stream(service):
+def test_a_fork_steps_on_its_own_stream(service, transport):
     env = tensorgym.make("schedule-v0", service=service)
     try:
         env.reset(seed=0)
@@ -112,7 +125,7 @@ def test_past_the_cap_steps_are_unary(service, monkeypatch):
         b.close()
 
 
-def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on():
+def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on(transport):
     managed = tensorgym.ManagedService()
     env = tensorgym.make("schedule-v0", service=managed, timeout_s=1.0)
     try:
@@ -136,7 +149,7 @@ def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on():
         managed.close()
 
 
-def test_a_stream_broken_by_a_crash_recovers():
+def test_a_stream_broken_by_a_crash_recovers(transport):
     managed = tensorgym.ManagedService()
     env = tensorgym.make("schedule-v0", service=managed)
     try:
@@ -148,6 +161,33 @@ def test_a_stream_broken_by_a_crash_recovers():
         assert "error" not in info
         assert env._step_stream is not first and env.connection.stats["restarts"] == 1
         assert list(env.state.actions) == ACTIONS[:2]
+    finally:
+        env.close()
+        managed.close()
+
+
+def test_a_session_the_server_forgot_is_replayed_on_the_stream(service, transport):
+    env = tensorgym.make("schedule-v0", service=service)
+    try:
+        env.reset(seed=0)
+        env.step(ACTIONS[0])
+        env.connection.raw("EndSession", pb.EndSessionRequest(session_id=env.session_id))
+        _, _, _, _, info = env.step(ACTIONS[1])
+        assert "error" not in info and env.connection.stats["replays"] == 1
+        assert list(env.state.actions) == ACTIONS[:2]
+    finally:
+        env.close()
+
+
+def test_a_closed_connection_under_a_stream_is_an_error_not_a_hang(transport):
+    env = tensorgym.make("schedule-v0", service=tensorgym.ManagedService(), reconnect_timeout_s=2)
+    managed = env.connection.managed
+    try:
+        env.reset(seed=0)
+        env.step(ACTIONS[0])
+        managed.close()  # stopped for good: recovery restarts it
+        _, _, _, _, info = env.step(ACTIONS[1])
+        assert "error" not in info and list(env.state.actions) == ACTIONS[:2]
     finally:
         env.close()
         managed.close()
