@@ -147,9 +147,11 @@ def _open_direct(conn) -> "Optional[_DirectCall]":
         return None
     try:
         return _DirectCall(conn)
-    except Exception:
-        _direct_works = False  # not the grpcio this was written against: use the public stream
+    except (AttributeError, TypeError):
+        _direct_works = False  # not the grpcio this was written against: the public stream from now on
         return None
+    except Exception:
+        return None  # this once (a channel closing under it): the public stream says what went wrong
 
 
 class StepStream:
@@ -213,9 +215,11 @@ class StepStream:
             self._deadline = 0.0
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with _lock:  # the stepping thread and the watchdog may both close it
+            if self._closed:
+                return
+            self._closed = True
+            _open.discard(self)
         if self._direct is not None:
             self._direct.finish()
         else:
@@ -224,8 +228,6 @@ class StepStream:
                 self._responses.cancel()
             except Exception:
                 pass
-        with _lock:
-            _open.discard(self)
 
     def _cancel(self) -> None:
         if self._direct is not None:
