@@ -132,8 +132,8 @@ def test_past_the_cap_steps_are_unary(service, monkeypatch):
         b.close()
 
 
-def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on(transport):
-    managed = tensorgym.ManagedService()
+def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on(service, transport):
+    managed = service  # stopped for a moment, then resumed
     env = tensorgym.make("schedule-v0", service=managed, timeout_s=1.0)
     try:
         env.reset(seed=0)
@@ -153,7 +153,6 @@ def test_a_stream_step_past_its_deadline_fails_and_the_episode_goes_on(transport
         assert list(env.state.actions) == ACTIONS[:2]
     finally:
         env.close()
-        managed.close()
 
 
 def test_a_stream_broken_by_a_crash_recovers(transport):
@@ -186,7 +185,7 @@ def test_a_session_the_server_forgot_is_replayed_on_the_stream(service, transpor
         env.close()
 
 
-def test_a_stream_whose_service_stopped_recovers(transport):
+def test_a_stream_whose_service_stopped_recovers():
     env = tensorgym.make("schedule-v0", service=tensorgym.ManagedService())
     managed = env.connection.managed
     try:
