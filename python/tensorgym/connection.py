@@ -122,6 +122,11 @@ class Connection:
         """A unary call without retries: raises grpc.RpcError (environments handle recovery)."""
         return getattr(self.stub, method)(request, timeout=timeout or self.call_timeout_s, metadata=self._metadata)
 
+    def open_session_stream(self, requests):
+        """A Session stream that sends the StepRequests `requests` yields; returns the
+        iterator of StepResponses. No deadline: its user keeps one per step."""
+        return self.stub.Session(requests, metadata=self._metadata)
+
     def recover(self, seen_epoch: int) -> None:
         """Brings the service back after UNAVAILABLE. When the server that answers is
         another process (a restart), `epoch` changes and environments replay; when it is

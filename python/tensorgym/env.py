@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces as gs
 
+from . import _step_stream
 from .connection import Connection, connect
 from .errors import ServiceError, ServiceUnavailable, from_rpc_error, status_code
 from .proto import pb
@@ -397,13 +398,18 @@ class TensorGymEnv(gym.Env):
 
     def _step_events(self, events, observations, rewards) -> "pb.StepResponse":
         entry = _Entry(list(events), rewards)
+        cheap = self._cannot_measure(observations, rewards)
         for _ in range(_MAX_ATTEMPTS):
             self._ensure_session()
             epoch = self._conn.epoch
             request = pb.StepRequest(session_id=self._session_id, action=events, observation_space=observations,
                                      reward_space=rewards, error_in_response=True)
+            stream = self._open_step_stream() if cheap else None
             try:
-                response = self._conn.raw("Step", request, timeout=self._timeout)
+                if stream is not None:
+                    response = stream.step(request, self._timeout or self._conn.call_timeout_s)
+                else:
+                    response = self._conn.raw("Step", request, timeout=self._timeout)
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.UNAVAILABLE:
                     self._conn.recover(epoch)
@@ -425,6 +431,29 @@ class TensorGymEnv(gym.Env):
                 self._history.append(entry)
             return response
         raise ServiceUnavailable(f"the step did not go through after {_MAX_ATTEMPTS} recoveries")
+
+    def _cannot_measure(self, observations, rewards) -> bool:
+        """Whether a step asking for these can be answered without a measurement (such
+        steps go on the step stream; one that may measure stays unary, with its deadline)."""
+        key = (tuple(observations), tuple(rewards))
+        known = self.__dict__.setdefault("_cheap_steps", {})
+        cheap = known.get(key)
+        if cheap is None:
+            obs, rew = self._obs_spaces, self._reward_spaces
+            cheap = (all(n in obs and not obs[n].platform_dependent for n in observations)
+                     and all(n in rew and not rew[n].platform_dependent for n in rewards))
+            known[key] = cheap
+        return cheap
+
+    def _open_step_stream(self):
+        """This environment's Session stream (opened on first use, and again after it
+        broke or the connection moved), or None: then steps are unary."""
+        stream = self.__dict__.get("_step_stream")
+        if stream is not None and stream.usable_by(self, self._conn):
+            return stream
+        if stream is not None and stream.channel is not self._conn.channel:
+            stream.close()  # on a channel a recovery replaced (a fork's copy leaves its original's alone)
+        return _step_stream.open_stream(self, self._conn)
 
     def _settle_lost_step(self) -> None:
         """After a step whose answer was lost on a server that is still there: if it was
