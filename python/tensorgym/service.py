@@ -1,16 +1,16 @@
 """Managed mode: a `tensorgym serve` child process that lives as long as its users.
 
-The child gets --parent-pid (it exits when it finds itself orphaned, so a Python process
-killed with SIGKILL leaves no server) and, when started from the main thread,
-PR_SET_PDEATHSIG. Stopped when the last user releases it, and at interpreter exit.
+The child gets --parent-pid: it exits when it finds itself orphaned, so a Python process
+killed with SIGKILL leaves no server. (No preexec_fn for PR_SET_PDEATHSIG: it makes
+subprocess fork for real in a process with gRPC threads, whose fork handlers can abort
+the child before it execs.) Stopped when the last user releases it, and at interpreter
+exit.
 """
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,8 +21,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .errors import ServiceError, ServiceUnavailable
 
 import grpc
-
-_PR_SET_PDEATHSIG = 1
 
 
 def find_binary(binary: Optional[str] = None) -> str:
@@ -49,14 +47,6 @@ def find_binary(binary: Optional[str] = None) -> str:
                        "cannot find the tensorgym executable to start the service"
                        + (f" ({binary})" if binary else "")
                        + "; build it (scripts/setup), pass binary=, or set $TENSORGYM_BINARY")
-
-
-def _death_signal():
-    # Runs in the child between fork and exec.
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except Exception:
-        pass
 
 
 class ManagedService:
@@ -86,18 +76,16 @@ class ManagedService:
             self._watcher.start()
 
     def _watch(self) -> None:
-        # This thread also starts the restarted servers, so PR_SET_PDEATHSIG ties them to
-        # it: it lives until close().
         while not self._closed.wait(0.05):
             with self._lock:
                 if self._closed.is_set() or self.alive():
                     continue
                 port = int(self.address.rsplit(":", 1)[1])
                 try:
-                    self._start(port, death_signal=True)
+                    self._start(port)
                 except ServiceError:
                     try:
-                        self._start(0, death_signal=True)  # the port was taken meanwhile
+                        self._start(0)  # the port was taken meanwhile
                     except ServiceError:
                         pass  # tried again on the next tick
 
@@ -108,19 +96,15 @@ class ManagedService:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def _start(self, port: int = 0, death_signal: bool = False) -> None:
+    def _start(self, port: int = 0) -> None:
         tmp = tempfile.mkdtemp(prefix="tensorgym-client-")
         port_file = os.path.join(tmp, "port")
         # Quiet unless asked: the service's info lines would interleave with the trainer's.
         level = [] if "--log-level" in self.args else ["--log-level", "warning"]
         argv = [self.binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--port-file", port_file,
                 "--parent-pid", str(os.getpid())] + level + self.args
-        # PR_SET_PDEATHSIG fires when the forking *thread* ends: only from a thread that
-        # lives as long as the server (the main thread, the watcher).
-        tied = death_signal or threading.current_thread() is threading.main_thread()
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       preexec_fn=_death_signal if tied else None, close_fds=True)
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True)
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise ServiceUnavailable(f"cannot start {self.binary}: {e}") from e
