@@ -18,6 +18,7 @@
 #include "codegen/backend/registry.h"
 #include "codegen/cuda/ptxas.h"
 #include "codegen/lower/lower.h"
+#include "codegen/measure/runner.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/registry.h"
 #include "tests/test_support.h"
@@ -245,6 +246,25 @@ TEST(CudaCodegen, APtxasErrorIsACompileErrorWithItsText) {
   EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(exe.status().message(), "ptxas rejected the PTX for sm_90");
   EXPECT_CONTAINS(exe.status().message(), "Unresolved extern function");
+}
+
+TEST(CudaCodegen, ASandboxedMeasurementCompilesThenSaysItCannotRun) {
+  // The worker may not start ptxas (its sandbox forbids exec): the PTX is generated all
+  // the same, and the error is the target's, not the assembler's.
+  RunnerOptions options;
+  options.num_workers = 1;
+  options.worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+  Runner runner(options);
+  MeasureRequest request;
+  request.program = kGemm;
+  request.schedule = kGpuGemm;
+  request.target = "cuda";
+  request.emit_code_text = true;
+  const MeasureResult r = runner.measure(request);
+  runner.shutdown();
+  EXPECT_EQ(r.error, MeasureError::kCompile) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "the cuda target cannot be measured here (no GPU runner): its code was generated");
+  EXPECT_CONTAINS(r.code_text, ".entry tg_kernel_0(");
 }
 
 // A simple GPU tiling of every stage: its first spatial loop over blocks, its last

@@ -99,9 +99,15 @@ class CudaBackend final : public Backend {
       d.params.insert(d.params.end(), k.scalar_params.begin(), k.scalar_params.end());
       out.push_back(std::move(d));
     }
-    if (!cuda::find_ptxas().empty()) {
-      Expected<std::map<std::string, cuda::PtxasStats>> stats = cuda::assemble_ptx(ptx, arch);
-      if (!stats.ok()) return stats.status();  // "ptxas rejected the PTX for sm_90: <its messages>"
+    Expected<std::map<std::string, cuda::PtxasStats>> stats =
+        cuda::find_ptxas().empty() ? Expected<std::map<std::string, cuda::PtxasStats>>(not_found("no ptxas"))
+                                   : cuda::assemble_ptx(ptx, arch);
+    // Rejected PTX ("ptxas rejected the PTX for sm_90: <its messages>") or a ptxas that
+    // hangs is the compile's error. A ptxas that cannot start (a sandboxed measurement
+    // worker may not start programs) leaves the kernels unassembled.
+    const StatusCode code = stats.status().code();
+    if (!stats.ok() && code != StatusCode::kNotFound && code != StatusCode::kUnavailable) return stats.status();
+    if (stats.ok()) {
       for (DeviceKernel& d : out) {
         auto it = stats->find(d.name);
         if (it == stats->end()) continue;
