@@ -4,7 +4,6 @@
 // are the interpreter's to check (cuda_lowering_test.cc), not these tests'.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,8 +289,8 @@ std::string simple_gpu_tiling(const Program& p) {
 // accepts for sm_90. The norm at batch 1 reduces everything to one value, which needs a
 // reduction across threads (not available yet); at batch 16 each thread has its own.
 TEST(CudaCodegen, EveryOpsFamilyWithASimpleTilingAssembles) {
-  for (const char* name : {"gmm-1", "c1d-1", "c2d-1", "c3d-1", "grp-1", "dil-1", "dep-1", "t2d-1", "cap-1",
-                           "nrm-1-b16"}) {
+  for (const char* name :
+       {"gmm-1", "c1d-1", "c2d-1", "c3d-1", "grp-1", "dil-1", "dep-1", "t2d-1", "cap-1", "nrm-1-b16"}) {
     const std::string uri = fmt::format("benchmark://ops-v0/{}", name);
     SCOPED_TRACE(uri);
     Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);

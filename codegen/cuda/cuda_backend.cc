@@ -120,8 +120,8 @@ class CudaBackend final : public Backend {
       }
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return std::shared_ptr<const Executable>(std::make_shared<CudaExecutable>(nest, options.keep_code_text ? std::move(ptx) : std::string(),
-                                            std::move(out), ms));
+    return std::shared_ptr<const Executable>(std::make_shared<CudaExecutable>(
+        nest, options.keep_code_text ? std::move(ptx) : std::string(), std::move(out), ms));
   }
 };
 

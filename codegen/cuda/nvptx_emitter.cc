@@ -243,8 +243,9 @@ class KernelEmitter {
       case NodeKind::kAllocate: return emit_allocate(s.as<Allocate>());
       case NodeKind::kIfThenElse: {
         const IfThenElse* op = s.as<IfThenElse>();
-        emit_if(emit_expr(op->condition), [&] { emit_stmt(op->then_case); },
-                op->else_case.defined() ? [&] { emit_stmt(op->else_case); } : std::function<void()>());
+        emit_if(
+            emit_expr(op->condition), [&] { emit_stmt(op->then_case); },
+            op->else_case.defined() ? [&] { emit_stmt(op->else_case); } : std::function<void()>());
         return;
       }
       case NodeKind::kBlock:
@@ -267,8 +268,7 @@ class KernelEmitter {
     }
   }
 
-  void emit_if(llvm::Value* condition, const std::function<void()>& then_case,
-               const std::function<void()>& else_case) {
+  void emit_if(llvm::Value* condition, const std::function<void()>& then_case, const std::function<void()>& else_case) {
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
     llvm::BasicBlock* else_bb = else_case ? llvm::BasicBlock::Create(ctx_, "if.else", fn_) : nullptr;
     llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
