@@ -3,8 +3,9 @@
 // it, all in a sandboxed worker process (codegen/measure/). Prints the runtime
 // (median and spread), GFLOP/s, compile time and whether the outputs were correct;
 // exit status 0 only when they were. `--emit llvm` prints the optimized LLVM IR
-// instead (compiled in this process). A target that cannot run here (cuda: no code
-// generation, no GPU runner yet) is lowered and checked, then refused with the reason.
+// instead (compiled in this process), `--emit ptx` the PTX of the cuda target. A target
+// that cannot run here (cuda: no GPU runner yet) is lowered, checked and compiled (its
+// kernels and ptxas statistics printed), then refused with the reason.
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -141,29 +142,105 @@ int emit_llvm(const std::string& program_text, const std::string& schedule_text,
   return 0;
 }
 
+// A device target's kernels: launch and, where the assembler ran, its statistics.
+std::string kernels_text(const Executable& exe) {
+  std::string text;
+  for (const DeviceKernel& k : exe.kernels()) {
+    text += fmt::format("kernel     {} (stage {}): blocks {} x {} x {}, threads {} x {} x {}", k.name,
+                        k.stage.empty() ? "-" : k.stage, k.blocks[0], k.blocks[1], k.blocks[2], k.threads[0],
+                        k.threads[1], k.threads[2]);
+    if (k.assembled) {
+      text += fmt::format("; ptxas: {} registers, {} bytes spilled (stores) / {} (loads), {} bytes shared, {} "
+                          "bytes stack",
+                          k.registers, k.spill_store_bytes, k.spill_load_bytes, k.shared_bytes, k.stack_bytes);
+    } else {
+      text += "; not assembled (no ptxas)";
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+Json kernels_json(const Executable& exe) {
+  Json kernels = Json::array();
+  for (const DeviceKernel& k : exe.kernels())
+    kernels.push_back(Json{{"name", k.name},
+                           {"stage", k.stage},
+                           {"blocks", {k.blocks[0], k.blocks[1], k.blocks[2]}},
+                           {"threads", {k.threads[0], k.threads[1], k.threads[2]}},
+                           {"params", k.params}});
+  return kernels;
+}
+
+// ptxas's statistics by kernel name; null when no kernel was assembled.
+Json ptxas_stats_json(const Executable& exe) {
+  Json stats = Json::object();
+  for (const DeviceKernel& k : exe.kernels()) {
+    if (!k.assembled) continue;
+    stats[k.name] = Json{{"registers", k.registers},
+                         {"spill_store_bytes", k.spill_store_bytes},
+                         {"spill_load_bytes", k.spill_load_bytes},
+                         {"shared_bytes", k.shared_bytes},
+                         {"stack_bytes", k.stack_bytes}};
+  }
+  return stats.empty() ? Json(nullptr) : stats;
+}
+
 // A target nothing can run here: the schedule is lowered and compiled for it all the
-// same, so that its own errors come first, then the reason it cannot be measured.
+// same, so that its own errors come first and its code and statistics are shown, then
+// the reason it cannot be measured.
 int refuse_unrunnable(const Backend& backend, const std::string& program_text, const std::string& schedule_text,
                       const EvalOptions& o) {
   Expected<InstantiatedJob> job = instantiate_job(program_text, schedule_text, backend.name());
   if (!job.ok()) return report_error(Status(job.status().code(), with_sources(job.status().message(), o)));
-  Expected<std::shared_ptr<const Executable>> kernel = backend.compile(job->nest);
-  const std::string why = kernel.ok() ? "no runner for it on this machine" : kernel.status().message();
+  CompileOptions options;
+  options.keep_code_text = true;
+  Expected<std::shared_ptr<const Executable>> kernel = backend.compile(job->nest, options);
+  if (!kernel.ok()) {
+    if (!o.json) return report_error(kernel.status());
+    Json j = Json::object();
+    j["target"] = backend.name();
+    j["runtime_s"] = nullptr;
+    j["correct"] = false;
+    j["error"] = status_code_name(kernel.status().code());
+    j["error_message"] = kernel.status().message();
+    std::cout << json_text(j) << "\n";
+    return 1;
+  }
+  const Executable& exe = **kernel;
   const Status refused = unimplemented(fmt::format(
-      "the {} target cannot be measured here (no GPU runner): {}; `tensorgym interp --target {}` checks the "
-      "schedule's correctness",
-      backend.name(), why, backend.name()));
+      "the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) but nothing on "
+      "this machine runs it; `tensorgym interp --target {}` checks the schedule's correctness",
+      backend.name(), exe.kernels().size(), exe.kernels().size() == 1 ? "" : "s", backend.name()));
   if (o.json) {
     Json j = Json::object();
     j["target"] = backend.name();
     j["runtime_s"] = nullptr;
     j["correct"] = false;
+    j["compile_ms"] = exe.compile_ms();
+    j["kernels"] = kernels_json(exe);
+    j["ptx"] = exe.code_text();
+    j["ptxas_stats"] = ptxas_stats_json(exe);
     j["error"] = status_code_name(refused.code());
     j["error_message"] = refused.message();
     std::cout << json_text(j) << "\n";
     return 1;
   }
+  std::cout << kernels_text(exe) << fmt::format("compile    {:.1f} ms\n", exe.compile_ms()) << std::flush;
   return report_error(refused);
+}
+
+// --emit: the generated code's text (LLVM IR for cpu, PTX for cuda), compiled here.
+int emit_code(const Backend& backend, const std::string& program_text, const std::string& schedule_text,
+              const EvalOptions& o) {
+  Expected<InstantiatedJob> job = instantiate_job(program_text, schedule_text, backend.name());
+  if (!job.ok()) return report_error(Status(job.status().code(), with_sources(job.status().message(), o)));
+  CompileOptions options;
+  options.keep_code_text = true;
+  Expected<std::shared_ptr<const Executable>> kernel = backend.compile(job->nest, options);
+  if (!kernel.ok()) return report_error(kernel.status());
+  std::cout << (*kernel)->code_text();
+  return 0;
 }
 
 int run_eval(const EvalOptions& o) {
@@ -177,10 +254,13 @@ int run_eval(const EvalOptions& o) {
   }
   Expected<const Backend*> backend = find_backend(o.target);
   if (!backend.ok()) return report_error(backend.status());
-  if (!(*backend)->target().can_run) return refuse_unrunnable(**backend, *program_text, schedule_text, o);
   if (o.emit == "llvm" && (*backend)->name() != "cpu")
     return report_error(invalid_argument("--emit llvm: the " + (*backend)->name() + " target emits no LLVM IR"));
+  if (o.emit == "ptx" && (*backend)->name() != "cuda")
+    return report_error(invalid_argument("--emit ptx: the " + (*backend)->name() + " target emits no PTX"));
   if (o.emit == "llvm") return emit_llvm(*program_text, schedule_text, o);
+  if (o.emit == "ptx") return emit_code(**backend, *program_text, schedule_text, o);
+  if (!(*backend)->target().can_run) return refuse_unrunnable(**backend, *program_text, schedule_text, o);
 
   Expected<TestFault> fault = parse_fault(o.test_fault);
   if (!fault.ok()) return report_error(fault.status());
@@ -228,8 +308,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Threads for parallel loops (0: every core this process may use)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
-  cmd->add_option("--emit", o->emit, "Print an artifact instead of measuring: llvm (the optimized LLVM IR)")
-      ->check(CLI::IsMember({"llvm"}));
+  cmd->add_option("--emit", o->emit,
+                  "Print an artifact instead of measuring: llvm (the optimized LLVM IR, cpu), ptx (the PTX, cuda)")
+      ->check(CLI::IsMember({"llvm", "ptx"}));
   cmd->add_option("--repeat", o->repeat, "Timed samples (default 5)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--number", o->number, "Initial runs per sample; grows to reach --min-repeat-ms (default 1)")
       ->check(CLI::NonNegativeNumber);

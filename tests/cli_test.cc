@@ -432,16 +432,32 @@ TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {
   EXPECT_NE(r.rc, 0);
   EXPECT_CONTAINS(r.err, "stage C runs outside any GPU kernel");
 
+  // eval compiles to PTX, shows each kernel, then says it cannot measure it here.
   r = run("eval " + args);
   EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_CONTAINS(r.out, "kernel     tg_kernel_0 (stage C): blocks 5 x 4 x 1, threads 8 x 16 x 1");
   EXPECT_CONTAINS(r.err,
-                  "the cuda target cannot be measured here (no GPU runner): PTX code generation for the cuda target "
-                  "is not implemented yet");
+                  "the cuda target cannot be measured here (no GPU runner): its code was generated (1 kernel) but "
+                  "nothing on this machine runs it");
   r = run("eval " + args + " --json");
   EXPECT_EQ(r.rc, 1);
   Json j = parse(r.out);
   EXPECT_EQ(j.value("error", ""), "UNIMPLEMENTED") << r.out;
   EXPECT_EQ(j.value("target", ""), "cuda");
+  EXPECT_CONTAINS(j.value("ptx", ""), ".entry tg_kernel_0(");
+  ASSERT_EQ(j["kernels"].size(), 1u) << r.out;
+  EXPECT_EQ(j["kernels"][0]["threads"], Json({8, 16, 1}));
+  EXPECT_TRUE(j.contains("ptxas_stats"));  // null where ptxas is not installed
+  if (!j["ptxas_stats"].is_null()) EXPECT_EQ(j["ptxas_stats"]["tg_kernel_0"]["spill_store_bytes"], 0);
+  // --emit ptx prints the PTX alone; the cpu has none.
+  r = run("eval " + args + " --emit ptx");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("//", 0), 0u) << r.out;
+  EXPECT_CONTAINS(r.out, ".target sm_90");
+  EXPECT_CONTAINS(r.out, "%ctaid.y");
+  r = run("eval --program " + program + " --emit ptx");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "--emit ptx: the cpu target emits no PTX");
   std::filesystem::remove(program);
   std::filesystem::remove(schedule);
 }

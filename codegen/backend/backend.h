@@ -44,10 +44,29 @@ struct TargetInfo {
 };
 
 struct CompileOptions {
-  bool keep_code_text = false;  // keep the generated code's text (LLVM IR for cpu)
+  bool keep_code_text = false;  // keep the generated code's text (LLVM IR for cpu, PTX for cuda)
+  // The device to generate code for, where a target has a choice (cuda: "sm_80",
+  // "sm_90", ...); empty: the target's own (TargetInfo::device).
+  std::string device;
   // Keep the code generator's remarks (cpu: LLVM's loop-vectorizer and full-unroll
   // remarks, what the cost model's code-generator rules predict).
   bool keep_remarks = false;
+};
+
+// A kernel a device target compiled (cuda: one PTX .entry), in launch order: its
+// launch geometry, and what the device's assembler reported where it ran (ptxas).
+struct DeviceKernel {
+  std::string name;   // "tg_kernel_0"
+  std::string stage;  // the stage of its outermost bound loop
+  int64_t blocks[3] = {1, 1, 1};
+  int64_t threads[3] = {1, 1, 1};
+  std::vector<std::string> params;  // buffers, then host loop variables, in order
+  bool assembled = false;           // the assembler checked it; the numbers below are its
+  int registers = 0;                // per thread
+  int64_t shared_bytes = 0;         // static, per block
+  int64_t stack_bytes = 0;          // per thread
+  int64_t spill_store_bytes = 0;
+  int64_t spill_load_bytes = 0;
 };
 
 // A compiled loop nest, callable any number of times from any thread.
@@ -59,19 +78,23 @@ class Executable {
   // past both ends (support/read_slack.h; HostBuffer's storage is). `num_threads`
   // <= 0 means every core. Returns when the outputs are written (a device backend
   // waits for its device), so the runner times any executable with the same
-  // host-clock protocol (codegen/measure/timing.h).
+  // host-clock protocol (codegen/measure/timing.h). The executable of a target that
+  // cannot run here (TargetInfo::can_run false) aborts: the runner never calls it.
   virtual void run(void* const* args, int num_threads) const = 0;
 
   const LoopNest& nest() const { return nest_; }
   const std::string& code_text() const { return code_text_; }  // empty unless kept
   const std::vector<std::string>& remarks() const { return remarks_; }  // empty unless kept
   double compile_ms() const { return compile_ms_; }
+  // A device target's kernels (empty for the cpu, whose nest is one host function).
+  const std::vector<DeviceKernel>& kernels() const { return kernels_; }
 
  protected:
   LoopNest nest_;
   std::string code_text_;
   std::vector<std::string> remarks_;
   double compile_ms_ = 0;
+  std::vector<DeviceKernel> kernels_;
 };
 
 class Backend {

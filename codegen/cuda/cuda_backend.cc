@@ -1,7 +1,16 @@
 #include "codegen/cuda/cuda_backend.h"
 
 #include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "codegen/cuda/nvptx_emitter.h"
+#include "codegen/cuda/ptx_emitter.h"
+#include "codegen/cuda/ptxas.h"
 #include "codegen/lower/gpu_checks.h"
 #include "support/fnv.h"
 
@@ -11,6 +20,23 @@
 
 namespace tensorgym {
 namespace {
+
+// The PTX of a nest and its kernels' launches. Nothing runs it yet: the target cannot
+// run here (can_run is false), so the runner never calls run().
+class CudaExecutable final : public Executable {
+ public:
+  CudaExecutable(const LoopNest& nest, std::string ptx, std::vector<DeviceKernel> kernels, double compile_ms) {
+    nest_ = nest;
+    code_text_ = std::move(ptx);
+    kernels_ = std::move(kernels);
+    compile_ms_ = compile_ms;
+  }
+
+  void run(void* const*, int) const override {
+    std::fputs("tensorgym: the cuda target has no runner: its kernels cannot run on this machine\n", stderr);
+    std::abort();
+  }
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -27,7 +53,7 @@ class CudaBackend final : public Backend {
       for (const std::string* s : {&i.triple, &i.device, &i.features, &i.compiler_version})
         h = fnv1a64("\xff", fnv1a64(*s, h));
       i.fingerprint = hex64(h);
-      i.can_run = false;  // no code generation yet, and no GPU runner
+      i.can_run = false;  // PTX is generated, but no GPU runner launches it yet
       i.has_cost_model = false;
       return i;
     }();
@@ -44,13 +70,58 @@ class CudaBackend final : public Backend {
     return lowering;
   }
 
-  Expected<std::shared_ptr<const Executable>> compile(const LoopNest& nest, const CompileOptions&) const override {
+  // One NVPTX module with a kernel per GPU kernel of the nest, its PTX, and where
+  // ptxas is installed, each kernel assembled for its statistics.
+  Expected<std::shared_ptr<const Executable>> compile(const LoopNest& nest,
+                                                      const CompileOptions& options) const override {
     if (nest.target != "cuda")
       return failed_precondition(
           fmt::format("the loop nest was lowered for {}, not for the cuda target (lower it with the target, "
                       "codegen/lower/lower.h)",
                       nest.target.empty() ? std::string("no target") : "target " + nest.target));
-    return unimplemented("PTX code generation for the cuda target is not implemented yet");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string arch = options.device.empty() ? target().device : options.device;
+    llvm::LLVMContext context;
+    llvm::Module module("tensorgym_cuda", context);
+    TG_ASSIGN_OR_RETURN(cuda::KernelModule kernels, cuda::emit_kernels(nest, module));
+    TG_ASSIGN_OR_RETURN(std::string ptx, cuda::emit_ptx(module, {.arch = arch}));
+
+    std::vector<DeviceKernel> out;
+    for (const cuda::KernelSpec& k : kernels.kernels) {
+      DeviceKernel d;
+      d.name = k.name;
+      d.stage = k.stage;
+      for (int a = 0; a < 3; ++a) {
+        d.blocks[a] = k.launch.blocks[a];
+        d.threads[a] = k.launch.threads[a];
+      }
+      d.params = k.buffer_params;
+      d.params.insert(d.params.end(), k.scalar_params.begin(), k.scalar_params.end());
+      out.push_back(std::move(d));
+    }
+    Expected<std::map<std::string, cuda::PtxasStats>> stats =
+        cuda::find_ptxas().empty() ? Expected<std::map<std::string, cuda::PtxasStats>>(not_found("no ptxas"))
+                                   : cuda::assemble_ptx(ptx, arch);
+    // Rejected PTX ("ptxas rejected the PTX for sm_90: <its messages>") or a ptxas that
+    // hangs is the compile's error. A ptxas that cannot start (a sandboxed measurement
+    // worker may not start programs) leaves the kernels unassembled.
+    const StatusCode code = stats.status().code();
+    if (!stats.ok() && code != StatusCode::kNotFound && code != StatusCode::kUnavailable) return stats.status();
+    if (stats.ok()) {
+      for (DeviceKernel& d : out) {
+        auto it = stats->find(d.name);
+        if (it == stats->end()) continue;
+        d.assembled = true;
+        d.registers = it->second.registers;
+        d.shared_bytes = it->second.shared_bytes;
+        d.stack_bytes = it->second.stack_bytes;
+        d.spill_store_bytes = it->second.spill_store_bytes;
+        d.spill_load_bytes = it->second.spill_load_bytes;
+      }
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::shared_ptr<const Executable>(std::make_shared<CudaExecutable>(
+        nest, options.keep_code_text ? std::move(ptx) : std::string(), std::move(out), ms));
   }
 };
 

@@ -1,8 +1,8 @@
 // The CUDA backend: loop nests lowered for NVIDIA GPUs (target "cuda", sm_90 by
-// default). Today it lowers and checks GPU schedules (bound loops, launch limits,
-// races; codegen/lower/gpu_checks.h) and the reference interpreter runs its nests;
-// PTX code generation (LLVM's NVPTX backend) and running kernels come next, so
-// compile() says so and nothing measures the target. Outside codegen/ it is reached
+// default). It lowers and checks GPU schedules (bound loops, launch limits, races;
+// codegen/lower/gpu_checks.h) and compiles them to PTX, a kernel per GPU kernel, with
+// each kernel's launch and ptxas statistics (Executable::kernels). Nothing runs the
+// kernels yet, so the target cannot be measured (TargetInfo::can_run is false). Outside codegen/ it is reached
 // through the backend registry (codegen/backend/registry.h), never this header.
 #pragma once
 

@@ -192,6 +192,17 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   }
 
   if (request.compile_only) return result;  // llvm_ir-style requests: nothing runs
+  if (!job->backend->target().can_run) {
+    // Compiled, so the target's own errors came first; but nothing here can run it.
+    MeasureResult r = error_result(
+        MeasureError::kCompile,
+        fmt::format("the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) "
+                    "but nothing on this machine runs it",
+                    job->backend->name(), kernel->kernels().size(), kernel->kernels().size() == 1 ? "" : "s"));
+    r.compile_ms = result.compile_ms;
+    r.code_text = result.code_text;
+    return r;
+  }
 
   // ---- run: the warm-up run is also the correctness run --------------------------
   phase = Phase::kRun;

@@ -1,0 +1,323 @@
+// PTX code generation for the cuda target: GPU schedules become one PTX .entry per
+// kernel, with the launch's special registers, guards and loops, and (where ptxas is
+// installed) assemble for sm_90. Nothing runs here: the GPU-lowered nests' results
+// are the interpreter's to check (cuda_lowering_test.cc), not these tests'.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "codegen/backend/registry.h"
+#include "codegen/cuda/ptxas.h"
+#include "codegen/lower/lower.h"
+#include "codegen/measure/runner.h"
+#include "codegen/schedule/schedule.h"
+#include "datasets/registry.h"
+#include "tests/test_support.h"
+
+namespace tensorgym {
+namespace {
+
+using namespace ir_build;
+
+const char* kGemm =
+    "input A: f32[64, 48]\n"
+    "input B: f32[48, 40]\n"
+    "C[i, j] += A[i, k] * B[k, j]\n";
+
+const char* kTwoStages =
+    "input A: f32[64, 32]\n"
+    "B[i, j] = A[i, j] * 2.0\n"
+    "C[i, j] = B[i, j] + 1.0\n";
+
+// docs/gpu.md's GPU GEMM: 16 x 8 tiles, one block each, one thread per output.
+const char* kGpuGemm =
+    "split(C.i, 16, io, ii)\n"
+    "split(C.j, 8, jo, ji)\n"
+    "reorder(C, io, jo, ii, ji, k)\n"
+    "bind(C.io, blockIdx.y)\n"
+    "bind(C.jo, blockIdx.x)\n"
+    "bind(C.ii, threadIdx.y)\n"
+    "bind(C.ji, threadIdx.x)";
+
+const Backend& cuda() {
+  Expected<const Backend*> b = find_backend("cuda");
+  EXPECT_TRUE(b.ok()) << b.status().to_string();
+  return **b;
+}
+
+Schedule scheduled(const std::string& program_text, const std::string& trace) {
+  Expected<Program> p = parse_program(program_text);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*p)), trace);
+  EXPECT_TRUE(s.ok()) << trace << ": " << s.status().to_string();
+  return std::move(*s);
+}
+
+std::shared_ptr<const Executable> compile(const LoopNest& nest, const std::string& device = "") {
+  CompileOptions options;
+  options.keep_code_text = true;
+  options.device = device;
+  auto exe = cuda().compile(nest, options);
+  EXPECT_TRUE(exe.ok()) << exe.status().to_string();
+  return exe.ok() ? *exe : nullptr;
+}
+
+std::shared_ptr<const Executable> compile(const Schedule& s, const std::string& device = "") {
+  Expected<LoopNest> nest = lower(s, cuda().lowering());
+  EXPECT_TRUE(nest.ok()) << nest.status().to_string();
+  if (!nest.ok()) return nullptr;
+  return compile(*nest, device);
+}
+
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+bool have_ptxas() { return !cuda::find_ptxas().empty(); }
+
+// Each kernel assembled with no spills (only where ptxas is installed).
+void expect_assembled_without_spills(const Executable& exe) {
+  for (const DeviceKernel& k : exe.kernels()) {
+    EXPECT_TRUE(k.assembled) << k.name;
+    EXPECT_GT(k.registers, 0) << k.name;
+    EXPECT_EQ(k.spill_store_bytes, 0) << k.name;
+    EXPECT_EQ(k.spill_load_bytes, 0) << k.name;
+  }
+}
+
+TEST(CudaCodegen, TheGpuGemmIsOneKernelReadingBlockAndThreadIndices) {
+  auto exe = compile(scheduled(kGemm, kGpuGemm));
+  ASSERT_TRUE(exe);
+  const std::string& ptx = exe->code_text();
+  EXPECT_CONTAINS(ptx, ".target sm_90");
+  EXPECT_EQ(count(ptx, ".entry "), 1) << ptx;
+  EXPECT_CONTAINS(ptx, ".entry tg_kernel_0(");
+  for (const char* reg : {"%ctaid.x", "%ctaid.y", "%tid.x", "%tid.y"}) EXPECT_CONTAINS(ptx, reg);
+  EXPECT_EQ(count(ptx, "%ctaid.z") + count(ptx, "%tid.z"), 0);
+  // The buffers are global memory; the input reads may take the read-only path.
+  EXPECT_CONTAINS(ptx, "ld.global");
+  EXPECT_CONTAINS(ptx, "st.global.f32");
+  // a*b + c contracts to one FMA.
+  EXPECT_CONTAINS(ptx, "fma.rn.f32");
+
+  ASSERT_EQ(exe->kernels().size(), 1u);
+  const DeviceKernel& k = exe->kernels()[0];
+  EXPECT_EQ(k.name, "tg_kernel_0");
+  EXPECT_EQ(k.stage, "C");
+  EXPECT_EQ(std::vector<int64_t>(k.blocks, k.blocks + 3), (std::vector<int64_t>{5, 4, 1}));
+  EXPECT_EQ(std::vector<int64_t>(k.threads, k.threads + 3), (std::vector<int64_t>{8, 16, 1}));
+  EXPECT_EQ(k.params, (std::vector<std::string>{"A", "B", "C"}));
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*exe);
+}
+
+TEST(CudaCodegen, PartialTilesAreGuarded) {
+  // 64 / 12 and 40 / 16 leave partial tiles: the threads past the edge store nothing.
+  const std::string partial =
+      "split(C.i, 12, io, ii)\nsplit(C.j, 16, jo, ji)\nreorder(C, io, jo, ii, ji)\n"
+      "bind(C.io, blockIdx.x)\nbind(C.jo, blockIdx.y)\nbind(C.ii, threadIdx.y)\nbind(C.ji, threadIdx.x)";
+  const std::string exact =
+      "split(C.i, 16, io, ii)\nsplit(C.j, 8, jo, ji)\nreorder(C, io, jo, ii, ji)\n"
+      "bind(C.io, blockIdx.x)\nbind(C.jo, blockIdx.y)\nbind(C.ii, threadIdx.y)\nbind(C.ji, threadIdx.x)";
+  auto guarded = compile(scheduled(kGemm, partial));
+  auto whole = compile(scheduled(kGemm, exact));
+  ASSERT_TRUE(guarded && whole);
+  // The guard compares an index with the edge and branches around the stores.
+  EXPECT_GT(count(guarded->code_text(), "setp."), count(whole->code_text(), "setp.")) << guarded->code_text();
+  EXPECT_EQ(std::vector<int64_t>(guarded->kernels()[0].blocks, guarded->kernels()[0].blocks + 2),
+            (std::vector<int64_t>{6, 3}));
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*guarded);
+}
+
+TEST(CudaCodegen, ALoopNarrowerThanItsLaunchDimensionIsGuarded) {
+  // Two loops bound to threadIdx.x in one kernel, 32 and 20 wide: the launch has 32
+  // threads, and the second loop's body runs on the first 20 only.
+  LoopNest nest;
+  nest.inputs = std::vector<BufferArg>{Arg("A", {4, 32})};
+  nest.outputs = std::vector<BufferArg>{Arg("B", {4, 32}), Arg("C", {4, 20})};
+  const Stmt b = For::make("B.j", I(0), I(32), ForKind::kSerial,
+                           St("B", V("K.i") * I(32) + V("B.j"), Ld("A", V("K.i") * I(32) + V("B.j"))), "threadIdx.x");
+  const Stmt c = For::make("C.j", I(0), I(20), ForKind::kSerial,
+                           St("C", V("K.i") * I(20) + V("C.j"), Ld("A", V("K.i") * I(32) + V("C.j"))), "threadIdx.x");
+  nest.body = For::make("K.i", I(0), I(4), ForKind::kSerial, Seq({b, c}), "blockIdx.x");
+  nest.target = "cuda";
+  auto exe = compile(nest);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->kernels()[0].threads[0], 32);
+  // One comparison of %tid.x with 20 (as < 20, or > 19), none with 32.
+  const std::regex guard(R"(setp\.[a-z]+\.[us]32\s+%p\d+, %r\d+, (19|20);)");
+  EXPECT_TRUE(std::regex_search(exe->code_text(), guard)) << exe->code_text();
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*exe);
+}
+
+TEST(CudaCodegen, APerThreadAccumulatorIsALocalVariable) {
+  const std::string t = std::string(kGpuGemm) + "\ncache_write(C, CL)\ncompute_at(CL, C.ji)";
+  auto exe = compile(scheduled(kGemm, t));
+  ASSERT_TRUE(exe);
+  ASSERT_EQ(exe->kernels().size(), 1u);
+  // The one-element accumulator lives in a register: no local memory, no stack.
+  EXPECT_EQ(count(exe->code_text(), ".local"), 0) << exe->code_text();
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*exe);
+  EXPECT_EQ(exe->kernels()[0].stack_bytes, 0);
+}
+
+TEST(CudaCodegen, ProducersAtRootAreKernelsOfTheirOwnWithAGlobalBufferBetween) {
+  auto exe = compile(scheduled(kTwoStages,
+                               "bind(B.i, blockIdx.x)\nbind(B.j, threadIdx.x)\n"
+                               "bind(C.i, blockIdx.x)\nbind(C.j, threadIdx.x)"));
+  ASSERT_TRUE(exe);
+  const std::string& ptx = exe->code_text();
+  EXPECT_EQ(count(ptx, ".entry "), 2) << ptx;
+  EXPECT_CONTAINS(ptx, ".entry tg_kernel_0(");
+  EXPECT_CONTAINS(ptx, ".entry tg_kernel_1(");
+  ASSERT_EQ(exe->kernels().size(), 2u);
+  EXPECT_EQ(exe->kernels()[0].stage, "B");
+  EXPECT_EQ(exe->kernels()[1].stage, "C");
+  // B is allocated on the host, so both kernels take it as a parameter.
+  EXPECT_EQ(exe->kernels()[0].params, (std::vector<std::string>{"A", "C", "B"}));
+  EXPECT_EQ(exe->kernels()[1].params, (std::vector<std::string>{"A", "C", "B"}));
+  EXPECT_EQ(exe->kernels()[0].blocks[0], 64);
+  EXPECT_EQ(exe->kernels()[0].threads[0], 32);
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*exe);
+}
+
+TEST(CudaCodegen, AHostLoopAroundAKernelIsAParameter) {
+  // The reduction outside the bound loops: a kernel that initializes C, then one
+  // launch of the update per step of k, k a parameter.
+  auto exe = compile(scheduled(kGemm, "reorder(C, k, i, j)\nbind(C.i, blockIdx.x)\nbind(C.j, threadIdx.x)"));
+  ASSERT_TRUE(exe);
+  ASSERT_EQ(exe->kernels().size(), 2u);
+  EXPECT_EQ(exe->kernels()[0].params, (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_EQ(exe->kernels()[1].params, (std::vector<std::string>{"A", "B", "C", "C.k"}));
+  EXPECT_CONTAINS(exe->code_text(), ".param .u32 tg_kernel_1_param_3");
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  expect_assembled_without_spills(*exe);
+}
+
+TEST(CudaCodegen, AnotherArchitectureOnRequestAndAnUnknownOneIsAnError) {
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  ASSERT_TRUE(nest.ok());
+  auto exe = compile(*nest, "sm_80");
+  ASSERT_TRUE(exe);
+  EXPECT_CONTAINS(exe->code_text(), ".target sm_80");
+  CompileOptions options;
+  options.device = "sm_1";
+  auto bad = cuda().compile(*nest, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(bad.status().message(), "unknown GPU architecture 'sm_1'");
+  // The code text is kept only when asked for; the kernels always are.
+  auto quiet = cuda().compile(*nest);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_TRUE((*quiet)->code_text().empty());
+  EXPECT_EQ((*quiet)->kernels().size(), 1u);
+}
+
+TEST(CudaCodegen, APtxasErrorIsACompileErrorWithItsText) {
+  // A stand-in assembler that rejects everything, as ptxas does PTX it cannot take.
+  const std::string fake = ::testing::TempDir() + "/cuda_codegen_test_ptxas_" + std::to_string(::getpid());
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\necho 'ptxas fatal   : Unresolved extern function' >&2\nexit 255\n";
+  }
+  ::chmod(fake.c_str(), 0755);
+  ::setenv("TENSORGYM_PTXAS", fake.c_str(), 1);
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  ASSERT_TRUE(nest.ok());
+  auto exe = cuda().compile(*nest);
+  ::unsetenv("TENSORGYM_PTXAS");
+  std::remove(fake.c_str());
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(exe.status().message(), "ptxas rejected the PTX for sm_90");
+  EXPECT_CONTAINS(exe.status().message(), "Unresolved extern function");
+}
+
+TEST(CudaCodegen, ASandboxedMeasurementCompilesThenSaysItCannotRun) {
+  // The worker may not start ptxas (its sandbox forbids exec): the PTX is generated all
+  // the same, and the error is the target's, not the assembler's.
+  RunnerOptions options;
+  options.num_workers = 1;
+  options.worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+  Runner runner(options);
+  MeasureRequest request;
+  request.program = kGemm;
+  request.schedule = kGpuGemm;
+  request.target = "cuda";
+  request.emit_code_text = true;
+  const MeasureResult r = runner.measure(request);
+  runner.shutdown();
+  EXPECT_EQ(r.error, MeasureError::kCompile) << r.error_message;
+  EXPECT_CONTAINS(r.error_message, "the cuda target cannot be measured here (no GPU runner): its code was generated");
+  EXPECT_CONTAINS(r.code_text, ".entry tg_kernel_0(");
+}
+
+// A simple GPU tiling of every stage: its first spatial loop over blocks, its last
+// split into 32-wide thread rows (a stage with one spatial loop: both from the split).
+std::string simple_gpu_tiling(const Program& p) {
+  std::string t;
+  for (const StageDef& s : p.stages) {
+    if (s.axes.empty()) continue;  // a scalar: a kernel of one thread
+    const IterVar& last = s.axes.back();
+    const int64_t width = std::min<int64_t>(32, last.extent);
+    t += fmt::format("split({}.{}, {}, {}_o, {}_i)\n", s.name, last.name, width, last.name, last.name);
+    if (s.axes.size() == 1) {
+      t += fmt::format("bind({}.{}_o, blockIdx.x)\n", s.name, last.name);
+    } else {
+      t += fmt::format("bind({}.{}, blockIdx.x)\n", s.name, s.axes.front().name);
+    }
+    t += fmt::format("bind({}.{}_i, threadIdx.x)\n", s.name, last.name);
+  }
+  return t;
+}
+
+// Every ops-v0 family with the simple tiling: PTX with a kernel per stage, which ptxas
+// accepts for sm_90. The norm at batch 1 reduces everything to one value, which needs a
+// reduction across threads (not available yet); at batch 16 each thread has its own.
+TEST(CudaCodegen, EveryOpsFamilyWithASimpleTilingAssembles) {
+  for (const char* name :
+       {"gmm-1", "c1d-1", "c2d-1", "c3d-1", "grp-1", "dil-1", "dep-1", "t2d-1", "cap-1", "nrm-1-b16"}) {
+    const std::string uri = fmt::format("benchmark://ops-v0/{}", name);
+    SCOPED_TRACE(uri);
+    Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    const std::string trace = simple_gpu_tiling(*b->program);
+    Expected<Schedule> s = Schedule::from_text(b->program, trace);
+    ASSERT_TRUE(s.ok()) << trace << s.status().to_string();
+    auto exe = compile(*s);
+    ASSERT_TRUE(exe) << trace;
+    EXPECT_EQ(int(exe->kernels().size()), count(exe->code_text(), ".entry ")) << trace;
+    EXPECT_EQ(exe->kernels().size(), b->program->stages.size()) << trace;
+    EXPECT_CONTAINS(exe->code_text(), "%tid.x");
+    if (have_ptxas()) {
+      for (const DeviceKernel& k : exe->kernels()) EXPECT_TRUE(k.assembled) << k.name;
+    }
+  }
+}
+
+TEST(CudaCodegen, TheNormAtBatchOneIsNotCoveredByASimpleTiling) {
+  Expected<Benchmark> b = DatasetRegistry::global().resolve("benchmark://ops-v0/nrm-1");
+  ASSERT_TRUE(b.ok());
+  Expected<Schedule> s = Schedule::from_text(b->program, simple_gpu_tiling(*b->program));
+  ASSERT_TRUE(s.ok());
+  Expected<LoopNest> nest = lower(*s, cuda().lowering());
+  ASSERT_FALSE(nest.ok());
+  EXPECT_CONTAINS(nest.status().message(), "stage S runs outside any GPU kernel");
+}
+
+}  // namespace
+}  // namespace tensorgym
