@@ -18,6 +18,8 @@
 #include <mutex>
 #include <thread>
 
+#include "support/subprocess.h"
+
 namespace tensorgym::client {
 namespace {
 
@@ -30,21 +32,6 @@ std::string self_dir() {
   std::string path(buf, size_t(n));
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
-}
-
-std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (!path) return "";
-  std::string p(path);
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::string candidate = p.substr(start, end - start) + "/" + name;
-    if (end > start && is_executable(candidate)) return candidate;
-    start = end + 1;
-  }
-  return "";
 }
 
 std::string exit_text(int status) {

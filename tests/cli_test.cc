@@ -448,7 +448,9 @@ TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {
   ASSERT_EQ(j["kernels"].size(), 1u) << r.out;
   EXPECT_EQ(j["kernels"][0]["threads"], Json({8, 16, 1}));
   EXPECT_TRUE(j.contains("ptxas_stats"));  // null where ptxas is not installed
-  if (!j["ptxas_stats"].is_null()) EXPECT_EQ(j["ptxas_stats"]["tg_kernel_0"]["spill_store_bytes"], 0);
+  if (!j["ptxas_stats"].is_null()) {
+    EXPECT_EQ(j["ptxas_stats"]["tg_kernel_0"]["spill_store_bytes"], 0);
+  }
   // --emit ptx prints the PTX alone; the cpu has none.
   r = run("eval " + args + " --emit ptx");
   EXPECT_EQ(r.rc, 0) << r.err;

@@ -20,58 +20,26 @@
 #include "codegen/measure/runner.h"
 #include "codegen/schedule/schedule.h"
 #include "datasets/registry.h"
+#include "tests/cuda_test_support.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
 using namespace ir_build;
-
-const char* kGemm =
-    "input A: f32[64, 48]\n"
-    "input B: f32[48, 40]\n"
-    "C[i, j] += A[i, k] * B[k, j]\n";
-
-const char* kTwoStages =
-    "input A: f32[64, 32]\n"
-    "B[i, j] = A[i, j] * 2.0\n"
-    "C[i, j] = B[i, j] + 1.0\n";
-
-// docs/gpu.md's GPU GEMM: 16 x 8 tiles, one block each, one thread per output.
-const char* kGpuGemm =
-    "split(C.i, 16, io, ii)\n"
-    "split(C.j, 8, jo, ji)\n"
-    "reorder(C, io, jo, ii, ji, k)\n"
-    "bind(C.io, blockIdx.y)\n"
-    "bind(C.jo, blockIdx.x)\n"
-    "bind(C.ii, threadIdx.y)\n"
-    "bind(C.ji, threadIdx.x)";
-
-const Backend& cuda() {
-  Expected<const Backend*> b = find_backend("cuda");
-  EXPECT_TRUE(b.ok()) << b.status().to_string();
-  return **b;
-}
-
-Schedule scheduled(const std::string& program_text, const std::string& trace) {
-  Expected<Program> p = parse_program(program_text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*p)), trace);
-  EXPECT_TRUE(s.ok()) << trace << ": " << s.status().to_string();
-  return std::move(*s);
-}
+using namespace cuda_test;
 
 std::shared_ptr<const Executable> compile(const LoopNest& nest, const std::string& device = "") {
   CompileOptions options;
   options.keep_code_text = true;
   options.device = device;
-  auto exe = cuda().compile(nest, options);
+  auto exe = cuda_backend().compile(nest, options);
   EXPECT_TRUE(exe.ok()) << exe.status().to_string();
   return exe.ok() ? *exe : nullptr;
 }
 
 std::shared_ptr<const Executable> compile(const Schedule& s, const std::string& device = "") {
-  Expected<LoopNest> nest = lower(s, cuda().lowering());
+  Expected<LoopNest> nest = lower(s, cuda_backend().lowering());
   EXPECT_TRUE(nest.ok()) << nest.status().to_string();
   if (!nest.ok()) return nullptr;
   return compile(*nest, device);
@@ -209,19 +177,19 @@ TEST(CudaCodegen, AHostLoopAroundAKernelIsAParameter) {
 }
 
 TEST(CudaCodegen, AnotherArchitectureOnRequestAndAnUnknownOneIsAnError) {
-  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda_backend().lowering());
   ASSERT_TRUE(nest.ok());
   auto exe = compile(*nest, "sm_80");
   ASSERT_TRUE(exe);
   EXPECT_CONTAINS(exe->code_text(), ".target sm_80");
   CompileOptions options;
   options.device = "sm_1";
-  auto bad = cuda().compile(*nest, options);
+  auto bad = cuda_backend().compile(*nest, options);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(bad.status().message(), "unknown GPU architecture 'sm_1'");
   // The code text is kept only when asked for; the kernels always are.
-  auto quiet = cuda().compile(*nest);
+  auto quiet = cuda_backend().compile(*nest);
   ASSERT_TRUE(quiet.ok());
   EXPECT_TRUE((*quiet)->code_text().empty());
   EXPECT_EQ((*quiet)->kernels().size(), 1u);
@@ -236,9 +204,9 @@ TEST(CudaCodegen, APtxasErrorIsACompileErrorWithItsText) {
   }
   ::chmod(fake.c_str(), 0755);
   ::setenv("TENSORGYM_PTXAS", fake.c_str(), 1);
-  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda_backend().lowering());
   ASSERT_TRUE(nest.ok());
-  auto exe = cuda().compile(*nest);
+  auto exe = cuda_backend().compile(*nest);
   ::unsetenv("TENSORGYM_PTXAS");
   std::remove(fake.c_str());
   ASSERT_FALSE(exe.ok());
@@ -314,7 +282,7 @@ TEST(CudaCodegen, TheNormAtBatchOneIsNotCoveredByASimpleTiling) {
   ASSERT_TRUE(b.ok());
   Expected<Schedule> s = Schedule::from_text(b->program, simple_gpu_tiling(*b->program));
   ASSERT_TRUE(s.ok());
-  Expected<LoopNest> nest = lower(*s, cuda().lowering());
+  Expected<LoopNest> nest = lower(*s, cuda_backend().lowering());
   ASSERT_FALSE(nest.ok());
   EXPECT_CONTAINS(nest.status().message(), "stage S runs outside any GPU kernel");
 }

@@ -20,52 +20,18 @@
 #include "codegen/measure/measure_job.h"
 #include "codegen/schedule/schedule.h"
 #include "support/random.h"
+#include "tests/cuda_test_support.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
 using namespace ir_build;
-
-const char* kGemm =
-    "input A: f32[64, 48]\n"
-    "input B: f32[48, 40]\n"
-    "C[i, j] += A[i, k] * B[k, j]\n";
-
-// Two stages: a producer B the consumer C can compute where it likes.
-const char* kTwoStages =
-    "input A: f32[64, 32]\n"
-    "B[i, j] = A[i, j] * 2.0\n"
-    "C[i, j] = B[i, j] + 1.0\n";
-
-// The GPU GEMM: tiles of 16 x 8 outputs, one block each, one thread per output, the
-// reduction inside each thread.
-const char* kGpuGemm =
-    "split(C.i, 16, io, ii)\n"
-    "split(C.j, 8, jo, ji)\n"
-    "reorder(C, io, jo, ii, ji, k)\n"
-    "bind(C.io, blockIdx.y)\n"
-    "bind(C.jo, blockIdx.x)\n"
-    "bind(C.ii, threadIdx.y)\n"
-    "bind(C.ji, threadIdx.x)";
-
-const Backend& cuda() {
-  Expected<const Backend*> b = find_backend("cuda");
-  EXPECT_TRUE(b.ok()) << b.status().to_string();
-  return **b;
-}
-
-Schedule scheduled(const std::string& program_text, const std::string& trace) {
-  Expected<Program> p = parse_program(program_text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*p)), trace);
-  EXPECT_TRUE(s.ok()) << trace << ": " << s.status().to_string();
-  return std::move(*s);
-}
+using namespace cuda_test;
 
 // Lowering for cuda fails with FAILED_PRECONDITION and a message containing `part`.
 void expect_rejected(const std::string& program, const std::string& trace, const std::string& part) {
-  Expected<LoopNest> nest = lower(scheduled(program, trace), cuda().lowering());
+  Expected<LoopNest> nest = lower(scheduled(program, trace), cuda_backend().lowering());
   ASSERT_FALSE(nest.ok()) << trace << " lowered:\n" << to_string(nest->body);
   EXPECT_EQ(nest.status().code(), StatusCode::kFailedPrecondition) << nest.status().to_string();
   EXPECT_CONTAINS(nest.status().message(), part);
@@ -74,7 +40,7 @@ void expect_rejected(const std::string& program, const std::string& trace, const
 // The cuda-lowered nest computes what the unscheduled program computes.
 void expect_matches(const Schedule& s) {
   Expected<LoopNest> ref = lower(Schedule(s.program_ptr()));
-  Expected<LoopNest> got = lower(s, cuda().lowering());
+  Expected<LoopNest> got = lower(s, cuda_backend().lowering());
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   ASSERT_TRUE(got.ok()) << s.trace().to_string() << ": " << got.status().to_string();
   EXPECT_EQ(got->target, "cuda");
@@ -92,7 +58,7 @@ void expect_matches(const Schedule& s) {
 // ---- the target ----------------------------------------------------------------------
 
 TEST(CudaTarget, IsRegisteredAndSaysWhatItCannotDoYet) {
-  const TargetInfo& t = cuda().target();
+  const TargetInfo& t = cuda_backend().target();
   EXPECT_EQ(t.name, "cuda");
   EXPECT_EQ(t.triple, "nvptx64-nvidia-cuda");
   EXPECT_EQ(t.device, "sm_90");
@@ -101,23 +67,23 @@ TEST(CudaTarget, IsRegisteredAndSaysWhatItCannotDoYet) {
   EXPECT_NE(t.fingerprint, host_backend().target().fingerprint);
   EXPECT_FALSE(t.can_run);
   EXPECT_FALSE(t.has_cost_model);
-  EXPECT_EQ(cuda().machine_model(), nullptr);
-  EXPECT_TRUE(cuda().lowering().thread_binding);
+  EXPECT_EQ(cuda_backend().machine_model(), nullptr);
+  EXPECT_TRUE(cuda_backend().lowering().thread_binding);
   EXPECT_FALSE(host_backend().lowering().thread_binding);
   const std::vector<std::string> names = backend_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "cuda"), names.end());
 }
 
 TEST(CudaTarget, CompilesANestLoweredForItAndNoOther) {
-  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda_backend().lowering());
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  auto compiled = cuda().compile(*nest);
+  auto compiled = cuda_backend().compile(*nest);
   ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
   EXPECT_EQ((*compiled)->kernels().size(), 1u);
   // A nest not lowered for it is refused.
   Expected<LoopNest> generic = lower(scheduled(kGemm, ""));
   ASSERT_TRUE(generic.ok());
-  EXPECT_EQ(cuda().compile(*generic).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cuda_backend().compile(*generic).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST(CudaTarget, AMeasurementIsACompileErrorAndABrokenRuleAnInstantiationError) {
@@ -137,7 +103,7 @@ TEST(CudaTarget, AMeasurementIsACompileErrorAndABrokenRuleAnInstantiationError) 
 }
 
 TEST(CudaTarget, ListsItsPassesAfterTheGenericOnes) {
-  const std::vector<std::string> names = lowering_pass_names(cuda().lowering());
+  const std::vector<std::string> names = lowering_pass_names(cuda_backend().lowering());
   const std::vector<std::string> expected = {"build_loop_nest", "auto_unroll",     "simplify",
                                              "limit_code_size", "check_gpu_loops", "check_gpu_kernels",
                                              "check_gpu_stores"};
@@ -146,14 +112,14 @@ TEST(CudaTarget, ListsItsPassesAfterTheGenericOnes) {
   std::vector<std::string> logged;
   LowerOptions options;
   options.after_pass = [&](std::string_view pass, const LoopNest&) { logged.emplace_back(pass); };
-  ASSERT_TRUE(lower(scheduled(kGemm, kGpuGemm), cuda().lowering(), options).ok());
+  ASSERT_TRUE(lower(scheduled(kGemm, kGpuGemm), cuda_backend().lowering(), options).ok());
   EXPECT_EQ(logged, expected);
 }
 
 // ---- lowering a GPU schedule ---------------------------------------------------------
 
 TEST(CudaLowering, TheNestShowsEachBoundLoopWithItsTag) {
-  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda().lowering());
+  Expected<LoopNest> nest = lower(scheduled(kGemm, kGpuGemm), cuda_backend().lowering());
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
   const std::string text = to_string(nest->body);
   EXPECT_CONTAINS(text, "for C.io in 0..4 bound to blockIdx.y");
@@ -194,7 +160,7 @@ TEST(CudaLowering, ProducersAtRootAreKernelsOfTheirOwn) {
   const Schedule s = scheduled(kTwoStages,
                                "bind(B.i, blockIdx.x)\nbind(B.j, threadIdx.x)\n"
                                "bind(C.i, blockIdx.x)\nbind(C.j, threadIdx.x)");
-  Expected<LoopNest> nest = lower(s, cuda().lowering());
+  Expected<LoopNest> nest = lower(s, cuda_backend().lowering());
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
   int kernels = 0;
   for_each_kernel(nest->body, [&](const For*) { ++kernels; });
@@ -247,7 +213,7 @@ TEST(CudaChecks, AtMost1024ThreadsPerBlock) {
   EXPECT_TRUE(lower(scheduled(kGemm,
                               "split(C.i, 16, io, ii)\nreorder(C, io, ii, j, k)\nbind(C.io, blockIdx.x)\n"
                               "bind(C.ii, threadIdx.y)\nbind(C.j, threadIdx.x)"),
-                    cuda().lowering())
+                    cuda_backend().lowering())
                   .ok());
 }
 

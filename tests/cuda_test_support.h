@@ -1,0 +1,52 @@
+// What the cuda target's tests share: the programs, docs/gpu.md's GPU GEMM schedule,
+// the registered backend, and a parsed schedule.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "codegen/backend/registry.h"
+#include "codegen/ir/program.h"
+#include "codegen/schedule/schedule.h"
+
+namespace tensorgym::cuda_test {
+
+inline const char* kGemm =
+    "input A: f32[64, 48]\n"
+    "input B: f32[48, 40]\n"
+    "C[i, j] += A[i, k] * B[k, j]\n";
+
+// Two stages: a producer B the consumer C can compute where it likes.
+inline const char* kTwoStages =
+    "input A: f32[64, 32]\n"
+    "B[i, j] = A[i, j] * 2.0\n"
+    "C[i, j] = B[i, j] + 1.0\n";
+
+// docs/gpu.md's GPU GEMM: tiles of 16 x 8 outputs, one block each, one thread per
+// output, the reduction inside each thread.
+inline const char* kGpuGemm =
+    "split(C.i, 16, io, ii)\n"
+    "split(C.j, 8, jo, ji)\n"
+    "reorder(C, io, jo, ii, ji, k)\n"
+    "bind(C.io, blockIdx.y)\n"
+    "bind(C.jo, blockIdx.x)\n"
+    "bind(C.ii, threadIdx.y)\n"
+    "bind(C.ji, threadIdx.x)";
+
+inline const Backend& cuda_backend() {
+  Expected<const Backend*> b = find_backend("cuda");
+  EXPECT_TRUE(b.ok()) << b.status().to_string();
+  return **b;
+}
+
+inline Schedule scheduled(const std::string& program_text, const std::string& trace) {
+  Expected<Program> p = parse_program(program_text);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*p)), trace);
+  EXPECT_TRUE(s.ok()) << trace << ": " << s.status().to_string();
+  return std::move(*s);
+}
+
+}  // namespace tensorgym::cuda_test
