@@ -84,11 +84,11 @@ class _DirectCall:
              ((c.ReceiveStatusOnClientOperation(0),), self._STATUS)),
             c.build_census_context(), None)
 
-    def step(self, request):
+    def step(self, data: bytes):
         c = _cygrpc
         try:
             started = bool(self._pending) and self._call.operate(
-                (c.SendMessageOperation(request.SerializeToString(), 0), c.ReceiveMessageOperation(0)), self._STEP)
+                (c.SendMessageOperation(data, 0), c.ReceiveMessageOperation(0)), self._STEP)
         except ValueError:  # the call ended under it (its channel closed)
             started = False
         message = None
@@ -155,8 +155,8 @@ def _open_direct(conn) -> "Optional[_DirectCall]":
 
 
 class StepStream:
-    """A Session stream owned by one environment; `step` sends one StepRequest and
-    returns its StepResponse, or raises grpc.RpcError (then the stream is closed)."""
+    """A Session stream owned by one environment; `step` sends one serialized StepRequest
+    and returns its StepResponse, or raises grpc.RpcError (then the stream is closed)."""
 
     def __init__(self, owner, conn, direct: bool = True):
         self._owner = weakref.ref(owner)  # never the env itself: the watchdog must not keep it alive
@@ -193,12 +193,12 @@ class StepStream:
                 return
             yield request
 
-    def step(self, request, timeout_s: float):
+    def step(self, data: bytes, timeout_s: float):
         self._deadline = time.monotonic() + timeout_s
         try:
             if self._direct is not None:
-                return self._direct.step(request)
-            self._requests.put(request)
+                return self._direct.step(data)
+            self._requests.put(pb.StepRequest.FromString(data))
             return next(self._responses)
         except StopIteration:
             self.close()

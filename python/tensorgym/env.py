@@ -57,10 +57,63 @@ class _Entry:
     __slots__ = ("actions", "rewards", "key", "value")
 
     def __init__(self, actions=None, rewards=(), key=None, value=None):
-        self.actions = actions  # None: a session parameter
+        self.actions = actions  # the step's encoded actions (_encode_actions); None: a session parameter
         self.rewards = list(rewards)
         self.key = key
         self.value = value
+
+
+_ACTION_BYTES: Dict[int, bytes] = {}  # action index -> its encoded StepRequest.action field
+_ACTION_BYTES_MAX = 1 << 16
+
+
+def _encode_actions(actions) -> bytes:
+    """The actions as StepRequest bytes holding only their `action` fields. Protobuf
+    parses concatenated messages as one message with repeated fields appended, so a
+    request is its cached prefix (_Request.prefix) followed by these."""
+    out = b""
+    for a in actions:
+        if type(a) is int:
+            encoded = _ACTION_BYTES.get(a)
+            if encoded is None:
+                encoded = pb.StepRequest(action=[to_event(a)]).SerializeToString()
+                if len(_ACTION_BYTES) < _ACTION_BYTES_MAX:
+                    _ACTION_BYTES[a] = encoded
+        else:
+            encoded = pb.StepRequest(action=[to_event(a)]).SerializeToString()
+        out += encoded
+    return out
+
+
+class _Request:
+    """One kind of step request: the observations and rewards it asks for, whether it
+    can go on the step stream, and its bytes but for the actions (made once a session)."""
+    __slots__ = ("observations", "rewards", "cheap", "_session_id", "_prefix")
+
+    def __init__(self, observations: List[str], rewards: List[str], cheap: bool):
+        self.observations = observations
+        self.rewards = rewards
+        self.cheap = cheap
+        self._session_id = None
+        self._prefix = b""
+
+    def prefix(self, session_id: str) -> bytes:
+        if session_id != self._session_id:
+            self._prefix = pb.StepRequest(session_id=session_id, observation_space=self.observations,
+                                          reward_space=self.rewards, error_in_response=True).SerializeToString()
+            self._session_id = session_id
+        return self._prefix
+
+
+class _StepPlan:
+    """How multistep asks for given observations and rewards and reads the answer."""
+    __slots__ = ("request", "custom_obs", "custom_rewards", "convert")
+
+    def __init__(self, request: _Request, custom_obs: bool, custom_rewards: bool, convert):
+        self.request = request
+        self.custom_obs = custom_obs
+        self.custom_rewards = custom_rewards
+        self.convert = convert  # the env's observation, as Gymnasium holds it, from the values; None: custom
 
 
 class ObservationView:
@@ -145,6 +198,7 @@ class TensorGymEnv(gym.Env):
         self._session_id = ""
         self._epoch = -1
         self._history: List[_Entry] = []
+        self._requests: Dict[Any, _Request] = {}
         self._step_count = 0
         self._last_mask: Optional[np.ndarray] = None
         self._spec_value = None
@@ -162,6 +216,7 @@ class TensorGymEnv(gym.Env):
         self.action_names = list(action.named_discrete.name) if action.WhichOneof("value") == "named_discrete" else None
         n_actions = int(self.action_space.n)
         self._obs_gym = {name: to_gym_space(s, n_actions) for name, s in self._obs_spaces.items()}
+        self._plans: Dict[Any, _StepPlan] = {}  # they convert observations to these spaces
 
     def _configure(self, env, defaults, observation_space, reward_space) -> None:
         if observation_space == "default":
@@ -294,7 +349,7 @@ class TensorGymEnv(gym.Env):
             rewards = [self.reward_space_name] if self.reward_space_name else []
             for i, action in enumerate(state.actions):
                 last = i + 1 == len(state.actions)
-                result = self._step_events([pb.Event(string_value=action)], names if last else [], rewards)
+                result = self._step_events(_encode_actions([action]), self._request(names if last else [], rewards))
                 if result.status.code:
                     raise ServiceError(status_code(result.status.code),
                                        f"replaying the state's action {i + 1} ({action}): {result.status.message}")
@@ -309,16 +364,57 @@ class TensorGymEnv(gym.Env):
         return self._gym_observation(values), info
 
     def _gym_observation(self, values):
-        # Scalars of Box spaces become 0-d arrays, as Gymnasium's Box holds them.
-        values = [np.asarray(v, dtype=self._obs_gym[n].dtype)
-                  if isinstance(v, (int, float)) and isinstance(self._obs_gym[n], gs.Box) else
-                  _as_mask(v) if n == "action_mask" else v
-                  for n, v in zip(self._obs_names, values)]
-        if not self._obs_names:
-            return None
+        return self._plan(None, None).convert(values)
+
+    def _converter(self):
+        """A function from the env's observation values to the observation as Gymnasium
+        holds it: scalars of Box spaces become 0-d arrays, the action mask int8."""
+        def one(name):
+            space = self._obs_gym[name]
+            if name == "action_mask":
+                return _as_mask
+            if isinstance(space, gs.Box):
+                dtype = space.dtype
+                return lambda v: np.asarray(v, dtype=dtype) if isinstance(v, (int, float)) else v
+            return lambda v: v
+
+        names = list(self._obs_names)
+        if not names:
+            return lambda values: None
+        converts = [one(n) for n in names]
         if self._dict_obs:
-            return dict(zip(self._obs_names, values))
-        return values[0]
+            return lambda values: {n: f(v) for n, f, v in zip(names, converts, values)}
+        first = converts[0]
+        return lambda values: first(values[0])
+
+    def _plan(self, observations, rewards) -> _StepPlan:
+        """The plan of a step asking for these (None: the env's own), made on first use;
+        an unknown name raises the service's error."""
+        key = (None if observations is None else tuple(observations), None if rewards is None else tuple(rewards))
+        plan = self._plans.get(key)
+        if plan is None:
+            obs_names = self._obs_names if observations is None else list(observations)
+            reward_names = (list(rewards) if rewards is not None else
+                            [self.reward_space_name] if self.reward_space_name else [])
+            for n in obs_names:
+                if n not in self._obs_spaces:
+                    self._raise_service_error(observation=n)
+            for n in reward_names:
+                if n not in self._reward_spaces:
+                    self._raise_service_error(reward=n)
+            request = self._request(obs_names + (["action_mask"] if self._mask else []), reward_names)
+            plan = _StepPlan(request, observations is not None, rewards is not None,
+                             None if observations is not None else self._converter())
+            self._plans[key] = plan
+        return plan
+
+    def _request(self, observations: Sequence[str], rewards: Sequence[str]) -> _Request:
+        key = (tuple(observations), tuple(rewards))
+        request = self._requests.get(key)
+        if request is None:
+            request = _Request(list(observations), list(rewards), self._cannot_measure(observations, rewards))
+            self._requests[key] = request
+        return request
 
     def step(self, action, observations: Optional[Sequence[str]] = None, rewards: Optional[Sequence[str]] = None):
         """Applies one action (an index or its text). With `observations` or `rewards`
@@ -334,36 +430,28 @@ class TensorGymEnv(gym.Env):
         """Several actions in one call, applied in order (a failing one stops the rest)."""
         if not self._session_id:
             raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, "no episode: call reset() first")
-        events = [to_event(a) for a in actions]
-        custom_obs = observations is not None
-        custom_rewards = rewards is not None
-        obs_names = list(observations) if custom_obs else self._obs_names
-        reward_names = list(rewards) if custom_rewards else ([self.reward_space_name] if self.reward_space_name else [])
-        for n in obs_names:
-            if n not in self._obs_spaces:
-                self._raise_service_error(observation=n)
-        for n in reward_names:
-            if n not in self._reward_spaces:
-                self._raise_service_error(reward=n)
-        names = obs_names + (["action_mask"] if self._mask else [])
-        response = self._step_events(events, names, reward_names)
+        plan = self._plan(observations, rewards)
+        response = self._step_events(_encode_actions(actions), plan.request)
         info: Dict[str, Any] = {"action_had_no_effect": response.action_had_no_effect}
-        if response.status.code:
-            code = status_code(response.status.code)
+        status = response.status
+        if status.code:
+            code = status_code(status.code)
             malformed = any(not self._in_action_space(a) for a in actions) or (
                 code == grpc.StatusCode.INVALID_ARGUMENT and any(isinstance(a, str) for a in actions))
             if malformed:
-                raise ServiceError(code, response.status.message)
-            info["error"] = response.status.message
+                raise ServiceError(code, status.message)
+            info["error"] = status.message
             info["error_code"] = code.name
         values = [from_event(e) for e in response.observation]
         if self._mask:
             mask = _as_mask(values.pop())
             self._last_mask = mask if isinstance(mask, np.ndarray) else None
             info["action_mask"] = mask
-        obs = values if custom_obs else self._gym_observation(values)
-        reward_values = list(response.reward)
-        reward = reward_values if custom_rewards else (reward_values[0] if reward_values else 0.0)
+        obs = values if plan.custom_obs else plan.convert(values)
+        if plan.custom_rewards:
+            reward = list(response.reward)
+        else:
+            reward = response.reward[0] if response.reward else 0.0
         return obs, reward, response.terminated, response.truncated, info
 
     def _in_action_space(self, action) -> bool:
@@ -389,27 +477,26 @@ class TensorGymEnv(gym.Env):
         for n in names:
             if n not in self._obs_spaces:
                 self._raise_service_error(observation=n)
-        response = self._step_events([], names, [])
+        response = self._step_events(b"", self._request(names, []))
         if response.status.code:
             raise ServiceError(status_code(response.status.code), response.status.message)
         return [from_event(e) for e in response.observation]
 
     # -- calls on the session, with recovery ------------------------------------------
 
-    def _step_events(self, events, observations, rewards) -> "pb.StepResponse":
-        entry = _Entry(list(events), rewards)
-        cheap = self._cannot_measure(observations, rewards)
+    def _step_events(self, actions: bytes, request: _Request) -> "pb.StepResponse":
+        """One Step: `actions` from _encode_actions, asking for what `request` names."""
         for _ in range(_MAX_ATTEMPTS):
-            self._ensure_session()
+            if self._epoch != self._conn.epoch:
+                self._ensure_session()
             epoch = self._conn.epoch
-            request = pb.StepRequest(session_id=self._session_id, action=events, observation_space=observations,
-                                     reward_space=rewards, error_in_response=True)
-            stream = self._open_step_stream() if cheap else None
+            data = request.prefix(self._session_id) + actions
+            stream = self._open_step_stream() if request.cheap else None
             try:
                 if stream is not None:
-                    response = stream.step(request, self._timeout or self._conn.call_timeout_s)
+                    response = stream.step(data, self._timeout or self._conn.call_timeout_s)
                 else:
-                    response = self._conn.raw("Step", request, timeout=self._timeout)
+                    response = self._conn.raw("Step", pb.StepRequest.FromString(data), timeout=self._timeout)
             except grpc.RpcError as e:
                 if e.code() == grpc.StatusCode.UNAVAILABLE:
                     self._conn.recover(epoch)
@@ -427,23 +514,17 @@ class TensorGymEnv(gym.Env):
                 continue
             if response.step_count:
                 self._step_count = response.step_count
-            if events or rewards:
-                self._history.append(entry)
+            if actions or request.rewards:
+                self._history.append(_Entry(actions, request.rewards))
             return response
         raise ServiceUnavailable(f"the step did not go through after {_MAX_ATTEMPTS} recoveries")
 
     def _cannot_measure(self, observations, rewards) -> bool:
         """Whether a step asking for these can be answered without a measurement (such
         steps go on the step stream; one that may measure stays unary, with its deadline)."""
-        key = (tuple(observations), tuple(rewards))
-        known = self.__dict__.setdefault("_cheap_steps", {})
-        cheap = known.get(key)
-        if cheap is None:
-            obs, rew = self._obs_spaces, self._reward_spaces
-            cheap = (all(n in obs and not obs[n].platform_dependent for n in observations)
-                     and all(n in rew and not rew[n].platform_dependent for n in rewards))
-            known[key] = cheap
-        return cheap
+        obs, rew = self._obs_spaces, self._reward_spaces
+        return (all(n in obs and not obs[n].platform_dependent for n in observations)
+                and all(n in rew and not rew[n].platform_dependent for n in rewards))
 
     def _open_step_stream(self):
         """This environment's Session stream (opened on first use, and again after it
@@ -512,9 +593,9 @@ class TensorGymEnv(gym.Env):
                 conn.raw("SendSessionParameter", pb.SendSessionParameterRequest(
                     session_id=session_id, key=entry.key, value=entry.value), timeout=self._timeout)
             else:
-                response = conn.raw("Step", pb.StepRequest(session_id=session_id, action=entry.actions,
-                                                           reward_space=entry_rewards, error_in_response=True),
-                                    timeout=self._timeout)
+                request = pb.StepRequest(session_id=session_id, reward_space=entry_rewards, error_in_response=True)
+                request.MergeFromString(entry.actions)
+                response = conn.raw("Step", request, timeout=self._timeout)
                 steps = response.step_count
         self._session_id = session_id
         self._epoch = conn.epoch
@@ -556,6 +637,7 @@ class TensorGymEnv(gym.Env):
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         other._history = list(self._history)
+        other._plans, other._requests = {}, {}
         other._session_id = response.session_id
         other.observation = ObservationView(other)
         other._owns_conn = True

@@ -77,6 +77,25 @@ def test_reset_and_step_follow_the_gymnasium_api(env):
     assert len(env.state.actions) == 1
 
 
+def test_every_form_of_an_action_is_the_same_step(env):
+    _, info = env.reset(seed=0)
+    first = int(np.flatnonzero(info["action_mask"])[0])
+    env.step(first)
+    (text,) = env.state.actions
+    # An index as int, numpy integer or 0-d array, or its text: the same recorded action.
+    for action in (np.int64(first), np.array(first, dtype=np.int32), text):
+        env.reset(seed=0)
+        env.step(action)
+        assert list(env.state.actions) == [text]
+    env.reset(seed=0)
+    env.multistep([first, "parallel(C.j)", np.int16(first)])
+    recorded = list(env.state.actions)
+    assert recorded[:2] == [text, "parallel(C.j)"] and len(recorded) == 3
+    with pytest.raises(TypeError):
+        env.step(1.5)
+    assert list(env.state.actions) == recorded
+
+
 def test_an_action_that_does_not_apply_reports_its_error_in_info(env):
     env.reset()
     before = list(env.state.actions)
@@ -88,8 +107,8 @@ def test_an_action_that_does_not_apply_reports_its_error_in_info(env):
 
 def test_action_without_effect_is_flagged(env):
     env.reset()
-    env.step("parallel(C.i)")
-    _, _, _, _, info = env.step("parallel(C.i)")
+    env.step("parallel(C.j)")
+    _, _, _, _, info = env.step("parallel(C.j)")
     assert info["action_had_no_effect"] is True
 
 
