@@ -208,6 +208,8 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
     return 1;
   }
   const Executable& exe = **kernel;
+  // The target's own model where it has one: an estimate, never a measurement.
+  const Expected<double> modelled = backend.estimated_seconds(job->nest);
   const Status refused = unimplemented(fmt::format(
       "the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) but nothing on "
       "this machine runs it; `tensorgym interp --target {}` checks the schedule's correctness",
@@ -221,12 +223,15 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
     j["kernels"] = kernels_json(exe);
     j["ptx"] = exe.code_text();
     j["ptxas_stats"] = ptxas_stats_json(exe);
+    j["est_gpu_time_s"] = modelled.ok() ? Json(*modelled) : Json(nullptr);
     j["error"] = status_code_name(refused.code());
     j["error_message"] = refused.message();
     std::cout << json_text(j) << "\n";
     return 1;
   }
-  std::cout << kernels_text(exe) << fmt::format("compile    {:.1f} ms\n", exe.compile_ms()) << std::flush;
+  std::cout << kernels_text(exe) << fmt::format("compile    {:.1f} ms\n", exe.compile_ms());
+  if (modelled.ok()) std::cout << fmt::format("modelled   {:.3f} us (est_gpu_time: the GPU model, not a measurement)\n", *modelled * 1e6);
+  std::cout << std::flush;
   return report_error(refused);
 }
 

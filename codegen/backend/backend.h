@@ -116,6 +116,15 @@ class Backend {
   // where it runs); null when the target has none (TargetInfo::has_cost_model).
   virtual const MachineModel* machine_model() const { return nullptr; }
 
+  // The target's analytical runtime model of one run of a target-independent nest (the
+  // loops bind() bound keep their tags): cuda's GPU model (codegen/cuda/gpu_model.h)
+  // on its named GPU. Deterministic, never a measurement. UNIMPLEMENTED for a target
+  // without one (the cpu's model counts cycles: machine_model()).
+  virtual Expected<double> estimated_seconds(const LoopNest& nest) const {
+    (void)nest;
+    return unimplemented("target " + name() + " has no runtime model (est_gpu_time is the cuda target's)");
+  }
+
   // The instruction classes of generated code (cpu: LLVM's opcode names), and how many
   // of each a code text (Executable::code_text) holds, aligned with them.
   virtual const std::vector<std::string>& opcode_names() const {

@@ -10,6 +10,7 @@
 
 #include "codegen/cuda/nvptx_emitter.h"
 #include "codegen/cuda/ptx_emitter.h"
+#include "codegen/cuda/gpu_model.h"
 #include "codegen/cuda/ptxas.h"
 #include "codegen/lower/gpu_checks.h"
 #include "support/fnv.h"
@@ -68,6 +69,11 @@ class CudaBackend final : public Backend {
                                           {.name = "check_gpu_stores", .check = check_gpu_stores}},
                                          /*thread_binding=*/true};
     return lowering;
+  }
+
+  // The GPU model on the GPU the target names (TargetInfo::device's H100).
+  Expected<double> estimated_seconds(const LoopNest& nest) const override {
+    return cuda::estimate_gpu_time(nest, cuda::GpuSpec::h100_sxm()).seconds;
   }
 
   // One NVPTX module with a kernel per GPU kernel of the nest, its PTX, and where
