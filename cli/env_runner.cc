@@ -57,6 +57,9 @@ void EpisodeOptions::add_options(CLI::App& app) {
   app.add_option("--action-space", action_space,
                  "schedule-v0: primitives or cursor; memory-v0: order, inplace or placement")
       ->default_val("primitives");
+  app.add_option("--target", target,
+                 "The backend the episode compiles for and is measured on: cpu (default) or cuda (its rewards: "
+                 "est_gpu_time, or runtime where a GPU runs it)");
   app.add_option("--observe", observe, "Comma-separated observation spaces to print (names below)");
   app.add_option("--reward", reward, "Reward space (names below)");
   app.add_option("--step-observe", step_observe, "Comma-separated observations printed after every step");
@@ -155,6 +158,7 @@ Expected<EpisodeOutcome> run_episode(const EpisodeOptions& o, bool print_steps) 
   TG_RETURN_IF_ERROR(check_names("--reward", o.env, "reward", rewards, known.rewards));
   ResetOptions reset;
   reset.action_space = o.action_space;
+  reset.target = o.target;
   TG_ASSIGN_OR_RETURN(std::vector<Event> first, env->reset(o.benchmark, reset, {}));
   (void)first;
   if (!rewards.empty()) {

@@ -42,6 +42,7 @@ struct EpisodeOptions {
   std::string actions;       // text form: primitives, or cursor action names
   std::string actions_file;
   std::string action_space = "primitives";
+  std::string target;        // the episode's backend (empty: the environment's own)
   std::string observe;       // comma-separated observation names
   std::string step_observe;  // observations printed after every step
   std::string reward;        // a reward space

@@ -244,6 +244,7 @@ struct RemoteEnv::Impl {
     start.set_benchmark(benchmark);
     start.set_action_space(reset_options.action_space);
     start.set_max_episode_steps(reset_options.max_episode_steps);
+    start.set_target(reset_options.target);
     for (const auto& [k, v] : start_parameters) (*start.mutable_parameter())[k] = v;
     proto::StartSessionResponse started_session;
     {
@@ -535,6 +536,7 @@ Expected<std::vector<Event>> RemoteEnv::reset(const std::string& benchmark, cons
   request.set_benchmark(benchmark);
   request.set_action_space(options.action_space);
   request.set_max_episode_steps(options.max_episode_steps);
+  request.set_target(options.target);
   for (const std::string& o : observations) request.add_observation_space(o);
   for (const auto& [k, v] : m.parameters) (*request.mutable_parameter())[k] = v;
   size_t index = m.conn.next_backend();
@@ -608,6 +610,7 @@ EpisodeState RemoteEnv::state() const {
   if (!m.started) return fallback;
   fallback.benchmark = m.benchmark;
   fallback.action_space = m.reset_options.action_space;
+  if (!m.reset_options.target.empty()) fallback.target = m.reset_options.target;
   proto::GetStateResponse response;
   grpc::Status st = m.session_call([&](Backend& b, grpc::ClientContext* ctx, const std::string& id) {
     proto::GetStateRequest request;

@@ -20,6 +20,9 @@ namespace tensorgym {
 struct ResetOptions {
   std::string action_space;  // empty: the environment's default
   int64_t max_episode_steps = 0;  // 0: no limit; past it steps report truncated
+  // The backend the episode compiles for and measures on ("cpu", "cuda"; empty: the
+  // environment's own, EpisodeState::target).
+  std::string target;
 };
 
 struct StepResult {

@@ -31,7 +31,8 @@ struct EnvContext {
   int runner_workers = 1;
   std::string worker_binary;            // `tensorgym` for workers; empty: this executable
   int threads = 0;                      // threads for compiled runs (0: every core)
-  std::string target = "cpu";           // the backend measurements run on (codegen/backend/registry.h)
+  // The target of episodes that name none (ResetOptions::target; codegen/backend/registry.h).
+  std::string target = "cpu";
   bool serialize_runs = true;           // timed runs one at a time across the workers
 
   // The measurement runner, started on first use.

@@ -23,15 +23,16 @@ Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& mak
   if (state.benchmark.empty()) return invalid_argument("the EpisodeState has no benchmark");
   Replayed out;
   TG_ASSIGN_OR_RETURN(out.env, make(state.env));
+  ResetOptions reset;
+  reset.action_space = state.action_space;
+  reset.target = state.target;
+  TG_ASSIGN_OR_RETURN(std::vector<Event> first, out.env->reset(state.benchmark, reset, {}));
+  (void)first;
   // Rewards measured on one target are never compared with another's.
   if (const std::string here = out.env->state().target; here != state.target)
     return failed_precondition("the state was measured on target " + quote_text(state.target) +
                                ", but this environment measures on " + quote_text(here) +
                                ": replay it where it was measured");
-  ResetOptions reset;
-  reset.action_space = state.action_space;
-  TG_ASSIGN_OR_RETURN(std::vector<Event> first, out.env->reset(state.benchmark, reset, {}));
-  (void)first;
   std::vector<std::string> rewards = rewards_to_replay(state);
   if (!rewards.empty()) {
     StepResult r0 = out.env->step({}, {}, rewards);

@@ -35,8 +35,9 @@ struct ValidationOutcome {
 // environments that compile), deterministic rewards match to the bit, a measured
 // reward lies within `tolerance`. A failed check is an outcome; errors are
 // INVALID_ARGUMENT for a state without env or benchmark, NOT_FOUND for an unknown
-// environment or benchmark, FAILED_PRECONDITION for a state measured on another
-// target than the environment's, CANCELLED when a measurement was cancelled.
+// environment or benchmark, INVALID_ARGUMENT for a target the environment does not
+// have (a state replays on its own target: ResetOptions::target), CANCELLED when a
+// measurement was cancelled.
 Expected<ValidationOutcome> validate_episode(const EpisodeState& state, double tolerance, const EnvMaker& make);
 
 }  // namespace tensorgym

@@ -264,6 +264,7 @@ grpc::ServerUnaryReactor* TensorGymService::StartSession(grpc::CallbackServerCon
   args->benchmark = request->benchmark();
   args->reset.action_space = request->action_space();
   args->reset.max_episode_steps = request->max_episode_steps();
+  args->reset.target = request->target();
   if (Status st = names_from_proto(request->observation_space(), options_, "observation", &args->observations);
       !st.ok())
     return finish(ctx, st);

@@ -263,7 +263,7 @@ TEST(EpisodeTarget, AStateKeepsItsTargetAndOldStatesAreCpu) {
   EXPECT_EQ(old->target, "cpu");
 }
 
-TEST(EpisodeTarget, AStateMeasuredOnAnotherTargetIsNeverReplayedHere) {
+TEST(EpisodeTarget, AStateReplaysOnItsOwnTargetOnly) {
   auto context = std::make_shared<EnvContext>();
   context->worker_binary = kBinary;
   EnvMaker make = [&](const std::string& name) { return make_env(name, context); };
@@ -277,15 +277,24 @@ TEST(EpisodeTarget, AStateMeasuredOnAnotherTargetIsNeverReplayedHere) {
   ASSERT_TRUE(here.ok()) << here.status().to_string();
   EXPECT_EQ(here->env->state().target, "cpu");
 
+  // A cuda state replays on the cuda target, where the cpu's model is not offered:
+  // its rewards are never compared with the cpu's.
   s.target = "cuda";
-  Expected<Replayed> elsewhere = replay_episode(s, make);
-  ASSERT_FALSE(elsewhere.ok());
-  EXPECT_EQ(elsewhere.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_CONTAINS(elsewhere.status().message(), "measured on target 'cuda'");
-  EXPECT_CONTAINS(elsewhere.status().message(), "measures on 'cpu'");
+  Expected<Replayed> on_cuda = replay_episode(s, make);
+  ASSERT_FALSE(on_cuda.ok());
+  EXPECT_EQ(on_cuda.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(on_cuda.status().message(), "est_cycles models the cpu");
+  s.reward_space = "est_gpu_time";
+  Expected<Replayed> modelled = replay_episode(s, make);
+  ASSERT_TRUE(modelled.ok()) << modelled.status().to_string();
+  EXPECT_EQ(modelled->env->state().target, "cuda");
+
+  // A target this server does not have: an error, not a replay elsewhere.
+  s.target = "tpu";
   Expected<ValidationOutcome> validated = validate_episode(s, 0.25, make);
   ASSERT_FALSE(validated.ok());
-  EXPECT_EQ(validated.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(validated.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(validated.status().message(), "unknown target 'tpu'");
 }
 
 }  // namespace

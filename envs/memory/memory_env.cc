@@ -319,6 +319,9 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
     return invalid_argument("unknown action space " + quote_text(space) + " (memory-v0 has order, inplace, placement)");
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
+  if (!options.target.empty() && options.target != "cpu")
+    return invalid_argument("memory-v0 has no target " + quote_text(options.target) +
+                            ": its plans are modelled, not compiled (its only target is cpu)");
   for (const std::string& n : names)
     if (!find_observation(n)) return invalid_argument("unknown observation space " + quote_text(n));
   const DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();

@@ -1,5 +1,9 @@
 #include "envs/schedule/observations.h"
 
+#include <fmt/format.h>
+
+#include <string_view>
+
 #include "codegen/analysis/features.h"
 #include "codegen/analysis/op_count.h"
 #include "codegen/analysis/scratch.h"
@@ -33,6 +37,38 @@ Expected<Event> loop_nest_text(ScheduleEpisode& e) {
   return Event(std::move(s));
 }
 
+// An observation of one target's code or model, asked of an episode on another.
+Status other_target(const ScheduleEpisode& e, std::string_view observation, std::string_view its_target,
+                    std::string_view instead) {
+  return failed_precondition(fmt::format("{} is the {} target's; this episode's target is {}{}", observation,
+                                         its_target, e.target, instead.empty() ? "" : fmt::format(" ({})", instead)));
+}
+
+// The columns of ptxas_stats, one row per kernel.
+const std::vector<std::string>& ptxas_columns() {
+  static const std::vector<std::string> columns = {"registers",         "shared_bytes",     "stack_bytes",
+                                                   "spill_store_bytes", "spill_load_bytes", "threads_per_block",
+                                                   "blocks"};
+  return columns;
+}
+
+Expected<Event> ptxas_stats(ScheduleEpisode& e) {
+  if (e.target != "cuda") return other_target(e, "ptxas_stats", "cuda", "");
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> exe, e.derived->target_code());
+  Int64Tensor t;
+  t.shape = {int64_t(exe->kernels().size()), int64_t(ptxas_columns().size())};
+  for (const DeviceKernel& k : exe->kernels()) {
+    if (!k.assembled)
+      return failed_precondition(
+          "ptxas_stats needs the CUDA toolkit's ptxas, which was not found or could not start (set "
+          "TENSORGYM_PTXAS or put ptxas on PATH)");
+    t.values.insert(t.values.end(), {int64_t(k.registers), k.shared_bytes, k.stack_bytes, k.spill_store_bytes,
+                                     k.spill_load_bytes, k.threads[0] * k.threads[1] * k.threads[2],
+                                     k.blocks[0] * k.blocks[1] * k.blocks[2]});
+  }
+  return Event(std::move(t));
+}
+
 Expected<Event> action_mask(ScheduleEpisode& e) {
   const ScheduleState& state = e.schedule->state();
   std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor)
@@ -42,6 +78,7 @@ Expected<Event> action_mask(ScheduleEpisode& e) {
 }
 
 Expected<Event> inst_count(ScheduleEpisode& e) {
+  if (e.target != kDefaultTarget) return other_target(e, "inst_count", "cpu", "its code: ptx, ptxas_stats");
   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->compilation());
   TG_ASSIGN_OR_RETURN(std::vector<int64_t> counts, host_backend().count_opcodes(r.code_text));
   int64_t n = int64_t(counts.size());
@@ -100,6 +137,7 @@ std::vector<ObservationDef> make_observations() {
                  pooled_features});
   obs.push_back({real("est_cycles", "cycles estimated by the analytical cost model (docs/cost_model.md)"),
                  [](ScheduleEpisode& e) -> Expected<Event> {
+                   if (e.target != kDefaultTarget) return other_target(e, "est_cycles", "cpu", "its model: est_gpu_time");
                    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
                    return Event(estimated_cycles(*nest));
                  }});
@@ -109,6 +147,15 @@ std::vector<ObservationDef> make_observations() {
                  [](ScheduleEpisode& e) -> Expected<Event> {
                    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
                    return Event(estimated_cycles_on_host(*nest));
+                 }});
+  obs.push_back({real("est_gpu_time",
+                      "seconds the cuda target's GPU model estimates for one run on an H100 SXM (docs/gpu.md); work "
+                      "no bound loop holds counts as one GPU thread"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+                   TG_ASSIGN_OR_RETURN(double seconds, backend->estimated_seconds(*nest));
+                   return Event(seconds);
                  }});
   obs.push_back({Space::int64_range("peak_scratch_bytes", 0)
                      .set_default(Event(int64_t(-1)))
@@ -122,9 +169,24 @@ std::vector<ObservationDef> make_observations() {
                  [](ScheduleEpisode& e) -> Expected<Event> { return Event(count_ops(e.schedule->program()).flops); }});
   obs.push_back({text("llvm_ir", "the optimized LLVM IR of the compiled kernel").set_platform_dependent(true),
                  [](ScheduleEpisode& e) -> Expected<Event> {
+                   if (e.target != kDefaultTarget) return other_target(e, "llvm_ir", "cpu", "its code: ptx");
                    TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->compilation());
                    return Event(r.code_text);
                  }});
+  obs.push_back({text("ptx", "the PTX of the cuda target's kernels (LLVM's NVPTX backend, sm_90)")
+                     .set_platform_dependent(true),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   if (e.target != "cuda") return other_target(e, "ptx", "cuda", "");
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> exe, e.derived->target_code());
+                   return Event(exe->code_text());
+                 }});
+  obs.push_back({Space::int64_box("ptxas_stats", {-1, int64_t(ptxas_columns().size())}, 0, Space::kInf)
+                     .set_labels(ptxas_columns())
+                     .set_platform_dependent(true)
+                     .set_default(Event(Int64Tensor{{0, int64_t(ptxas_columns().size())}, {}}))
+                     .set_description("per kernel, in launch order: ptxas's registers per thread, shared, stack and "
+                                      "spill bytes, and its launch (threads per block, blocks)"),
+                 ptxas_stats});
   const std::vector<std::string>& opcodes = host_backend().opcode_names();
   obs.push_back({Space::int64_box("inst_count", {int64_t(opcodes.size())}, 0, Space::kInf)
                      .set_labels(opcodes)
@@ -152,8 +214,14 @@ std::vector<ObservationDef> make_observations() {
   obs.push_back({Space::boolean("correct")
                      .set_default(Event(false))
                      .set_platform_dependent(true)
-                     .set_description("the compiled kernel's outputs match the reference evaluator"),
+                     .set_description("the compiled kernel's outputs match the reference evaluator (where the "
+                                      "target cannot run here: the reference interpreter runs its nest)"),
                  [](ScheduleEpisode& e) -> Expected<Event> {
+                   TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+                   if (!backend->target().can_run) {
+                     TG_ASSIGN_OR_RETURN(bool correct, e.derived->interpreted_correct());
+                     return Event(correct);
+                   }
                    Expected<MeasureResult> r = e.derived->measurement();
                    if (!r.ok()) {
                      if (r.status().message().rfind("WRONG_ANSWER", 0) == 0) return Event(false);

@@ -25,6 +25,11 @@ std::vector<RewardDef> make_rewards() {
   r.push_back({reward("est_cycles_norm_expert", true,
                       "reduction of the estimated cycles, relative to the gap to the expert schedule"),
                "est_cycles", false, true, -1.0});
+  r.push_back({reward("est_gpu_time", true,
+                      "ln of the speedup of the cuda target's modelled GPU time (an H100 SXM, docs/gpu.md) since the "
+                      "previous step; the episode's sum is the log speedup over the unscheduled program run as one "
+                      "GPU thread"),
+               "est_gpu_time", false, false, -1.0, /*log_speedup=*/true});
   r.push_back({reward("runtime", false, "reduction of the measured runtime, relative to the unscheduled program"),
                "runtime", false, false, -1.0});
   r.push_back({reward("runtime_norm_expert", false,
@@ -43,10 +48,10 @@ std::string baseline_key(const std::string& which, const std::string& metric, co
   // (EnvContext::baseline_cache_path) and a file:// benchmark may change under its URI.
   std::string key = which + "|" + metric + "|" + e.benchmark.uri + "|" +
                     hex64(fnv1a64(trace, fnv1a64(e.benchmark.program_text)));
-  if (metric != "est_cycles") {
+  if (metric != "est_cycles" && metric != "est_gpu_time") {
     // Measured metrics depend on the target, the machine and how they were measured.
-    Expected<const Backend*> backend = find_backend(e.context->target);
-    key += "|" + e.context->target + ":" + (backend.ok() ? (*backend)->target().fingerprint : std::string()) + "|" +
+    Expected<const Backend*> backend = find_backend(e.target);
+    key += "|" + e.target + ":" + (backend.ok() ? (*backend)->target().fingerprint : std::string()) + "|" +
            runner_settings_key(e.runner_settings);
     key += fmt::format("|{}", e.context->threads);
   }
@@ -57,6 +62,7 @@ Expected<double> metric_of_schedule(const std::string& metric, const ScheduleEpi
   ScheduleEpisode tmp;
   tmp.context = e.context;
   tmp.benchmark = e.benchmark;
+  tmp.target = e.target;
   TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(e.benchmark.program, trace));
   tmp.schedule = std::make_shared<const Schedule>(std::move(s));
   tmp.program_text = e.program_text;
@@ -91,9 +97,21 @@ const RewardDef* find_schedule_reward(const std::string& name) {
 
 Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) {
   if (metric == "est_cycles") {
+    if (e.target != kDefaultTarget)
+      return failed_precondition("est_cycles models the cpu; this episode's target is " + e.target +
+                                 (e.target == "cuda" ? ": its model is est_gpu_time" : ""));
     TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
     return estimated_cycles(*nest);
   }
+  if (metric == "est_gpu_time") {
+    TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+    return backend->estimated_seconds(*nest);
+  }
+  TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+  if (!backend->target().can_run)
+    return failed_precondition("the " + e.target + " target cannot be measured here (nothing on this machine runs "
+                               "it)" + (e.target == "cuda" ? std::string(": its modelled reward is est_gpu_time") : ""));
   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
   if (metric == "runtime") return r.runtime.median_s;
   if (metric == "gflops") return r.gflops;

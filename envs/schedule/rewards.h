@@ -17,10 +17,13 @@ namespace tensorgym {
 
 struct RewardDef {
   Space space;
-  std::string metric;       // "est_cycles", "runtime" or "gflops"
+  std::string metric;       // "est_cycles", "est_gpu_time", "runtime" or "gflops"
   bool higher_is_better = false;
   bool normalize_by_expert = false;
   double reward_on_error = -1.0;
+  // The reward is ln(previous / current) instead: for metrics that span orders of
+  // magnitude in one episode (a GPU schedule from one thread to thousands).
+  bool log_speedup = false;
 };
 
 const std::vector<RewardDef>& schedule_rewards();

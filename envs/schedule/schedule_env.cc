@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "codegen/backend/registry.h"
 #include "codegen/measure/measure_wire.h"
 #include "datasets/registry.h"
 #include "envs/env_context.h"
@@ -65,6 +66,10 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
                             " (schedule-v0 has primitives, cursor)");
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
+  const std::string target = options.target.empty() ? context_->target : options.target;
+  if (Expected<const Backend*> backend = find_backend(target); !backend.ok())
+    return invalid_argument("unknown target " + quote_text(target) + " (schedule-v0 targets: " +
+                            fmt::format("{}", fmt::join(backend_names(), ", ")) + ")");
   for (const std::string& o : observations)
     if (!find_schedule_observation(o)) return invalid_argument("unknown observation space " + quote_text(o));
   DatasetRegistry& registry = context_->datasets ? *context_->datasets : DatasetRegistry::global();
@@ -75,6 +80,7 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   next.benchmark = std::move(b);
   next.schedule = std::make_shared<const Schedule>(next.benchmark.program);
   next.action_space = kind;
+  next.target = target;
   next.runner_settings = episode_.runner_settings;  // session parameters persist across resets
   next.cursor = CursorActions::normalize(next.schedule->state(), Cursor{});
   next.invalidate();
@@ -197,6 +203,11 @@ Expected<std::vector<double>> ScheduleEnv::rewards(const std::vector<std::string
     double previous = it == last_metric_.end() ? *initial : it->second;
     double delta = def->higher_is_better ? (*current - previous) : (previous - *current);
     double r = delta / std::fabs(scale);
+    if (def->log_speedup) {
+      // ln(previous / current): the episode's sum is the log of the speedup so far.
+      const double ratio = def->higher_is_better ? *current / previous : previous / *current;
+      r = ratio > 0 && std::isfinite(ratio) ? std::log(ratio) : 0.0;
+    }
     last_metric_[n] = *current;
     cumulative_[n] += r;
     out.push_back(r);
@@ -249,7 +260,7 @@ Expected<std::unique_ptr<Env>> ScheduleEnv::fork() const {
 EpisodeState ScheduleEnv::state() const {
   EpisodeState s;
   s.env = kName;
-  s.target = context_->target;
+  s.target = started() ? episode_.target : context_->target;
   if (!started()) return s;
   s.benchmark = episode_.benchmark.uri;
   s.action_space = episode_.action_space == ActionSpaceKind::kCursor ? "cursor" : "primitives";

@@ -1,8 +1,12 @@
 #include "envs/env_context.h"
 #include "envs/schedule/schedule_episode.h"
 
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/interp/interpreter.h"
 #include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_job.h"
 #include "codegen/measure/runner.h"
 
 namespace tensorgym {
@@ -15,15 +19,24 @@ bool is_cancelled(const Expected<MeasureResult>& r) {
   return !r.ok() && r.status().code() == StatusCode::kCancelled;
 }
 
+// Lowering for a target: thread binding where the target runs bound loops (a GPU).
+LowerOptions lower_options(const std::string& target) {
+  LowerOptions options;
+  Expected<const Backend*> backend = find_backend(target);
+  options.allow_thread_binding = backend.ok() && (*backend)->lowering().thread_binding;
+  return options;
+}
+
 }  // namespace
 
 DerivedState::DerivedState(std::shared_ptr<const Schedule> schedule, std::shared_ptr<const std::string> program_text,
-                           std::shared_ptr<EnvContext> context, RunnerSettings settings,
+                           std::shared_ptr<EnvContext> context, RunnerSettings settings, std::string target,
                            const DerivedState* previous)
     : schedule_(std::move(schedule)),
       program_text_(std::move(program_text)),
       context_(std::move(context)),
-      settings_(std::move(settings)) {
+      settings_(std::move(settings)),
+      target_(std::move(target)) {
   if (previous) {
     previous_lowering_ = previous->reusable_lowering();
   } else if (schedule_->trace_length() == 0) {
@@ -44,16 +57,72 @@ Expected<std::shared_ptr<const LoopNest>> DerivedState::nest() {
   if (!nest_) {
     // The state lives as long as the schedule it belongs to (aliasing pointer).
     std::shared_ptr<const ScheduleState> state(schedule_, &schedule_->state());
-    nest_ = lower_reusing(std::move(state), std::move(previous_lowering_));
+    nest_ = lower_reusing(std::move(state), std::move(previous_lowering_), lower_options(target_));
   }
   if (!nest_->ok()) return nest_->status();
   const std::shared_ptr<const LoweredNest>& lowered = **nest_;
   return std::shared_ptr<const LoopNest>(lowered, &lowered->nest);
 }
 
+Expected<std::shared_ptr<const LoopNest>> DerivedState::target_nest() {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> generic, nest());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!target_nest_) {
+    Expected<const Backend*> backend = find_backend(target_);
+    if (!backend.ok()) {
+      target_nest_ = backend.status();
+    } else {
+      Expected<LoopNest> lowered = lower_for_target(*generic, (*backend)->lowering(), lower_options(target_));
+      if (lowered.ok()) {
+        target_nest_ = std::shared_ptr<const LoopNest>(std::make_shared<LoopNest>(std::move(*lowered)));
+      } else {
+        target_nest_ = lowered.status();
+      }
+    }
+  }
+  return *target_nest_;
+}
+
+Expected<std::shared_ptr<const Executable>> DerivedState::target_code() {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, target_nest());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!target_code_) {
+    Expected<const Backend*> backend = find_backend(target_);
+    target_code_ = backend.ok() ? (*backend)->compile(*nest, {.keep_code_text = true})
+                                : Expected<std::shared_ptr<const Executable>>(backend.status());
+  }
+  return *target_code_;
+}
+
+Expected<bool> DerivedState::interpreted_correct() {
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, target_nest());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!interpreted_correct_) {
+    interpreted_correct_ = [&]() -> Expected<bool> {
+      const Program& program = schedule_->program();
+      std::vector<HostBuffer> inputs = make_random_inputs(program, settings_.seed);
+      std::vector<HostBuffer> outputs = make_output_buffers(*nest);
+      InterpreterOptions options;
+      options.max_steps = kMaxInterpretedSteps;
+      Status run = interpret(*nest, const_pointers(inputs), pointers(outputs), options);
+      if (run.code() == StatusCode::kResourceExhausted)
+        return resource_exhausted("the " + target_ + " target cannot run here, and the program is too large for the "
+                                  "reference interpreter to check (" + run.message() + ")");
+      TG_RETURN_IF_ERROR(run.with_context("interpreting the " + target_ + " nest"));
+      std::vector<std::string> names;
+      for (const BufferArg& out : nest->outputs) names.push_back(out.name);
+      MeasureResult check = check_outputs(program, names, inputs, outputs, settings_);
+      if (check.error == MeasureError::kWrongAnswer) return false;
+      if (!check.ok()) return measure_error_status(check, StatusCode::kFailedPrecondition);
+      return true;
+    }();
+  }
+  return *interpreted_correct_;
+}
+
 Expected<MeasureResult> DerivedState::run_worker(bool compile_only) {
   MeasureRequest request;
-  request.target = context_->target;
+  request.target = target_;
   request.program = *program_text_;
   request.schedule = schedule_->trace().to_string();
   request.settings = settings_;

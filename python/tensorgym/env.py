@@ -152,6 +152,8 @@ class TensorGymEnv(gym.Env):
     ManagedService or a Connection; other keyword arguments go to Connection (binary,
     auth_token, auth_token_file, tls, tls_ca_file, reconnect_timeout_s, ...).
     action_mask: request the action mask each step, as info["action_mask"].
+    target: the backend episodes compile for and are measured on ("cpu", the default, or
+    "cuda"; schedule-v0 only). On cuda the default reward is est_gpu_time.
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -161,10 +163,14 @@ class TensorGymEnv(gym.Env):
                  reward_space: Optional[str] = "default", action_space: Optional[str] = None,
                  service: Any = None, max_episode_steps: Optional[int] = None,
                  parameters: Optional[Dict[str, str]] = None, action_mask: bool = True,
-                 render_mode: Optional[str] = None, timeout_s: Optional[float] = None, **connection_options):
+                 render_mode: Optional[str] = None, timeout_s: Optional[float] = None,
+                 target: Optional[str] = None, **connection_options):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not one of {self.metadata['render_modes']}")
-        defaults = DEFAULTS.get(env, {})
+        defaults = dict(DEFAULTS.get(env, {}))
+        if target == "cuda" and env == "schedule-v0":
+            defaults["reward"] = "est_gpu_time"  # est_cycles models the cpu
+        self._target = target or ""
         self.render_mode = render_mode
         self.env_name = env
         self._conn: Connection = connect(service, **connection_options)
@@ -195,6 +201,7 @@ class TensorGymEnv(gym.Env):
         # The episode.
         self.benchmark: Optional[str] = None
         self._episode_action_space = self._action_space_name
+        self._episode_target = self._target
         self._session_id = ""
         self._epoch = -1
         self._history: List[_Entry] = []
@@ -301,23 +308,25 @@ class TensorGymEnv(gym.Env):
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None):
         """Starts an episode. options: "benchmark" (a URI), "action_space",
-        "max_episode_steps", "state" (an EpisodeState to continue from: its benchmark,
-        action space and actions)."""
+        "max_episode_steps", "target" ("cpu", "cuda": this episode's backend), "state" (an
+        EpisodeState to continue from: its benchmark, action space, target and actions)."""
         super().reset(seed=seed)
         options = dict(options or {})
         state = options.pop("state", None)
         benchmark = options.pop("benchmark", None)
         action_space = options.pop("action_space", None)
         max_steps = options.pop("max_episode_steps", None)
+        target = options.pop("target", None)
         if options:
             raise ValueError(f"unknown reset options: {', '.join(options)} "
-                             "(known: benchmark, action_space, max_episode_steps, state)")
+                             "(known: benchmark, action_space, max_episode_steps, target, state)")
         if state is not None:
             if state.env and state.env != self.env_name:
                 raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT,
                                    f"the state is of {state.env}, this environment is {self.env_name}")
             benchmark = state.benchmark
             action_space = action_space or state.action_space or None
+            target = target or state.target or None
         if benchmark is None:
             pool = self._benchmarks()
             benchmark = pool[int(self.np_random.integers(len(pool)))] if len(pool) > 1 else pool[0]
@@ -330,7 +339,8 @@ class TensorGymEnv(gym.Env):
         request = pb.StartSessionRequest(env=self.env_name, benchmark=benchmark,
                                          action_space=episode_action_space, observation_space=names,
                                          reward_space=[self.reward_space_name] if self.reward_space_name else [],
-                                         max_episode_steps=self._max_episode_steps, parameter=self._parameters)
+                                         max_episode_steps=self._max_episode_steps, parameter=self._parameters,
+                                         target=target or self._target)
         # The new session first: a refused reset leaves the episode as it was.
         response = self._conn.call("StartSession", request, timeout=self._timeout)
         self._end_session()
@@ -338,6 +348,7 @@ class TensorGymEnv(gym.Env):
             self._use_action_space(episode_action_space)
             self._set_observation_space()
         self._episode_action_space = episode_action_space
+        self._episode_target = target or self._target
         self.benchmark = benchmark
         self._session_id = response.session_id
         self._epoch = self._conn.epoch
@@ -584,7 +595,8 @@ class TensorGymEnv(gym.Env):
         conn = self._conn
         start = pb.StartSessionRequest(env=self.env_name, benchmark=self.benchmark,
                                        action_space=self._episode_action_space,
-                                       max_episode_steps=self._max_episode_steps, parameter=self._parameters)
+                                       max_episode_steps=self._max_episode_steps, parameter=self._parameters,
+                                       target=self._episode_target)
         session_id = conn.raw("StartSession", start, timeout=self._timeout).session_id
         rewards = self._replay_rewards()
         steps = 0

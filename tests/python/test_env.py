@@ -290,3 +290,57 @@ def test_reset_may_change_the_action_space(service):
         assert env.action_space.n == 256  # unchanged by the refused reset
     finally:
         env.close()
+
+
+GPU_BIND = ["split(C.i, 16, io, ii)", "split(C.j, 32, jo, ji)", "reorder(C, io, jo, ii, ji, k)",
+            "bind(C.io, blockIdx.y)", "bind(C.jo, blockIdx.x)", "bind(C.ii, threadIdx.y)", "bind(C.ji, threadIdx.x)"]
+
+
+def test_the_cuda_target_is_a_reset_option(service):
+    env = tensorgym.make("schedule-v0", service=service, benchmark=GMM, target="cuda", observation_space=None)
+    try:
+        assert env.reward_space_name == "est_gpu_time"  # est_cycles models the cpu
+        env.reset(seed=0)
+        total = sum(env.step(a)[1] for a in GPU_BIND)
+        assert total > np.log(100)  # the GPU model: one thread to 512 threads x 32 blocks
+        assert env.state.target == "cuda"
+        assert ".entry" in env.observation["ptx"]
+        # The env's reward has no model on the cpu, and there is no tpu: both resets are
+        # refused and the episode goes on where it was.
+        actions = list(env.state.actions)
+        with pytest.raises(ServiceError) as no_model:
+            env.reset(options={"target": "cpu"})
+        assert no_model.value.code.name == "UNIMPLEMENTED" and "est_gpu_time" in no_model.value.message
+        with pytest.raises(ServiceError) as unknown:
+            env.reset(options={"target": "tpu"})
+        assert unknown.value.code.name == "INVALID_ARGUMENT" and "cpu, cuda" in unknown.value.message
+        assert env.state.target == "cuda" and list(env.state.actions) == actions
+        # Another env's reset option: a cuda episode on an env made for the cpu.
+        cpu = tensorgym.make("schedule-v0", service=service, benchmark=GMM, observation_space=None,
+                             reward_space=None)
+        try:
+            cpu.reset(options={"target": "cuda"})
+            assert cpu.state.target == "cuda"
+            cpu.reset()
+            assert cpu.state.target == "cpu"
+        finally:
+            cpu.close()
+    finally:
+        env.close()
+
+
+def test_a_cuda_state_replays_on_cuda(service):
+    env = tensorgym.make("schedule-v0", service=service, benchmark=GMM, target="cuda", observation_space=None)
+    other = tensorgym.make("schedule-v0", service=service, benchmark=GMM, observation_space=None,
+                           reward_space="est_gpu_time")
+    try:
+        env.reset()
+        for a in GPU_BIND:
+            env.step(a)
+        state = env.state
+        other.reset(options={"state": state})
+        assert other.state.target == "cuda" and list(other.state.actions) == list(state.actions)
+        assert env.validate().ok
+    finally:
+        env.close()
+        other.close()

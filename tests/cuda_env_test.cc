@@ -1,0 +1,198 @@
+// schedule-v0 on the cuda target (reset option `target`): bind actions, the GPU model's
+// reward and observation, the PTX and ptxas's statistics, correctness by the reference
+// interpreter where no GPU runs the kernels, states that replay on their target, and
+// the same over gRPC through the C++ client.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/connection.h"
+#include "client/remote_env.h"
+#include "codegen/backend/registry.h"
+#include "envs/env_context.h"
+#include "envs/replay.h"
+#include "tests/test_support.h"
+
+namespace tensorgym {
+namespace {
+
+const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+const std::string kGemm = "benchmark://ops-v0/gmm-1";  // 128 x 128 x 128
+
+// Blocks of 16 x 32 outputs, one thread each, threadIdx.x along j.
+const std::vector<std::string> kBindActions = {
+    "split(C.i, 16, io, ii)",  "split(C.j, 32, jo, ji)",  "reorder(C, io, jo, ii, ji, k)",
+    "bind(C.io, blockIdx.y)",  "bind(C.jo, blockIdx.x)", "bind(C.ii, threadIdx.y)",
+    "bind(C.ji, threadIdx.x)"};
+
+std::shared_ptr<EnvContext> context() {
+  static std::shared_ptr<EnvContext> ctx = [] {
+    auto c = std::make_shared<EnvContext>();
+    c->worker_binary = kBinary;
+    c->threads = 1;
+    return c;
+  }();
+  return ctx;
+}
+
+std::unique_ptr<Env> env(const std::string& name = "schedule-v0") {
+  Expected<std::unique_ptr<Env>> e = make_env(name, context());
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+ResetOptions on_cuda() {
+  ResetOptions o;
+  o.target = "cuda";
+  return o;
+}
+
+double number(const Event& e) { return e.is<double>() ? e.as<double>() : std::nan(""); }
+
+// The episode bound for the GPU, its est_gpu_time rewards one per action.
+std::vector<double> bind_gemm(Env& e) {
+  std::vector<double> rewards;
+  for (const std::string& a : kBindActions) {
+    StepResult r = e.step({Event(a)}, {}, {"est_gpu_time"});
+    EXPECT_TRUE(r.error.ok()) << a << ": " << r.error.to_string();
+    rewards.push_back(r.rewards.empty() ? 0.0 : r.rewards[0]);
+  }
+  return rewards;
+}
+
+TEST(CudaEnv, BindingLoopsEarnTheLogSpeedupOfTheGpuModel) {
+  auto e = env();
+  Expected<std::vector<Event>> first = e->reset(kGemm, on_cuda(), {"est_gpu_time"});
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const double unbound = number((*first)[0]);
+  StepResult start = e->step({}, {}, {"est_gpu_time"});
+  ASSERT_TRUE(start.error.ok()) << start.error.to_string();
+  EXPECT_EQ(start.rewards[0], 0.0);
+  std::vector<double> rewards = bind_gemm(*e);
+  EXPECT_EQ(rewards[0], 0.0);  // a split alone changes nothing the model sees
+  double sum = 0;
+  for (double r : rewards) sum += r;
+  StepResult now = e->step({}, {"est_gpu_time"}, {});
+  const double bound = number(now.observations[0]);
+  EXPECT_GT(unbound, 100 * bound);
+  EXPECT_NEAR(sum, std::log(unbound / bound), 1e-9);
+  EpisodeState s = e->state();
+  EXPECT_EQ(s.target, "cuda");
+  EXPECT_EQ(s.reward_space, "est_gpu_time");
+  EXPECT_NEAR(s.deterministic_rewards["est_gpu_time"], sum, 1e-12);
+}
+
+TEST(CudaEnv, PtxPtxasStatsAndCorrectnessWithoutAGpu) {
+  auto e = env();
+  ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
+  // Unbound, the target's lowering refuses it, saying how to bind.
+  StepResult unbound = e->step({}, {"ptx"}, {});
+  EXPECT_EQ(unbound.error.code(), StatusCode::kFailedPrecondition) << unbound.error.to_string();
+  EXPECT_CONTAINS(unbound.error.message(), "bind it");
+  bind_gemm(*e);
+  StepResult r = e->step({}, {"ptx", "correct"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  const std::string ptx = r.observations[0].as<std::string>();
+  EXPECT_CONTAINS(ptx, ".target sm_90");
+  EXPECT_CONTAINS(ptx, ".entry");
+  EXPECT_TRUE(r.observations[1].as<bool>());  // the interpreter ran the GPU nest
+  StepResult stats = e->step({}, {"ptxas_stats"}, {});
+  if (!stats.error.ok()) {
+    EXPECT_EQ(stats.error.code(), StatusCode::kFailedPrecondition);
+    EXPECT_CONTAINS(stats.error.message(), "ptxas");
+    GTEST_SKIP() << "no ptxas here: " << stats.error.message();
+  }
+  const Int64Tensor& t = stats.observations[0].as<Int64Tensor>();
+  ASSERT_EQ(t.shape, (std::vector<int64_t>{1, 7}));
+  EXPECT_GT(t.values[0], 0);             // registers
+  EXPECT_EQ(t.values[5], 16 * 32);       // threads per block
+  EXPECT_EQ(t.values[6], 8 * 4);         // blocks
+}
+
+TEST(CudaEnv, MeasuringWithoutAGpuIsAClearErrorAndCpuSpacesRefuse) {
+  auto e = env();
+  ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
+  bind_gemm(*e);
+  StepResult runtime = e->step({}, {}, {"runtime"});
+  EXPECT_FALSE(runtime.error.ok());
+  EXPECT_CONTAINS(runtime.error.message(), "cannot be measured here");
+  StepResult cycles = e->step({}, {}, {"est_cycles"});
+  EXPECT_EQ(cycles.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(cycles.error.message(), "est_gpu_time");
+  StepResult ir = e->step({}, {"llvm_ir"}, {});
+  EXPECT_EQ(ir.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(ir.error.message(), "its code: ptx");
+  // And the other way round: a cpu episode has no PTX and no GPU model.
+  auto cpu = env();
+  ASSERT_TRUE(cpu->reset(kGemm, {}, {}).ok());
+  EXPECT_EQ(cpu->state().target, "cpu");
+  StepResult ptx = cpu->step({}, {"ptx"}, {});
+  EXPECT_EQ(ptx.error.code(), StatusCode::kFailedPrecondition);
+  StepResult gpu_time = cpu->step({}, {}, {"est_gpu_time"});
+  EXPECT_EQ(gpu_time.error.code(), StatusCode::kUnimplemented) << gpu_time.error.to_string();
+  // bind() is the cuda target's: on the cpu it is refused, the state unchanged.
+  StepResult bind = cpu->step({Event("bind(C.i, blockIdx.x)")}, {"est_cycles"}, {});
+  EXPECT_FALSE(bind.error.ok());
+}
+
+TEST(CudaEnv, AnUnknownTargetIsRefusedAndTheEpisodeStays) {
+  auto e = env();
+  ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
+  ASSERT_TRUE(e->step({Event(kBindActions[0])}, {}, {}).error.ok());
+  ResetOptions tpu;
+  tpu.target = "tpu";
+  Expected<std::vector<Event>> refused = e->reset(kGemm, tpu, {});
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(refused.status().message(), "cpu, cuda");
+  EXPECT_EQ(e->state().target, "cuda");
+  EXPECT_EQ(e->state().actions.size(), 1u);
+  // memory-v0 plans memory; it has no cuda target.
+  auto memory = env("memory-v0");
+  Expected<std::vector<Event>> m = memory->reset("benchmark://graphs-v0/mobilenet_v2", on_cuda(), {});
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CudaEnv, ForksAndStatesKeepTheTargetAndValidate) {
+  auto e = env();
+  ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
+  ASSERT_TRUE(e->step({}, {}, {"est_gpu_time"}).error.ok());
+  bind_gemm(*e);
+  Expected<std::unique_ptr<Env>> fork = e->fork();
+  ASSERT_TRUE(fork.ok());
+  EXPECT_EQ((*fork)->state().target, "cuda");
+  const EpisodeState s = e->state();
+  EnvMaker make = [](const std::string& name) { return make_env(name, context()); };
+  Expected<ValidationOutcome> v = validate_episode(s, 0.25, make);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->ok) << v->error;
+  EXPECT_EQ(v->replayed["est_gpu_time"], s.deterministic_rewards.at("est_gpu_time"));  // bit-exact
+}
+
+TEST(CudaEnv, OverGrpcTheClientStepsTheSameEpisode) {
+  client::ConnectionOptions o;
+  o.server_binary = kBinary;
+  o.server_args = {"--threads", "1"};
+  o.call_timeout_s = 120;
+  Expected<std::shared_ptr<client::Connection>> c = client::Connection::open(std::move(o));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  Expected<std::unique_ptr<client::RemoteEnv>> remote = (*c)->make_env("schedule-v0");
+  ASSERT_TRUE(remote.ok()) << remote.status().to_string();
+  ASSERT_TRUE((*remote)->reset(kGemm, on_cuda(), {}).ok());
+  ASSERT_TRUE((*remote)->step({}, {}, {"est_gpu_time"}).error.ok());
+  std::vector<double> over_grpc = bind_gemm(**remote);
+  auto local = env();
+  ASSERT_TRUE(local->reset(kGemm, on_cuda(), {}).ok());
+  ASSERT_TRUE(local->step({}, {}, {"est_gpu_time"}).error.ok());
+  EXPECT_EQ(over_grpc, bind_gemm(*local));  // a deterministic model: the same bits
+  EpisodeState s = (*remote)->state();
+  EXPECT_EQ(s.target, "cuda");
+  Expected<client::ValidationResult> v = (*c)->validate(s);
+  ASSERT_TRUE(v.ok()) << v.status().to_string();
+  EXPECT_TRUE(v->ok) << v->error;
+}
+
+}  // namespace
+}  // namespace tensorgym
