@@ -135,7 +135,46 @@ TEST(CudaEnv, MeasuringWithoutAGpuIsAClearErrorAndCpuSpacesRefuse) {
   EXPECT_EQ(gpu_time.error.code(), StatusCode::kUnimplemented) << gpu_time.error.to_string();
   // bind() is the cuda target's: on the cpu it is refused, the state unchanged.
   StepResult bind = cpu->step({Event("bind(C.i, blockIdx.x)")}, {"est_cycles"}, {});
-  EXPECT_FALSE(bind.error.ok());
+  EXPECT_EQ(bind.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(bind.error.message(), "GPU schedule's primitive");
+  EXPECT_TRUE(cpu->state().actions.empty());
+}
+
+// bind's block of the primitives space follows the existing blocks (no index moves);
+// the mask offers it on cuda only, and an index in it binds as its text does.
+TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
+  constexpr int64_t kBindBlock = 1976;  // 8 stages x 12 loops x 7 tags from here
+  auto mask_of = [](Env& e) {
+    StepResult r = e.step({}, {"action_mask"}, {});
+    EXPECT_TRUE(r.error.ok()) << r.error.to_string();
+    return r.observations[0].as<Int64Tensor>().values;
+  };
+  auto cpu = env();
+  ASSERT_TRUE(cpu->reset(kGemm, {}, {}).ok());
+  std::vector<int64_t> on_cpu = mask_of(*cpu);
+  ASSERT_EQ(on_cpu.size(), size_t(kBindBlock + 8 * 12 * 7));
+  for (size_t i = kBindBlock; i < on_cpu.size(); ++i) ASSERT_EQ(on_cpu[i], 0) << i;
+  StepResult refused = cpu->step({Event(kBindBlock)}, {}, {});
+  EXPECT_EQ(refused.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(cpu->state().actions.empty());
+
+  auto gpu = env();
+  ASSERT_TRUE(gpu->reset(kGemm, on_cuda(), {}).ok());
+  std::vector<int64_t> on_gpu = mask_of(*gpu);
+  // Stage C's leaf loops i and j (k is a reduction): 7 tags each.
+  EXPECT_EQ(std::vector<int64_t>(on_gpu.begin(), on_gpu.begin() + kBindBlock),
+            std::vector<int64_t>(on_cpu.begin(), on_cpu.begin() + kBindBlock));
+  int64_t offered = 0;
+  for (size_t i = kBindBlock; i < on_gpu.size(); ++i) offered += on_gpu[i];
+  EXPECT_EQ(offered, 2 * 7);
+  StepResult bound = gpu->step({Event(kBindBlock + 3)}, {"action_mask"}, {});  // loop 0, tag 3
+  ASSERT_TRUE(bound.error.ok()) << bound.error.to_string();
+  EXPECT_EQ(gpu->state().actions, (std::vector<std::string>{"bind(C.i, threadIdx.x)"}));
+  // The tag is taken now, and loop i is bound: j keeps the other 6 tags.
+  offered = 0;
+  const std::vector<int64_t>& after = bound.observations[0].as<Int64Tensor>().values;
+  for (size_t i = kBindBlock; i < after.size(); ++i) offered += after[i];
+  EXPECT_EQ(offered, 6);
 }
 
 TEST(CudaEnv, AnUnknownTargetIsRefusedAndTheEpisodeStays) {

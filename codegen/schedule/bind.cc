@@ -1,5 +1,6 @@
 // bind(STAGE.loop, blockIdx.x | threadIdx.x | ...): maps a loop onto a GPU thread
 // dimension. Recorded for GPU backends; CPU lowering rejects a bound loop.
+#include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
@@ -35,6 +36,28 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
   return ApplyEffect::kChanged;
 }
 
+// The flat space: one entry per leaf loop and tag.
+Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, int choice) {
+  TG_ASSIGN_OR_RETURN(PrimitiveArgs args, leaf_loop_at_slot(state, "bind", stage, slot));
+  args.push_back(PrimitiveArg::of_int(choice));
+  return args;
+}
+
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+  constexpr size_t kChoices = std::size(kTags);
+  const StageSchedule& s = state.stages()[size_t(stage)];
+  if (s.attach == AttachKind::kInline) return;
+  std::vector<bool> used(kChoices, false);
+  for (const Loop& l : s.loops)
+    for (size_t t = 0; t < kChoices; ++t) used[t] = used[t] || l.thread_tag == kTags[t];
+  for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
+    const Loop& l = s.loops[size_t(s.leaf[p])];
+    if (l.kind != ForKind::kSerial || !l.thread_tag.empty() || l.is_reduce || l.extent <= 1) continue;
+    for (size_t t = 0; t < kChoices; ++t)
+      if (!used[t]) row[p * kChoices + t] = 1;
+  }
+}
+
 }  // namespace
 
 extern const PrimitiveDef kBindPrimitive = {
@@ -45,6 +68,8 @@ extern const PrimitiveDef kBindPrimitive = {
     .args = kArgs,
     .check = check,
     .apply = apply,
+    .flat = {ActionSlots::kLoops, int(std::size(kTags)), flat, mask},
+    .gpu_only = true,
 };
 
 }  // namespace tensorgym

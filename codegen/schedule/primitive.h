@@ -115,6 +115,9 @@ struct PrimitiveDef {
   FlatActions flat = {};
   CursorActionsDef cursor = {};
   RandomProposal random = {};
+  // A primitive of GPU schedules (bind): environments offer and apply it only on targets
+  // that bind threads (LoweringTarget::thread_binding).
+  bool gpu_only = false;
 
   int min_args() const { return int(args.size()); }
   int max_args() const { return variadic ? -1 : int(args.size()); }

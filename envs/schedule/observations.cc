@@ -72,7 +72,7 @@ Expected<Event> ptxas_stats(ScheduleEpisode& e) {
 Expected<Event> action_mask(ScheduleEpisode& e) {
   const ScheduleState& state = e.schedule->state();
   std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor)
-                                                                      : PrimitiveActions::mask(state);
+                                                                      : PrimitiveActions::mask(state, e.thread_binding);
   int64_t n = int64_t(m.size());
   return Event(Int64Tensor{{n}, std::move(m)});
 }

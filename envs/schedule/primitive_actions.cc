@@ -86,13 +86,15 @@ Expected<BoundPrimitive> PrimitiveActions::decode(const ScheduleState& state, in
   return BoundPrimitive{d.block->def, std::move(args)};
 }
 
-std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state) {
+std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state, bool thread_binding) {
   std::vector<int64_t> m(size_t(size()), 0);
   int ns = std::min<int>(int(state.stages().size()), S);
-  for (const FlatBlock& b : blocks())
+  for (const FlatBlock& b : blocks()) {
+    if (b.def->gpu_only && !thread_binding) continue;
     for (int si = 0; si < ns; ++si)
       b.def->flat.mask(state, si,
                        std::span<int64_t>(m.data() + b.offset + int64_t(si) * b.per_stage, size_t(b.per_stage)));
+  }
   return m;
 }
 

@@ -31,8 +31,9 @@ class PrimitiveActions {
   static Expected<BoundPrimitive> decode(const ScheduleState& state, int64_t index);
 
   // 1 where the action passes cheap checks mirroring the primitives' preconditions
-  // (it may still be rejected when applied, e.g. by a whole-state invariant).
-  static std::vector<int64_t> mask(const ScheduleState& state);
+  // (it may still be rejected when applied, e.g. by a whole-state invariant). GPU
+  // primitives (bind) only with `thread_binding` (a GPU target's episode).
+  static std::vector<int64_t> mask(const ScheduleState& state, bool thread_binding = false);
 
   // The human description of an index independent of state, e.g.
   // "split(stage 0, loop 2, choice 3)".

@@ -67,7 +67,8 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
   const std::string target = options.target.empty() ? context_->target : options.target;
-  if (Expected<const Backend*> backend = find_backend(target); !backend.ok())
+  Expected<const Backend*> backend = find_backend(target);
+  if (!backend.ok())
     return invalid_argument("unknown target " + quote_text(target) + " (schedule-v0 targets: " +
                             fmt::format("{}", fmt::join(backend_names(), ", ")) + ")");
   for (const std::string& o : observations)
@@ -81,6 +82,7 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   next.schedule = std::make_shared<const Schedule>(next.benchmark.program);
   next.action_space = kind;
   next.target = target;
+  next.thread_binding = (*backend)->lowering().thread_binding;
   next.runner_settings = episode_.runner_settings;  // session parameters persist across resets
   next.cursor = CursorActions::normalize(next.schedule->state(), Cursor{});
   next.invalidate();
@@ -129,7 +131,14 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     return Status();
   }
 
-  // An index is decoded straight to a bound primitive; text is bound once.
+  // An index is decoded straight to a bound primitive; text is bound once. A GPU
+  // schedule's primitive applies only where the target binds threads.
+  auto refuse_on_target = [&](const PrimitiveDef* def) -> Status {
+    if (def == nullptr || !def->gpu_only || episode_.thread_binding) return Status();
+    return failed_precondition(fmt::format("{} is a GPU schedule's primitive; this episode's target is {} (reset "
+                                           "with the target cuda to bind loops)",
+                                           def->name, episode_.target));
+  };
   std::optional<Schedule> next;
   PrimitiveResult r = ApplyEffect::kNoEffect;
   if (action.is<int64_t>()) {
@@ -137,12 +146,15 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     if (!decoded.ok())
       return Status(decoded.status().code(),
                     fmt::format("action {}: {}", action.as<int64_t>(), decoded.status().message()));
+    if (Status st = refuse_on_target(decoded->def); !st.ok())
+      return Status(st.code(), fmt::format("action {}: {}", action.as<int64_t>(), st.message()));
     r = episode_.schedule->apply_to_copy(*decoded, &next);
   } else if (action.is<std::string>()) {
     TG_ASSIGN_OR_RETURN(Trace t, parse_trace(action.as<std::string>()));
     if (t.steps.size() != 1)
       return invalid_argument(fmt::format("an action's text is one primitive, got {}: {}", t.steps.size(),
                                           quote_text(action.as<std::string>())));
+    TG_RETURN_IF_ERROR(refuse_on_target(find_primitive(t.steps[0].name)));
     r = episode_.schedule->apply_to_copy(t.steps[0], &next);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
