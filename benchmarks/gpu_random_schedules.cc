@@ -1,0 +1,176 @@
+// Random GPU schedules of every ops-v0 family at the suite's sizes, for the cuda
+// target: each lowered (its checks), compiled to PTX and assembled by ptxas for sm_90
+// (registers and spills recorded), modelled (est_gpu_time), and where the program is
+// small enough for the reference interpreter, run by it and checked against the
+// reference evaluator.
+//
+//   build/bin/gpu_random_schedules [--schedules 50] [--seed 1] [--interp-max-flops 2e7]
+//                                  [--jsonl FILE]
+//
+// Prints a table by family; --jsonl writes one line per schedule (benchmark, seed,
+// trace, kernels with their launch, registers and spills, est_gpu_time_s, checked).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "codegen/analysis/op_count.h"
+#include "codegen/backend/registry.h"
+#include "codegen/interp/compare.h"
+#include "codegen/interp/evaluator.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/interp/interpreter.h"
+#include "codegen/lower/random_gpu_schedule.h"
+#include "datasets/registry.h"
+
+namespace tensorgym {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// One benchmark per family: the first shape, batch 1 (the norm: batch 16, whose
+// threads each have a matrix; at batch 1 it is one sum across threads).
+const char* const kBenchmarks[] = {"gmm-1", "c1d-1", "c2d-1", "c3d-1", "grp-1",
+                                   "dil-1", "dep-1", "t2d-1", "cap-1", "nrm-1-b16"};
+
+struct Row {
+  int drawn = 0, lowered = 0, checked = 0, matched = 0, assembled = 0, spilled = 0;
+  std::vector<int> registers;
+  std::vector<double> seconds;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Whether the GPU nest computes what the program says (interpreter vs evaluator).
+bool matches(const Program& program, const LoopNest& nest) {
+  std::vector<HostBuffer> inputs = make_random_inputs(program, 7);
+  std::vector<HostBuffer> outputs = make_output_buffers(nest);
+  if (!interpret(nest, const_pointers(inputs), pointers(outputs)).ok()) return false;
+  ProgramEvaluator evaluator(program, const_pointers(inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = nest.outputs[i].name;
+    if (!compare_with_evaluator(evaluator, name, outputs[i], tolerance_for(program, name, 1e-5, 1e-6), 4096, 1).match)
+      return false;
+  }
+  return true;
+}
+
+int run(int schedules, uint64_t seed, double interp_max_flops, const std::string& jsonl_path) {
+  Expected<const Backend*> cuda = find_backend("cuda");
+  if (!cuda.ok()) {
+    fmt::print(stderr, "{}\n", cuda.status().to_string());
+    return 1;
+  }
+  std::ofstream jsonl;
+  if (!jsonl_path.empty()) jsonl.open(jsonl_path);
+  fmt::print("| benchmark | drawn | lowered | interpreter matched | assembled | registers min/median/max | "
+             "kernels spilling | est_gpu_time median |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  int failures = 0;
+  for (const char* name : kBenchmarks) {
+    const std::string uri = fmt::format("benchmark://ops-v0/{}", name);
+    Expected<Benchmark> b = DatasetRegistry::global().resolve(uri);
+    if (!b.ok()) {
+      fmt::print(stderr, "{}: {}\n", uri, b.status().to_string());
+      return 1;
+    }
+    const bool interpretable = count_ops(*b->program).flops <= interp_max_flops;
+    Row row;
+    for (int i = 0; i < schedules; ++i) {
+      Rng rng(seed * 1000003 + uint64_t(i));
+      ++row.drawn;
+      Expected<Schedule> s = random_gpu_schedule(b->program, (*cuda)->lowering(), rng);
+      if (!s.ok()) {
+        ++failures;
+        continue;
+      }
+      Expected<LoopNest> nest = lower(*s, (*cuda)->lowering());
+      if (!nest.ok()) {
+        ++failures;
+        continue;
+      }
+      ++row.lowered;
+      bool matched = false;
+      if (interpretable) {
+        ++row.checked;
+        matched = matches(*b->program, *nest);
+        row.matched += matched;
+        failures += !matched;
+      }
+      Expected<std::shared_ptr<const Executable>> exe = (*cuda)->compile(*nest);
+      if (!exe.ok()) {
+        ++failures;
+        continue;
+      }
+      bool assembled = !(*exe)->kernels().empty();
+      Json kernels = Json::array();
+      for (const DeviceKernel& k : (*exe)->kernels()) {
+        assembled = assembled && k.assembled;
+        if (k.assembled) row.registers.push_back(k.registers);
+        row.spilled += k.spill_store_bytes > 0 || k.spill_load_bytes > 0;
+        kernels.push_back(Json{{"name", k.name},
+                               {"blocks", {k.blocks[0], k.blocks[1], k.blocks[2]}},
+                               {"threads", {k.threads[0], k.threads[1], k.threads[2]}},
+                               {"registers", k.registers},
+                               {"spill_store_bytes", k.spill_store_bytes},
+                               {"spill_load_bytes", k.spill_load_bytes}});
+      }
+      row.assembled += assembled;
+      Expected<double> modelled = (*cuda)->estimated_seconds(*nest);
+      if (modelled.ok()) row.seconds.push_back(*modelled);
+      if (jsonl.is_open()) {
+        jsonl << Json{{"benchmark", uri},
+                                {"seed", seed * 1000003 + uint64_t(i)},
+                                {"trace", s->trace().to_string()},
+                                {"kernels", kernels},
+                                {"est_gpu_time_s", modelled.ok() ? Json(*modelled) : Json(nullptr)},
+                                {"checked", interpretable},
+                                {"matched", matched}}
+                     .dump()
+              << "\n";
+      }
+    }
+    std::vector<int>& r = row.registers;
+    std::sort(r.begin(), r.end());
+    const std::string regs = r.empty() ? "-" : fmt::format("{}/{}/{}", r.front(), r[r.size() / 2], r.back());
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} | {:.1f} us |\n", name, row.drawn, row.lowered,
+               interpretable ? fmt::format("{} of {}", row.matched, row.checked) : std::string("- (too large)"),
+               row.assembled, regs, row.spilled, median(row.seconds) * 1e6);
+  }
+  fmt::print("failures: {}\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tensorgym
+
+int main(int argc, char** argv) {
+  int schedules = 50;
+  uint64_t seed = 1;
+  double interp_max_flops = 2e7;
+  std::string jsonl;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--schedules") {
+      schedules = std::atoi(argv[i + 1]);
+    } else if (flag == "--seed") {
+      seed = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (flag == "--interp-max-flops") {
+      interp_max_flops = std::atof(argv[i + 1]);
+    } else if (flag == "--jsonl") {
+      jsonl = argv[i + 1];
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  return tensorgym::run(schedules, seed, interp_max_flops, jsonl);
+}

@@ -1,0 +1,136 @@
+// Random GPU schedules (codegen/lower/random_gpu_schedule.h) of every ops-v0 family,
+// built from the suite's own program templates at sizes the interpreter runs quickly:
+// each lowers for the cuda target, computes what the unscheduled program computes
+// (the reference interpreter on the GPU nest), and assembles with ptxas where it is
+// installed. benchmarks/gpu_random_schedules.cc does the same at the suite's sizes.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/backend/registry.h"
+#include "codegen/cuda/ptxas.h"
+#include "codegen/interp/compare.h"
+#include "codegen/interp/evaluator.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/interp/interpreter.h"
+#include "codegen/ir/program.h"
+#include "codegen/lower/random_gpu_schedule.h"
+#include "datasets/op_library.h"
+#include "tests/cuda_test_support.h"
+#include "tests/test_support.h"
+
+namespace tensorgym {
+namespace {
+
+using cuda_test::cuda_backend;
+
+struct Family {
+  std::string name;
+  std::string program;
+};
+
+// One small instance of each ops-v0 family (datasets/ops_suite.cc's templates).
+std::vector<Family> families() {
+  ConvSpec c1d{.batch = 1, .in_channels = 4, .out_channels = 8, .input_size = {20}, .kernel = 3, .pad = 1};
+  ConvSpec c2d{.batch = 1, .in_channels = 3, .out_channels = 8, .input_size = {10, 10}, .kernel = 3, .stride = 2,
+               .pad = 1};
+  ConvSpec c3d{.batch = 1, .in_channels = 2, .out_channels = 4, .input_size = {4, 6, 6}, .kernel = 3, .pad = 1};
+  ConvSpec grp{.batch = 1, .in_channels = 8, .out_channels = 8, .input_size = {6, 6}, .kernel = 3, .pad = 1,
+               .groups = 4};
+  ConvSpec dil{.batch = 1, .in_channels = 4, .out_channels = 4, .input_size = {9, 9}, .kernel = 3, .pad = 2,
+               .dilation = 2};
+  DepthwiseSpec dep{.batch = 1, .channels = 8, .height = 10, .width = 10, .kernel = 3, .pad = 1};
+  TransposedConvSpec t2d{.batch = 1, .in_channels = 4, .out_channels = 4, .height = 4, .width = 4, .kernel = 4,
+                         .stride = 2, .pad = 1};
+  CapsuleConvSpec cap{.batch = 1, .in_channels = 2, .out_channels = 2, .height = 4, .width = 4, .kernel = 3,
+                      .pad = 1, .capsule = 4};
+  return {{"gmm", matmul_program(0, 24, 40, 16)},
+          {"gmm-b", matmul_program(2, 16, 24, 8)},
+          {"c1d", conv_program(c1d)},
+          {"c2d", conv_program(c2d)},
+          {"c3d", conv_program(c3d)},
+          {"grp", conv_program(grp)},
+          {"dil", conv_program(dil)},
+          {"dep", depthwise_conv2d_program(dep)},
+          {"t2d", transposed_conv2d_program(t2d)},
+          {"cap", capsule_conv2d_program(cap)},
+          {"nrm-b", norm_program(4, 12, 20)}};
+}
+
+ProgramPtr parse(const std::string& text) {
+  Expected<Program> p = parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return std::make_shared<const Program>(std::move(*p));
+}
+
+// The GPU nest's outputs against the reference evaluator, on seeded random inputs.
+std::string mismatch(const Program& program, const LoopNest& nest) {
+  std::vector<HostBuffer> inputs = make_random_inputs(program, 7);
+  std::vector<HostBuffer> outputs = make_output_buffers(nest);
+  Status run = interpret(nest, const_pointers(inputs), pointers(outputs));
+  if (!run.ok()) return run.to_string();
+  ProgramEvaluator evaluator(program, const_pointers(inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = nest.outputs[i].name;
+    Comparison c = compare_with_evaluator(evaluator, name, outputs[i], tolerance_for(program, name, 1e-5, 1e-6),
+                                          1 << 20, 1);
+    if (!c.match) return name + ": " + c.describe();
+  }
+  return "";
+}
+
+constexpr int kSchedulesPerFamily = 6;
+
+TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
+  const bool have_ptxas = !cuda::find_ptxas().empty();
+  for (const Family& f : families()) {
+    SCOPED_TRACE(f.name);
+    ProgramPtr program = parse(f.program);
+    std::set<std::string> distinct;
+    for (int seed = 0; seed < kSchedulesPerFamily; ++seed) {
+      Rng rng(uint64_t(seed) * 7919 + 3);
+      Expected<Schedule> s = random_gpu_schedule(program, cuda_backend().lowering(), rng);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      const std::string trace = s->trace().to_string();
+      SCOPED_TRACE(trace);
+      distinct.insert(trace);
+      EXPECT_NE(trace.find("threadIdx.x"), std::string::npos);
+      Expected<LoopNest> nest = lower(*s, cuda_backend().lowering());
+      ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+      EXPECT_EQ(mismatch(*program, *nest), "");
+      Expected<std::shared_ptr<const Executable>> exe = cuda_backend().compile(*nest);
+      ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+      for (const DeviceKernel& k : (*exe)->kernels()) {
+        EXPECT_EQ(k.assembled, have_ptxas) << k.name;
+        if (k.assembled) EXPECT_GT(k.registers, 0) << k.name;
+      }
+    }
+    EXPECT_GE(distinct.size(), size_t(kSchedulesPerFamily) / 2);  // random, not one tiling
+  }
+}
+
+TEST(RandomGpuSchedule, ASeedGivesTheSameSchedule) {
+  ProgramPtr program = parse(families()[3].program);
+  Rng a(11), b(11);
+  Expected<Schedule> first = random_gpu_schedule(program, cuda_backend().lowering(), a);
+  Expected<Schedule> second = random_gpu_schedule(program, cuda_backend().lowering(), b);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->trace().to_string(), second->trace().to_string());
+}
+
+TEST(RandomGpuSchedule, AProgramThatReducesToOneValueHasNone) {
+  // The norm of one matrix: one sum over everything, a reduction across threads.
+  ProgramPtr program = parse(norm_program(1, 8, 8));
+  Rng rng(1);
+  Expected<Schedule> s = random_gpu_schedule(program, cuda_backend().lowering(), rng);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(s.status().message(), "runs outside any GPU kernel");
+}
+
+}  // namespace
+}  // namespace tensorgym
