@@ -209,7 +209,8 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
   }
   const Executable& exe = **kernel;
   // The target's own model where it has one: an estimate, never a measurement.
-  const Expected<double> modelled = backend.estimated_seconds(job->nest);
+  Expected<double> modelled = unimplemented("");
+  if (Expected<RuntimeEstimate> e = backend.estimate_runtime(job->nest); e.ok()) modelled = e->seconds;
   const Status refused = unimplemented(fmt::format(
       "the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) but nothing on "
       "this machine runs it; `tensorgym interp --target {}` checks the schedule's correctness",

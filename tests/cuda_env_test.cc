@@ -79,6 +79,16 @@ TEST(CudaEnv, BindingLoopsEarnTheLogSpeedupOfTheGpuModel) {
   const double bound = number(now.observations[0]);
   EXPECT_GT(unbound, 100 * bound);
   EXPECT_NEAR(sum, std::log(unbound / bound), 1e-9);
+  // The model's view, kernel by kernel: one kernel of 32 blocks of 16 x 32 threads.
+  StepResult features = e->step({}, {"gpu_features"}, {});
+  ASSERT_TRUE(features.error.ok()) << features.error.to_string();
+  const DoubleTensor& f = features.observations[0].as<DoubleTensor>();
+  ASSERT_EQ(f.shape, (std::vector<int64_t>{1, 15}));
+  EXPECT_EQ(f.values[0], 0.0);       // not a single thread
+  EXPECT_EQ(f.values[2], 8.0 * 4);   // blocks
+  EXPECT_EQ(f.values[3], 16.0 * 32);  // threads per block
+  EXPECT_EQ(f.values[6], 2.0 * 128 * 128 * 128);  // flops
+  EXPECT_EQ(f.values[14], bound);    // its seconds are est_gpu_time's
   EpisodeState s = e->state();
   EXPECT_EQ(s.target, "cuda");
   EXPECT_EQ(s.reward_space, "est_gpu_time");

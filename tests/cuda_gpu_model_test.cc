@@ -12,7 +12,6 @@ namespace tensorgym {
 namespace {
 
 using cuda::estimate_gpu_time;
-using cuda::GpuEstimate;
 using cuda::GpuSpec;
 using cuda_test::scheduled;
 
@@ -28,17 +27,17 @@ std::string tiled(const std::string& x_loop, const std::string& y_loop) {
          ", threadIdx.x)";
 }
 
-GpuEstimate estimate(const std::string& program, const std::string& trace, const GpuSpec& gpu = GpuSpec::h100_sxm()) {
+RuntimeEstimate estimate(const std::string& program, const std::string& trace, const GpuSpec& gpu = GpuSpec::h100_sxm()) {
   Schedule s = scheduled(program, trace);
   Expected<LoopNest> nest = lower(s, LowerOptions{.allow_thread_binding = true});
   EXPECT_TRUE(nest.ok()) << nest.status().to_string();
-  return nest.ok() ? estimate_gpu_time(*nest, gpu) : GpuEstimate{};
+  return nest.ok() ? estimate_gpu_time(*nest, gpu) : RuntimeEstimate{};
 }
 
 TEST(GpuModel, TheKernelIsTheLaunchTheScheduleBinds) {
-  GpuEstimate e = estimate(kGemm1024, tiled("ji", "ii"));
+  RuntimeEstimate e = estimate(kGemm1024, tiled("ji", "ii"));
   ASSERT_EQ(e.kernels.size(), 1u);
-  const cuda::GpuKernelEstimate& k = e.kernels[0];
+  const KernelEstimate& k = e.kernels[0];
   EXPECT_EQ(k.stage, "C");
   EXPECT_FALSE(k.single_thread);
   EXPECT_EQ(k.blocks, 64 * 32);
@@ -52,11 +51,11 @@ TEST(GpuModel, TheKernelIsTheLaunchTheScheduleBinds) {
 }
 
 TEST(GpuModel, WorkNoLoopIsBoundToRunsAsOneSlowThread) {
-  GpuEstimate unbound = estimate(kGemm1024, "");
+  RuntimeEstimate unbound = estimate(kGemm1024, "");
   ASSERT_EQ(unbound.kernels.size(), 1u);
   EXPECT_TRUE(unbound.kernels[0].single_thread);
   EXPECT_EQ(unbound.kernels[0].threads_per_block, 1);
-  GpuEstimate bound = estimate(kGemm1024, tiled("ji", "ii"));
+  RuntimeEstimate bound = estimate(kGemm1024, tiled("ji", "ii"));
   EXPECT_GT(unbound.seconds, 100 * bound.seconds);
 }
 
@@ -84,7 +83,7 @@ TEST(GpuModel, AFewBlocksLeaveMostSmsIdle) {
 
 TEST(GpuModel, LoopsAroundAKernelLaunchItAgain) {
   // i stays a host loop: the kernel over j launches once per row.
-  GpuEstimate e = estimate(kGemm1024, "split(C.j, 128, jo, ji); bind(C.jo, blockIdx.x); bind(C.ji, threadIdx.x)");
+  RuntimeEstimate e = estimate(kGemm1024, "split(C.j, 128, jo, ji); bind(C.jo, blockIdx.x); bind(C.ji, threadIdx.x)");
   ASSERT_EQ(e.kernels.size(), 1u);
   EXPECT_EQ(e.kernels[0].launches, 1024);
   EXPECT_EQ(e.kernels[0].blocks, 8);
@@ -96,7 +95,7 @@ TEST(GpuModel, AnAccumulatorStaysInARegisterAcrossTheReduction) {
   // (32 lanes x 4 bytes). C[i, j] does not move with k: it is read and written once per
   // thread, not once per k (else it would add 8 bytes per multiply-add), after the
   // store that sets it to zero.
-  GpuEstimate e = estimate(kGemm1024, tiled("ji", "ii"));
+  RuntimeEstimate e = estimate(kGemm1024, tiled("ji", "ii"));
   ASSERT_EQ(e.kernels.size(), 1u);
   const double n3 = 1024.0 * 1024 * 1024, n2 = 1024.0 * 1024;
   EXPECT_DOUBLE_EQ(e.kernels[0].l1_bytes, n3 / 32 * (32 + 128) + 3 * n2 / 32 * 128);
@@ -104,8 +103,8 @@ TEST(GpuModel, AnAccumulatorStaysInARegisterAcrossTheReduction) {
 
 TEST(GpuModel, IsDeterministicAndFasterMemoryOnlyHelps) {
   const std::string trace = tiled("ji", "ii");
-  GpuEstimate a = estimate(kGemm1024, trace);
-  GpuEstimate b = estimate(kGemm1024, trace);
+  RuntimeEstimate a = estimate(kGemm1024, trace);
+  RuntimeEstimate b = estimate(kGemm1024, trace);
   EXPECT_EQ(a.seconds, b.seconds);  // bit-exact
   // An H200 is an H100 with faster HBM: never slower.
   EXPECT_LE(estimate(kGemm1024, trace, GpuSpec::h200_sxm()).seconds, a.seconds);
@@ -113,7 +112,7 @@ TEST(GpuModel, IsDeterministicAndFasterMemoryOnlyHelps) {
 }
 
 TEST(GpuModel, EveryStageIsAKernelOfItsOwn) {
-  GpuEstimate e = estimate(cuda_test::kTwoStages,
+  RuntimeEstimate e = estimate(cuda_test::kTwoStages,
                            "split(B.i, 8, io, ii); bind(B.io, blockIdx.x); bind(B.ii, threadIdx.x); "
                            "split(C.i, 8, io, ii); bind(C.io, blockIdx.x); bind(C.ii, threadIdx.x)");
   ASSERT_EQ(e.kernels.size(), 2u);

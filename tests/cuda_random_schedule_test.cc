@@ -106,7 +106,9 @@ TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
       ASSERT_TRUE(exe.ok()) << exe.status().to_string();
       for (const DeviceKernel& k : (*exe)->kernels()) {
         EXPECT_EQ(k.assembled, have_ptxas) << k.name;
-        if (k.assembled) EXPECT_GT(k.registers, 0) << k.name;
+        if (k.assembled) {
+          EXPECT_GT(k.registers, 0) << k.name;
+        }
       }
     }
     EXPECT_GE(distinct.size(), size_t(kSchedulesPerFamily) / 2);  // random, not one tiling

@@ -69,6 +69,30 @@ struct DeviceKernel {
   int64_t spill_load_bytes = 0;
 };
 
+// A target model's estimate of one run, kernel by kernel (cuda: codegen/cuda/gpu_model.h;
+// deterministic, never a measurement).
+struct KernelEstimate {
+  std::string stage;           // of its outermost bound loop; the stage's own for work outside any kernel
+  bool single_thread = false;  // work no bound loop contains: one thread runs it
+  int64_t launches = 1;        // iterations of the host loops around it
+  int64_t blocks = 1;          // per launch
+  int64_t threads_per_block = 1;
+  int registers = 0;           // per thread, estimated
+  int blocks_per_sm = 0;       // resident
+  double occupancy = 0;        // resident warps / the SM's most
+  double flops = 0;            // all launches
+  double l1_bytes = 0;         // requested by the warps: 32-byte sectors
+  double l2_bytes = 0;         // requested of L2 (after L1)
+  double dram_bytes = 0;
+  double compute_s = 0, l1_s = 0, l2_s = 0, dram_s = 0;
+  double seconds = 0;          // all launches, launch overheads included
+};
+
+struct RuntimeEstimate {
+  double seconds = 0;
+  std::vector<KernelEstimate> kernels;  // in program order
+};
+
 // A compiled loop nest, callable any number of times from any thread.
 class Executable {
  public:
@@ -120,7 +144,7 @@ class Backend {
   // loops bind() bound keep their tags): cuda's GPU model (codegen/cuda/gpu_model.h)
   // on its named GPU. Deterministic, never a measurement. UNIMPLEMENTED for a target
   // without one (the cpu's model counts cycles: machine_model()).
-  virtual Expected<double> estimated_seconds(const LoopNest& nest) const {
+  virtual Expected<RuntimeEstimate> estimate_runtime(const LoopNest& nest) const {
     (void)nest;
     return unimplemented("target " + name() + " has no runtime model (est_gpu_time is the cuda target's)");
   }

@@ -72,8 +72,8 @@ class CudaBackend final : public Backend {
   }
 
   // The GPU model on the GPU the target names (TargetInfo::device's H100).
-  Expected<double> estimated_seconds(const LoopNest& nest) const override {
-    return cuda::estimate_gpu_time(nest, cuda::GpuSpec::h100_sxm()).seconds;
+  Expected<RuntimeEstimate> estimate_runtime(const LoopNest& nest) const override {
+    return cuda::estimate_gpu_time(nest, cuda::GpuSpec::h100_sxm());
   }
 
   // One NVPTX module with a kernel per GPU kernel of the nest, its PTX, and where

@@ -27,7 +27,7 @@ class LoopIndex : public IRVisitor {
 
 // One kernel while its stores are added up.
 struct KernelWork {
-  GpuKernelEstimate estimate;
+  KernelEstimate estimate;
   double single_thread_cycles = 0;  // work outside any kernel
   double kernel_footprint_bytes = 0;  // one launch, every access
   double unique_bytes = 0;            // all launches, each access's distinct sectors
@@ -66,7 +66,7 @@ int resident_blocks(const GpuSpec& gpu, int64_t threads_per_block, int registers
 }
 
 void finish_kernel(KernelWork& w, const GpuSpec& gpu) {
-  GpuKernelEstimate& k = w.estimate;
+  KernelEstimate& k = w.estimate;
   const double launch = gpu.launch_overhead_s * double(k.launches);
   if (k.single_thread) {
     k.compute_s = w.single_thread_cycles / gpu.clock_hz;
@@ -122,7 +122,7 @@ const GpuSpec& GpuSpec::h200_sxm() {
   return spec;
 }
 
-GpuEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
+RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
   const NestSummary summary = summarize_nest(nest);
   LoopIndex index;
   if (nest.body.defined()) index.visit_stmt(nest.body);
@@ -244,7 +244,7 @@ GpuEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
     }
   }
 
-  GpuEstimate out;
+  RuntimeEstimate out;
   for (KernelWork& w : work) {
     finish_kernel(w, gpu);
     out.seconds += w.estimate.seconds;

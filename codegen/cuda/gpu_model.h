@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/backend/backend.h"
 #include "codegen/lower/loop_nest.h"
 
 namespace tensorgym::cuda {
@@ -61,29 +62,8 @@ struct GpuSpec {
   static const GpuSpec& h200_sxm();  // H200 SXM 141 GB: H100's SMs, faster HBM3e
 };
 
-struct GpuKernelEstimate {
-  std::string stage;  // of its outermost bound loop; "" for work outside any kernel
-  bool single_thread = false;  // work no bound loop contains
-  int64_t launches = 1;        // iterations of the host loops around it
-  int64_t blocks = 1;          // per launch
-  int64_t threads_per_block = 1;
-  int registers = 0;           // per thread, estimated
-  int blocks_per_sm = 0;       // resident
-  double occupancy = 0;        // resident warps / the SM's most
-  double flops = 0;            // all launches
-  double l1_bytes = 0;         // requested by the warps: 32-byte sectors
-  double l2_bytes = 0;         // requested of L2 (after L1)
-  double dram_bytes = 0;
-  double compute_s = 0, l1_s = 0, l2_s = 0, dram_s = 0;
-  double seconds = 0;          // all launches, launch overheads included
-};
-
-struct GpuEstimate {
-  double seconds = 0;
-  std::vector<GpuKernelEstimate> kernels;  // in program order
-};
-
-// The target-independent nest (bound loops keep their thread tags) on `gpu`.
-GpuEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu = GpuSpec::h100_sxm());
+// The target-independent nest (bound loops keep their thread tags) on `gpu`
+// (KernelEstimate, RuntimeEstimate: codegen/backend/backend.h).
+RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu = GpuSpec::h100_sxm());
 
 }  // namespace tensorgym::cuda

@@ -69,6 +69,28 @@ Expected<Event> ptxas_stats(ScheduleEpisode& e) {
   return Event(std::move(t));
 }
 
+// The columns of gpu_features, one row per kernel (KernelEstimate's fields).
+const std::vector<std::string>& gpu_feature_columns() {
+  static const std::vector<std::string> columns = {
+      "single_thread", "launches", "blocks",   "threads_per_block", "registers", "occupancy", "flops", "l1_bytes",
+      "l2_bytes",      "dram_bytes", "compute_s", "l1_s",            "l2_s",      "dram_s",    "seconds"};
+  return columns;
+}
+
+Expected<Event> gpu_features(ScheduleEpisode& e) {
+  TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
+  TG_ASSIGN_OR_RETURN(RuntimeEstimate estimate, backend->estimate_runtime(*nest));
+  DoubleTensor t;
+  t.shape = {int64_t(estimate.kernels.size()), int64_t(gpu_feature_columns().size())};
+  for (const KernelEstimate& k : estimate.kernels)
+    t.values.insert(t.values.end(),
+                    {k.single_thread ? 1.0 : 0.0, double(k.launches), double(k.blocks), double(k.threads_per_block),
+                     double(k.registers), k.occupancy, k.flops, k.l1_bytes, k.l2_bytes, k.dram_bytes, k.compute_s,
+                     k.l1_s, k.l2_s, k.dram_s, k.seconds});
+  return Event(std::move(t));
+}
+
 Expected<Event> action_mask(ScheduleEpisode& e) {
   const ScheduleState& state = e.schedule->state();
   std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor)
@@ -154,9 +176,15 @@ std::vector<ObservationDef> make_observations() {
                  [](ScheduleEpisode& e) -> Expected<Event> {
                    TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
                    TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
-                   TG_ASSIGN_OR_RETURN(double seconds, backend->estimated_seconds(*nest));
-                   return Event(seconds);
+                   TG_ASSIGN_OR_RETURN(RuntimeEstimate estimate, backend->estimate_runtime(*nest));
+                   return Event(estimate.seconds);
                  }});
+  obs.push_back({Space::double_box("gpu_features", {-1, int64_t(gpu_feature_columns().size())})
+                     .set_labels(gpu_feature_columns())
+                     .set_default(Event(DoubleTensor{{0, int64_t(gpu_feature_columns().size())}, {}}))
+                     .set_description("per kernel, in program order, the GPU model's view (cuda target): launch, "
+                                      "estimated registers and occupancy, flops, L1/L2/DRAM bytes and times"),
+                 gpu_features});
   obs.push_back({Space::int64_range("peak_scratch_bytes", 0)
                      .set_default(Event(int64_t(-1)))
                      .set_description("largest total of local buffers live at once, counting parallel copies"),

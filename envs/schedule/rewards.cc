@@ -107,7 +107,8 @@ Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) 
   if (metric == "est_gpu_time") {
     TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
     TG_ASSIGN_OR_RETURN(std::shared_ptr<const LoopNest> nest, e.derived->nest());
-    return backend->estimated_seconds(*nest);
+    TG_ASSIGN_OR_RETURN(RuntimeEstimate estimate, backend->estimate_runtime(*nest));
+    return estimate.seconds;
   }
   TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
   if (!backend->target().can_run)
