@@ -1,10 +1,12 @@
 // tensorgym batch --jobs FILE --out FILE [--endpoints a:1,b:2 | --local N] [--resume]
 //                 [--concurrency N] [--timeout S] [--workers N] [--max-in-flight N] [--quiet]
 // tensorgym batch --make-jobs --suite ops-v0 --schedules random:N --seed S --observe NAMES
+//                 [--target cuda]
 // Runs a job file (proto/jobs.h) on several services through the BatchEvaluator,
 // appending one result per job to a JSON Lines journal (client/journal.h); --resume
 // skips the jobs the journal already holds. --make-jobs prints a reproducible job file:
-// N random legal schedules for every benchmark of a dataset.
+// N random legal schedules for every benchmark of a dataset (with --target cuda,
+// random GPU schedules, codegen/lower/random_gpu_schedule.h).
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -23,7 +25,9 @@
 #include "proto/jobs.h"
 #include "client/journal.h"
 #include "client/managed_server.h"
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
+#include "codegen/lower/random_gpu_schedule.h"
 #include "codegen/schedule/random_schedule.h"
 #include "datasets/registry.h"
 
@@ -52,6 +56,7 @@ struct BatchCliOptions {
   bool make_jobs = false;
   std::string suite;
   std::string schedules = "random:1";
+  std::string target;  // --make-jobs: the jobs' backend (empty: cpu)
   uint64_t seed = 0;
   std::vector<std::string> observe;
   std::vector<std::string> rewards;
@@ -248,6 +253,13 @@ int make_jobs(const BatchCliOptions& o) {
   if ((*dataset)->size() < 0 && o.limit < 0)
     return report_error(invalid_argument((*dataset)->name() + " is a generator without end; give --limit N"));
   const std::vector<BenchmarkInfo> benchmarks = (*dataset)->list(0, o.limit);
+  // A GPU target's jobs get random GPU schedules (blocks, threads), legal for it.
+  const Backend* gpu = nullptr;
+  if (!o.target.empty()) {
+    Expected<const Backend*> backend = find_backend(o.target);
+    if (!backend.ok()) return report_error(invalid_argument(backend.status().message()));
+    if ((*backend)->lowering().thread_binding) gpu = *backend;
+  }
   std::ostringstream out;
   for (size_t b = 0; b < benchmarks.size(); ++b) {
     Expected<Benchmark> bench = DatasetRegistry::global().resolve(benchmarks[b].uri);
@@ -259,16 +271,26 @@ int make_jobs(const BatchCliOptions& o) {
       // Legal means it lowers too: primitives that all apply can still ask for a
       // buffer past the caps (a cache of a whole large tensor); draw again then.
       Schedule schedule(bench->program);
-      for (int attempt = 0; attempt < kMaxDraws; ++attempt) {
-        schedule = Schedule(bench->program);
-        apply_random_primitives(schedule, rng, o.steps);
-        if (lower(schedule).ok()) break;
+      if (gpu != nullptr) {
+        Expected<Schedule> drawn = random_gpu_schedule(bench->program, gpu->lowering(), rng, kMaxDraws);
+        if (!drawn.ok()) {
+          std::cerr << "tensorgym: skipped " << bench->uri << ": " << drawn.status().message() << "\n";
+          break;
+        }
+        schedule = std::move(*drawn);
+      } else {
+        for (int attempt = 0; attempt < kMaxDraws; ++attempt) {
+          schedule = Schedule(bench->program);
+          apply_random_primitives(schedule, rng, o.steps);
+          if (lower(schedule).ok()) break;
+        }
       }
       client::BatchJob job;
       job.benchmark = bench->uri;
       job.actions = schedule.trace().to_string();
       job.observations = o.observe;
       job.rewards = o.rewards;
+      job.target = o.target;
       job.key = client::job_content_key(job);
       out << client::job_to_json(job) << "\n";
     }
@@ -314,6 +336,8 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("--schedules", o->schedules, "--make-jobs: random:N, N random legal schedules per benchmark")
       ->default_val("random:1");
   cmd->add_option("--seed", o->seed, "--make-jobs: seed of the random schedules")->default_val(0);
+  cmd->add_option("--target", o->target,
+                  "--make-jobs: the jobs' backend, cpu (default) or cuda (random GPU schedules: blocks and threads)");
   cmd->add_option("--observe", o->observe, "--make-jobs: observations of each job, comma separated (names below)")
       ->delimiter(',');
   cmd->add_option("--rewards", o->rewards, "--make-jobs: rewards of each job, comma separated (names below)")

@@ -32,6 +32,7 @@ BatchJob from_proto(const proto::EvaluateJob& p) {
   job.rewards.assign(p.rewards().begin(), p.rewards().end());
   for (const auto& [k, v] : p.parameters()) job.parameters[k] = v;
   job.timeout_s = p.timeout_s();
+  job.target = p.target();
   return job;
 }
 
@@ -72,6 +73,10 @@ std::string job_content_key(const BatchJob& job) {
     put_field(&enc, v);
   }
   put_field(&enc, fmt::format("{:.17g}", job.timeout_s));
+  if (!job.target.empty()) {
+    put_field(&enc, "target");
+    put_field(&enc, job.target);
+  }
   return sha256_hex(enc).substr(0, 32);
 }
 
@@ -87,6 +92,7 @@ void job_to_proto(const BatchJob& job, proto::EvaluateJob* p) {
   for (const std::string& r : job.rewards) p->add_rewards(r);
   for (const auto& [k, v] : job.parameters) (*p->mutable_parameters())[k] = v;
   p->set_timeout_s(job.timeout_s);
+  p->set_target(job.target);
 }
 
 std::string job_to_json(const BatchJob& job) {

@@ -45,10 +45,12 @@ struct BatchJob {
   std::vector<std::string> rewards;
   std::map<std::string, std::string> parameters;
   double timeout_s = 0;  // compile and run deadlines of its measurement (0: the runner's)
+  std::string target;    // its backend (empty: cpu)
 };
 
 // 32 hex digits of SHA-256 over every field but the key, in a fixed, unambiguous
-// encoding (lengths before contents, the environment's default spelled out).
+// encoding (lengths before contents, the environment's default spelled out; the
+// target only when one is named, so keys made before targets existed stay).
 std::string job_content_key(const BatchJob& job);
 
 // One job as a JSON line (no newline), the job file's format; parse_job_line reads it

@@ -263,6 +263,7 @@ proto::JobResult run_evaluate_job(const proto::EvaluateJob& job, const std::shar
 
   ResetOptions reset;
   reset.action_space = job.action_space();
+  reset.target = job.target();
   Expected<std::vector<Event>> started = env.reset(uri, reset, {});
   if (!started.ok()) {
     const Status& st = started.status();

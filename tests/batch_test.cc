@@ -634,6 +634,42 @@ TEST(Batch, BadJobsGetClearErrorsAndTheRestComplete) {
   EXPECT_CONTAINS(lines["unknown-observation"].message, "unknown observation 'nope'");
 }
 
+// A job names its target as a reset does: on cuda the GPU model rewards it and its PTX
+// is an observation; a target the service does not have is MALFORMED. Keys of jobs
+// without a target are as before (JobContentKeyIsStableAcrossBuilds).
+TEST(Batch, JobsNameTheirTarget) {
+  client::BatchJob gpu;
+  gpu.benchmark = "benchmark://ops-v0/gmm-1";
+  gpu.actions = "split(C.i, 16, io, ii)\nsplit(C.j, 32, jo, ji)\nreorder(C, io, jo, ii, ji, k)\n"
+                "bind(C.io, blockIdx.y)\nbind(C.jo, blockIdx.x)\nbind(C.ii, threadIdx.y)\nbind(C.ji, threadIdx.x)\n";
+  gpu.observations = {"est_gpu_time", "ptx"};
+  gpu.rewards = {"est_gpu_time"};
+  gpu.target = "cuda";
+  client::BatchJob cpu = gpu;
+  cpu.target.clear();
+  EXPECT_NE(client::job_content_key(gpu), client::job_content_key(cpu));
+  gpu.key = "gpu";
+  cpu.key = "cpu-binds";
+  client::BatchJob tpu = gpu;
+  tpu.key = "tpu";
+  tpu.target = "tpu";
+  const std::string jobs_path = temp_path("targets.jobs");
+  write_file(jobs_path, client::job_to_json(gpu) + "\n" + client::job_to_json(cpu) + "\n" + client::job_to_json(tpu) +
+                            "\n");
+  const std::string out = temp_path("targets.jsonl");
+  auto r = run(kBinary + " batch --jobs " + jobs_path + " --out " + out + " --local 1");
+  ASSERT_EQ(r.first, 0) << r.second;
+  std::map<std::string, client::ResultLine> lines = read_journal(out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines["gpu"].error, "OK") << lines["gpu"].message;
+  EXPECT_CONTAINS(lines["gpu"].observations_json, ".entry");
+  EXPECT_CONTAINS(lines["gpu"].rewards_json, "est_gpu_time");
+  EXPECT_EQ(lines["cpu-binds"].error, "INVALID_ACTION");
+  EXPECT_CONTAINS(lines["cpu-binds"].message, "GPU schedule's primitive");
+  EXPECT_EQ(lines["tpu"].error, "MALFORMED");
+  EXPECT_CONTAINS(lines["tpu"].message, "unknown target 'tpu'");
+}
+
 // A torn last line in the journal (a crash mid-write) is cut off on --resume, and its
 // job runs again.
 TEST(Batch, ResumeIgnoresATornLastLine) {

@@ -72,6 +72,9 @@ def job_key(job: "pb.EvaluateJob") -> str:
         _field(enc, k)
         _field(enc, job.parameters[k])
     _field(enc, _g17(job.timeout_s))
+    if job.target:  # only when named: keys from before targets existed stay
+        _field(enc, "target")
+        _field(enc, job.target)
     return hashlib.sha256(bytes(enc)).hexdigest()[:32]
 
 

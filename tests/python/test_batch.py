@@ -179,3 +179,24 @@ def test_an_unreachable_service_gives_every_job_an_unavailable_result():
             conn.close()
     assert len(results) == 2
     assert all(r.error == "UNAVAILABLE" and "cannot reach" in r.message for r in results)
+
+
+def test_cuda_jobs_made_by_the_cli_are_keyed_and_evaluated_alike(service, tmp_path):
+    # --make-jobs --target cuda: random GPU schedules, each job naming its target; the
+    # Python content key includes the target exactly as the C++ one does.
+    path = tmp_path / "gpu.jobs"
+    out = run_cli("batch", "--make-jobs", "--suite", "ops-v0", "--limit", "2", "--schedules", "random:2",
+                  "--target", "cuda", "--observe", "est_gpu_time", "--rewards", "est_gpu_time").stdout
+    path.write_text(out)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 4 and all(line["target"] == "cuda" for line in lines)
+    assert all("threadIdx.x" in line["actions"] for line in lines)
+    for line in lines:
+        unkeyed = dict(line)
+        del unkeyed["key"]
+        assert tb.to_job(unkeyed).key == line["key"]
+        del unkeyed["target"]
+        assert tb.to_job(unkeyed).key != line["key"]
+    results = list(tb.evaluate(tb.read_jobs(str(path)), service=service.address))
+    assert all(r.ok for r in results), [(r.error, r.message) for r in results if not r.ok]
+    assert all(r.observations["est_gpu_time"] > 0 for r in results)
