@@ -14,6 +14,7 @@
 #include "codegen/backend/registry.h"
 #include "envs/env_context.h"
 #include "envs/replay.h"
+#include "envs/schedule/cursor_actions.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
@@ -95,6 +96,28 @@ TEST(CudaEnv, BindingLoopsEarnTheLogSpeedupOfTheGpuModel) {
   EXPECT_NEAR(s.deterministic_rewards["est_gpu_time"], sum, 1e-12);
 }
 
+// The model values only schedules a GPU could run (work outside any kernel it runs on
+// one thread): too many threads per block have no estimate, and the reward is the
+// error's. CPU-parallel loops never get there: parallel() is refused on cuda.
+TEST(CudaEnv, TheModelRefusesWhatAGpuCannotRun) {
+  auto e = env();
+  ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
+  ASSERT_TRUE(e->step({}, {}, {"est_gpu_time"}).error.ok());
+  // 128 x 128 threads in one block: 16384, past CUDA's 1024.
+  StepResult big = e->step({Event("bind(C.i, threadIdx.y)"), Event("bind(C.j, threadIdx.x)")}, {"est_gpu_time"},
+                           {"est_gpu_time"});
+  EXPECT_EQ(big.error.code(), StatusCode::kFailedPrecondition) << big.error.to_string();
+  EXPECT_CONTAINS(big.error.message(), "threads per block");
+  EXPECT_EQ(big.rewards[0], -1.0);  // reward_on_error
+  auto p = env();
+  ASSERT_TRUE(p->reset(kGemm, on_cuda(), {}).ok());
+  // parallel() is the cpu's: refused on cuda, as bind() is on the cpu.
+  StepResult parallel = p->step({Event("parallel(C.i)")}, {"est_gpu_time"}, {});
+  EXPECT_EQ(parallel.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_CONTAINS(parallel.error.message(), "CPU schedule's primitive");
+  EXPECT_TRUE(p->state().actions.empty());
+}
+
 TEST(CudaEnv, PtxPtxasStatsAndCorrectnessWithoutAGpu) {
   auto e = env();
   ASSERT_TRUE(e->reset(kGemm, on_cuda(), {}).ok());
@@ -171,9 +194,20 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
   auto gpu = env();
   ASSERT_TRUE(gpu->reset(kGemm, on_cuda(), {}).ok());
   std::vector<int64_t> on_gpu = mask_of(*gpu);
+  // The blocks before bind's as on the cpu but parallel's (8 stages x 12 loops from
+  // 1152), which is the cpu's: none of it on cuda.
+  constexpr int64_t kParallelBlock = 1152, kParallelEnd = 1152 + 8 * 12;
+  int64_t parallel_on_cpu = 0;
+  for (int64_t i = 0; i < kBindBlock; ++i) {
+    if (i >= kParallelBlock && i < kParallelEnd) {
+      EXPECT_EQ(on_gpu[size_t(i)], 0) << i;
+      parallel_on_cpu += on_cpu[size_t(i)];
+    } else {
+      EXPECT_EQ(on_gpu[size_t(i)], on_cpu[size_t(i)]) << i;
+    }
+  }
+  EXPECT_GT(parallel_on_cpu, 0);
   // Stage C's leaf loops i and j (k is a reduction): 7 tags each.
-  EXPECT_EQ(std::vector<int64_t>(on_gpu.begin(), on_gpu.begin() + kBindBlock),
-            std::vector<int64_t>(on_cpu.begin(), on_cpu.begin() + kBindBlock));
   int64_t offered = 0;
   for (size_t i = kBindBlock; i < on_gpu.size(); ++i) offered += on_gpu[i];
   EXPECT_EQ(offered, 2 * 7);
@@ -185,6 +219,18 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
   const std::vector<int64_t>& after = bound.observations[0].as<Int64Tensor>().values;
   for (size_t i = kBindBlock; i < after.size(); ++i) offered += after[i];
   EXPECT_EQ(offered, 6);
+
+  // The cursor space on cuda: `parallel` is neither offered nor applied.
+  auto cursor = env();
+  ResetOptions o = on_cuda();
+  o.action_space = "cursor";
+  ASSERT_TRUE(cursor->reset(kGemm, o, {}).ok());
+  Expected<int64_t> parallel = CursorActions::index_of("parallel");
+  ASSERT_TRUE(parallel.ok());
+  EXPECT_EQ(mask_of(*cursor)[size_t(*parallel)], 0);
+  StepResult refused_here = cursor->step({Event("parallel")}, {}, {});
+  EXPECT_EQ(refused_here.error.code(), StatusCode::kFailedPrecondition) << refused_here.error.to_string();
+  EXPECT_TRUE(cursor->state().actions.empty());
 }
 
 TEST(CudaEnv, AnUnknownTargetIsRefusedAndTheEpisodeStays) {

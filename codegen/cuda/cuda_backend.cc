@@ -71,8 +71,15 @@ class CudaBackend final : public Backend {
     return lowering;
   }
 
-  // The GPU model on the GPU the target names (TargetInfo::device's H100).
+  // The GPU model on the GPU the target names (TargetInfo::device's H100), for a nest a
+  // GPU could run but for work outside any kernel (the model runs it on one thread):
+  // a schedule the target's other checks refuse has no estimate.
   Expected<RuntimeEstimate> estimate_runtime(const LoopNest& nest) const override {
+    if (nest.body.defined()) {
+      TG_RETURN_IF_ERROR(check_gpu_loops(nest.body));
+      TG_RETURN_IF_ERROR(check_gpu_launches(nest.body));
+      TG_RETURN_IF_ERROR(check_gpu_stores(nest.body));
+    }
     return cuda::estimate_gpu_time(nest, cuda::GpuSpec::h100_sxm());
   }
 

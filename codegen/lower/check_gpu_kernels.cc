@@ -67,12 +67,16 @@ class HostWorkFinder : public IRVisitor {
 
 }  // namespace
 
-Status check_gpu_kernels(const Stmt& body) {
+Status check_gpu_launches(const Stmt& body) {
   Status status;
   for_each_kernel(body, [&](const For* kernel) {
     if (status.ok()) status = check_launch(kernel);
   });
-  TG_RETURN_IF_ERROR(status);
+  return status;
+}
+
+Status check_gpu_kernels(const Stmt& body) {
+  TG_RETURN_IF_ERROR(check_gpu_launches(body));
   HostWorkFinder finder;
   finder.visit_stmt(body);
   return finder.status;

@@ -19,6 +19,9 @@ Status check_gpu_loops(const Stmt& body);
 // most kMaxThreadsPerBlock threads per block; and no store outside a kernel inside a
 // loop (that work would run on one GPU thread).
 Status check_gpu_kernels(const Stmt& body);
+// Its first half: each kernel's launch within CUDA's limits (what the GPU model needs
+// to hold, codegen/cuda/gpu_model.h: work outside a kernel it models as one thread).
+Status check_gpu_launches(const Stmt& body);
 
 // Store by store (check_gpu_stores.cc): no two threads write one element of a buffer
 // they share (a reduction across a launch dimension, a write that ignores one), and no

@@ -56,6 +56,7 @@ extern const PrimitiveDef kParallelPrimitive = {
     .flat = {ActionSlots::kLoops, 1, flat, mask},
     .cursor = {kCursorNames, leaf_loop_at_cursor},
     .random = {8, propose},
+    .cpu_only = true,
 };
 
 }  // namespace tensorgym

@@ -116,8 +116,10 @@ struct PrimitiveDef {
   CursorActionsDef cursor = {};
   RandomProposal random = {};
   // A primitive of GPU schedules (bind): environments offer and apply it only on targets
-  // that bind threads (LoweringTarget::thread_binding).
+  // that bind threads (LoweringTarget::thread_binding); a primitive of CPU schedules
+  // (parallel: the thread pool) only on targets that do not.
   bool gpu_only = false;
+  bool cpu_only = false;
 
   int min_args() const { return int(args.size()); }
   int max_args() const { return variadic ? -1 : int(args.size()); }

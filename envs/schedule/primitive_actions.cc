@@ -90,7 +90,7 @@ std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state, bool thr
   std::vector<int64_t> m(size_t(size()), 0);
   int ns = std::min<int>(int(state.stages().size()), S);
   for (const FlatBlock& b : blocks()) {
-    if (b.def->gpu_only && !thread_binding) continue;
+    if ((b.def->gpu_only && !thread_binding) || (b.def->cpu_only && thread_binding)) continue;
     for (int si = 0; si < ns; ++si)
       b.def->flat.mask(state, si,
                        std::span<int64_t>(m.data() + b.offset + int64_t(si) * b.per_stage, size_t(b.per_stage)));

@@ -32,7 +32,8 @@ class PrimitiveActions {
 
   // 1 where the action passes cheap checks mirroring the primitives' preconditions
   // (it may still be rejected when applied, e.g. by a whole-state invariant). GPU
-  // primitives (bind) only with `thread_binding` (a GPU target's episode).
+  // primitives (bind) only with `thread_binding` (a GPU target's episode), CPU ones
+  // (parallel) only without.
   static std::vector<int64_t> mask(const ScheduleState& state, bool thread_binding = false);
 
   // The human description of an index independent of state, e.g.

@@ -26,6 +26,20 @@ std::vector<Space> collect_observation_spaces() {
   return s;
 }
 
+// A GPU schedule's primitive (bind) applies only where the target binds threads, a
+// CPU schedule's (parallel) only where it does not.
+Status refused_on_target(const PrimitiveDef* def, const ScheduleEpisode& e) {
+  if (def != nullptr && def->gpu_only && !e.thread_binding)
+    return failed_precondition(fmt::format(
+        "{} is a GPU schedule's primitive; this episode's target is {} (reset with the target cuda to bind loops)",
+        def->name, e.target));
+  if (def != nullptr && def->cpu_only && e.thread_binding)
+    return failed_precondition(fmt::format("{} is a CPU schedule's primitive; this episode's target is {}, whose "
+                                           "loops run in parallel when bound to blockIdx / threadIdx",
+                                           def->name, e.target));
+  return Status();
+}
+
 std::vector<Space> collect_reward_spaces() {
   std::vector<Space> s;
   for (const RewardDef& r : schedule_rewards()) s.push_back(r.space);
@@ -112,6 +126,7 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
       return invalid_argument("a cursor action is an index or an action name");
     }
     TG_ASSIGN_OR_RETURN(CursorActions::Decision d, CursorActions::decide(episode_.schedule->state(), episode_.cursor, index));
+    if (!d.is_move) TG_RETURN_IF_ERROR(refused_on_target(d.primitive.def, episode_));
     std::string text = CursorActions::names()[size_t(index)];
     if (d.is_move) {
       *changed = d.next.stage != episode_.cursor.stage || d.next.loop != episode_.cursor.loop;
@@ -131,14 +146,8 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     return Status();
   }
 
-  // An index is decoded straight to a bound primitive; text is bound once. A GPU
-  // schedule's primitive applies only where the target binds threads.
-  auto refuse_on_target = [&](const PrimitiveDef* def) -> Status {
-    if (def == nullptr || !def->gpu_only || episode_.thread_binding) return Status();
-    return failed_precondition(fmt::format("{} is a GPU schedule's primitive; this episode's target is {} (reset "
-                                           "with the target cuda to bind loops)",
-                                           def->name, episode_.target));
-  };
+  // An index is decoded straight to a bound primitive; text is bound once.
+  auto refuse_on_target = [&](const PrimitiveDef* def) { return refused_on_target(def, episode_); };
   std::optional<Schedule> next;
   PrimitiveResult r = ApplyEffect::kNoEffect;
   if (action.is<int64_t>()) {
