@@ -1058,7 +1058,11 @@ TEST(Service, ShutdownLetsASessionStreamAnswerItsStep) {
   StreamWithStep s("split(C.j, 16, jo, ji)", "runtime");
   ASSERT_TRUE(s.stream);
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Shutdown begins once the step is in flight (queued or measuring), however slowly
+    // the server picks it up (sanitizers, a loaded machine): bounded at 60 s.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (s.t.server->service().executor().in_flight() == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     s.t.server->shutdown(std::chrono::seconds(30));
   });
   proto::StepResponse answer;
