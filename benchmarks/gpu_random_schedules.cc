@@ -124,15 +124,14 @@ int run(int schedules, uint64_t seed, double interp_max_flops, const std::string
                                {"spill_load_bytes", k.spill_load_bytes}});
       }
       row.assembled += assembled;
-      Expected<double> modelled = unimplemented("");
-      if (Expected<RuntimeEstimate> e = (*cuda)->estimate_runtime(*nest); e.ok()) modelled = e->seconds;
-      if (modelled.ok()) row.seconds.push_back(*modelled);
+      const Expected<RuntimeEstimate> modelled = (*cuda)->estimate_runtime(*nest);
+      if (modelled.ok()) row.seconds.push_back(modelled->seconds);
       if (jsonl.is_open()) {
         jsonl << Json{{"benchmark", uri},
                                 {"seed", seed * 1000003 + uint64_t(i)},
                                 {"trace", s->trace().to_string()},
                                 {"kernels", kernels},
-                                {"est_gpu_time_s", modelled.ok() ? Json(*modelled) : Json(nullptr)},
+                                {"est_gpu_time_s", modelled.ok() ? Json(modelled->seconds) : Json(nullptr)},
                                 {"checked", interpretable},
                                 {"matched", matched}}
                      .dump()

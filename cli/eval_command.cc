@@ -209,8 +209,7 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
   }
   const Executable& exe = **kernel;
   // The target's own model where it has one: an estimate, never a measurement.
-  Expected<double> modelled = unimplemented("");
-  if (Expected<RuntimeEstimate> e = backend.estimate_runtime(job->nest); e.ok()) modelled = e->seconds;
+  const Expected<RuntimeEstimate> modelled = backend.estimate_runtime(job->nest);
   const Status refused = unimplemented(fmt::format(
       "the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) but nothing on "
       "this machine runs it; `tensorgym interp --target {}` checks the schedule's correctness",
@@ -224,14 +223,16 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
     j["kernels"] = kernels_json(exe);
     j["ptx"] = exe.code_text();
     j["ptxas_stats"] = ptxas_stats_json(exe);
-    j["est_gpu_time_s"] = modelled.ok() ? Json(*modelled) : Json(nullptr);
+    j["est_gpu_time_s"] = modelled.ok() ? Json(modelled->seconds) : Json(nullptr);
     j["error"] = status_code_name(refused.code());
     j["error_message"] = refused.message();
     std::cout << json_text(j) << "\n";
     return 1;
   }
   std::cout << kernels_text(exe) << fmt::format("compile    {:.1f} ms\n", exe.compile_ms());
-  if (modelled.ok()) std::cout << fmt::format("modelled   {:.3f} us (est_gpu_time: the GPU model, not a measurement)\n", *modelled * 1e6);
+  if (modelled.ok())
+    std::cout << fmt::format("modelled   {:.3f} us (est_gpu_time: the GPU model, not a measurement)\n",
+                             modelled->seconds * 1e6);
   std::cout << std::flush;
   return report_error(refused);
 }

@@ -55,6 +55,12 @@ double warp_sectors(const NestAccess& access, const WarpShape& warp, int elem_by
   return row * double(warp.rows);
 }
 
+// The registers a thread is estimated to need: a base, and two per unrolled or
+// vectorized copy of a store (its value and an address), within the GPU's most.
+int estimated_registers(const GpuSpec& gpu, int64_t unrolled_lanes) {
+  return int(std::min<int64_t>(gpu.max_registers_per_thread, kBaseRegisters + 2 * unrolled_lanes));
+}
+
 // Resident blocks per SM, with the registers a thread is estimated to need.
 int resident_blocks(const GpuSpec& gpu, int64_t threads_per_block, int registers) {
   const int64_t warps = (threads_per_block + gpu.warp_size - 1) / gpu.warp_size;
@@ -73,7 +79,7 @@ void finish_kernel(KernelWork& w, const GpuSpec& gpu) {
     k.seconds = launch + k.compute_s;
     return;
   }
-  k.registers = int(std::min<int64_t>(gpu.max_registers_per_thread, kBaseRegisters + 2 * w.unrolled_lanes));
+  k.registers = estimated_registers(gpu, w.unrolled_lanes);
   k.blocks_per_sm = std::max(1, resident_blocks(gpu, k.threads_per_block, k.registers));
   const int64_t warps_per_block = (k.threads_per_block + gpu.warp_size - 1) / gpu.warp_size;
   const double active_warps = double(k.blocks_per_sm * warps_per_block);
@@ -201,7 +207,7 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
     const double blocks_run = double(w.estimate.blocks) * double(w.estimate.launches);
     // L1 per resident block: what is left beside the other blocks on the SM.
     const double l1_per_block = double(gpu.l1_bytes_per_sm) / double(std::max(1, resident_blocks(
-                                    gpu, w.estimate.threads_per_block, kBaseRegisters + 2 * int(unrolled))));
+                                    gpu, w.estimate.threads_per_block, estimated_registers(gpu, unrolled))));
     for (const NestAccess& access : store.accesses) {
       const int bytes = summary.buffers[size_t(access.buffer)].dtype.element_of().bytes();
       // An accumulator: the stored element, invariant in the innermost loops, stays in

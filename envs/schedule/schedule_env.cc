@@ -147,7 +147,6 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
   }
 
   // An index is decoded straight to a bound primitive; text is bound once.
-  auto refuse_on_target = [&](const PrimitiveDef* def) { return refused_on_target(def, episode_); };
   std::optional<Schedule> next;
   PrimitiveResult r = ApplyEffect::kNoEffect;
   if (action.is<int64_t>()) {
@@ -155,7 +154,7 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     if (!decoded.ok())
       return Status(decoded.status().code(),
                     fmt::format("action {}: {}", action.as<int64_t>(), decoded.status().message()));
-    if (Status st = refuse_on_target(decoded->def); !st.ok())
+    if (Status st = refused_on_target(decoded->def, episode_); !st.ok())
       return Status(st.code(), fmt::format("action {}: {}", action.as<int64_t>(), st.message()));
     r = episode_.schedule->apply_to_copy(*decoded, &next);
   } else if (action.is<std::string>()) {
@@ -163,7 +162,7 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
     if (t.steps.size() != 1)
       return invalid_argument(fmt::format("an action's text is one primitive, got {}: {}", t.steps.size(),
                                           quote_text(action.as<std::string>())));
-    TG_RETURN_IF_ERROR(refuse_on_target(find_primitive(t.steps[0].name)));
+    TG_RETURN_IF_ERROR(refused_on_target(find_primitive(t.steps[0].name), episode_));
     r = episode_.schedule->apply_to_copy(t.steps[0], &next);
   } else {
     return invalid_argument("a primitives action is an index or a primitive's text");
