@@ -84,12 +84,13 @@ TEST(CudaEnv, BindingLoopsEarnTheLogSpeedupOfTheGpuModel) {
   StepResult features = e->step({}, {"gpu_features"}, {});
   ASSERT_TRUE(features.error.ok()) << features.error.to_string();
   const DoubleTensor& f = features.observations[0].as<DoubleTensor>();
-  ASSERT_EQ(f.shape, (std::vector<int64_t>{1, 15}));
+  ASSERT_EQ(f.shape, (std::vector<int64_t>{1, 16}));
   EXPECT_EQ(f.values[0], 0.0);       // not a single thread
   EXPECT_EQ(f.values[2], 8.0 * 4);   // blocks
   EXPECT_EQ(f.values[3], 16.0 * 32);  // threads per block
-  EXPECT_EQ(f.values[6], 2.0 * 128 * 128 * 128);  // flops
-  EXPECT_EQ(f.values[14], bound);    // its seconds are est_gpu_time's
+  EXPECT_EQ(f.values[4], 0.0);       // no shared memory
+  EXPECT_EQ(f.values[7], 2.0 * 128 * 128 * 128);  // flops
+  EXPECT_EQ(f.values[15], bound);    // its seconds are est_gpu_time's
   EpisodeState s = e->state();
   EXPECT_EQ(s.target, "cuda");
   EXPECT_EQ(s.reward_space, "est_gpu_time");
@@ -185,7 +186,8 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
   auto cpu = env();
   ASSERT_TRUE(cpu->reset(kGemm, {}, {}).ok());
   std::vector<int64_t> on_cpu = mask_of(*cpu);
-  ASSERT_EQ(on_cpu.size(), size_t(kBindBlock + 8 * 12 * 7));
+  constexpr int64_t kSetScopeBlock = kBindBlock + 8 * 12 * 7;  // 8 stages x 3 scopes from here
+  ASSERT_EQ(on_cpu.size(), size_t(kSetScopeBlock + 8 * 3));
   for (size_t i = kBindBlock; i < on_cpu.size(); ++i) ASSERT_EQ(on_cpu[i], 0) << i;
   StepResult refused = cpu->step({Event(kBindBlock)}, {}, {});
   EXPECT_EQ(refused.error.code(), StatusCode::kFailedPrecondition);
@@ -207,10 +209,13 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
     }
   }
   EXPECT_GT(parallel_on_cpu, 0);
-  // Stage C's leaf loops i and j (k is a reduction): 7 tags each.
+  // Stage C's leaf loops i and j (k is a reduction): 7 tags each; C is an output, so
+  // of the scopes only global (where it is already, unset) is offered.
   int64_t offered = 0;
-  for (size_t i = kBindBlock; i < on_gpu.size(); ++i) offered += on_gpu[i];
+  for (size_t i = kBindBlock; i < size_t(kSetScopeBlock); ++i) offered += on_gpu[i];
   EXPECT_EQ(offered, 2 * 7);
+  EXPECT_EQ(on_gpu[size_t(kSetScopeBlock)], 1);
+  EXPECT_EQ(on_gpu[size_t(kSetScopeBlock) + 1] + on_gpu[size_t(kSetScopeBlock) + 2], 0);
   StepResult bound = gpu->step({Event(kBindBlock + 3)}, {"action_mask"}, {});  // loop 0, tag 3
   ASSERT_TRUE(bound.error.ok()) << bound.error.to_string();
   EXPECT_EQ(gpu->state().actions, (std::vector<std::string>{"bind(C.i, threadIdx.x)"}));

@@ -104,9 +104,9 @@ TEST(CudaTarget, AMeasurementIsACompileErrorAndABrokenRuleAnInstantiationError) 
 
 TEST(CudaTarget, ListsItsPassesAfterTheGenericOnes) {
   const std::vector<std::string> names = lowering_pass_names(cuda_backend().lowering());
-  const std::vector<std::string> expected = {"build_loop_nest", "auto_unroll",     "simplify",
-                                             "limit_code_size", "check_gpu_loops", "check_gpu_kernels",
-                                             "check_gpu_stores"};
+  const std::vector<std::string> expected = {
+      "build_loop_nest",   "auto_unroll",      "simplify",         "limit_code_size",    "check_gpu_loops",
+      "check_gpu_scopes",  "check_gpu_kernels", "check_gpu_stores", "insert_gpu_barriers"};
   EXPECT_EQ(names, expected);
   // The lowering log reports each of them.
   std::vector<std::string> logged;

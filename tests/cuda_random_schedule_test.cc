@@ -13,10 +13,6 @@
 
 #include "codegen/backend/registry.h"
 #include "codegen/cuda/ptxas.h"
-#include "codegen/interp/compare.h"
-#include "codegen/interp/evaluator.h"
-#include "codegen/interp/host_buffer.h"
-#include "codegen/interp/interpreter.h"
 #include "codegen/ir/program.h"
 #include "codegen/lower/random_gpu_schedule.h"
 #include "datasets/op_library.h"
@@ -67,22 +63,6 @@ ProgramPtr parse(const std::string& text) {
   return std::make_shared<const Program>(std::move(*p));
 }
 
-// The GPU nest's outputs against the reference evaluator, on seeded random inputs.
-std::string mismatch(const Program& program, const LoopNest& nest) {
-  std::vector<HostBuffer> inputs = make_random_inputs(program, 7);
-  std::vector<HostBuffer> outputs = make_output_buffers(nest);
-  Status run = interpret(nest, const_pointers(inputs), pointers(outputs));
-  if (!run.ok()) return run.to_string();
-  ProgramEvaluator evaluator(program, const_pointers(inputs));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = nest.outputs[i].name;
-    Comparison c = compare_with_evaluator(evaluator, name, outputs[i], tolerance_for(program, name, 1e-5, 1e-6),
-                                          1 << 20, 1);
-    if (!c.match) return name + ": " + c.describe();
-  }
-  return "";
-}
-
 constexpr int kSchedulesPerFamily = 6;
 
 TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
@@ -101,7 +81,7 @@ TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
       EXPECT_NE(trace.find("threadIdx.x"), std::string::npos);
       Expected<LoopNest> nest = lower(*s, cuda_backend().lowering());
       ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-      EXPECT_EQ(mismatch(*program, *nest), "");
+      EXPECT_EQ(cuda_test::interpreter_mismatch(*program, *nest), "");
       Expected<std::shared_ptr<const Executable>> exe = cuda_backend().compile(*nest);
       ASSERT_TRUE(exe.ok()) << exe.status().to_string();
       for (const DeviceKernel& k : (*exe)->kernels()) {

@@ -8,6 +8,10 @@
 #include <string>
 
 #include "codegen/backend/registry.h"
+#include "codegen/interp/compare.h"
+#include "codegen/interp/evaluator.h"
+#include "codegen/interp/host_buffer.h"
+#include "codegen/interp/interpreter.h"
 #include "codegen/ir/program.h"
 #include "codegen/schedule/schedule.h"
 
@@ -47,6 +51,23 @@ inline Schedule scheduled(const std::string& program_text, const std::string& tr
   Expected<Schedule> s = Schedule::from_text(std::make_shared<const Program>(std::move(*p)), trace);
   EXPECT_TRUE(s.ok()) << trace << ": " << s.status().to_string();
   return std::move(*s);
+}
+
+// The GPU nest's outputs against the reference evaluator, on seeded random inputs:
+// empty when they match, what differs otherwise.
+inline std::string interpreter_mismatch(const Program& program, const LoopNest& nest) {
+  std::vector<HostBuffer> inputs = make_random_inputs(program, 7);
+  std::vector<HostBuffer> outputs = make_output_buffers(nest);
+  Status run = interpret(nest, const_pointers(inputs), pointers(outputs));
+  if (!run.ok()) return run.to_string();
+  ProgramEvaluator evaluator(program, const_pointers(inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = nest.outputs[i].name;
+    Comparison c = compare_with_evaluator(evaluator, name, outputs[i], tolerance_for(program, name, 1e-5, 1e-6),
+                                          1 << 20, 1);
+    if (!c.match) return name + ": " + c.describe();
+  }
+  return "";
 }
 
 }  // namespace tensorgym::cuda_test

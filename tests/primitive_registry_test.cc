@@ -85,19 +85,21 @@ TEST(PrimitiveActions, BlocksKeepTheirIndices) {
       {0, "split"},          {864, "reorder"},       {960, "fuse"},          {1056, "vectorize"},
       {1152, "parallel"},    {1248, "unroll"},       {1344, "pragma"},       {1632, "cache_read"},
       {1664, "cache_write"}, {1672, "compute_at"},   {1768, "compute_inline"}, {1776, "compute_root"},
-      {1784, "rfactor"},     {1880, "storage_align"}, {1976, "bind"}};
+      {1784, "rfactor"},     {1880, "storage_align"}, {1976, "bind"},
+      {2648, "set_scope"}};
   for (const auto& [index, name] : starts) {
     EXPECT_EQ(PrimitiveActions::describe(index).rfind(name + "(stage 0", 0), 0u) << index << " " << name;
     if (index > 0) {
       EXPECT_EQ(PrimitiveActions::describe(index - 1).find(name + "("), std::string::npos);
     }
   }
-  EXPECT_EQ(PrimitiveActions::size(), 1976 + 8 * 12 * 7);
+  EXPECT_EQ(PrimitiveActions::size(), 1976 + 8 * 12 * 7 + 8 * 3);
   EXPECT_EQ(PrimitiveActions::describe(1), "split(stage 0, loop 0, choice 1)");
   EXPECT_EQ(PrimitiveActions::describe(1632 + 5), "cache_read(stage 1, choice 1)");
   EXPECT_EQ(PrimitiveActions::describe(1975), "storage_align(stage 7, loop 11)");
   EXPECT_EQ(PrimitiveActions::describe(2647), "bind(stage 7, loop 11, choice 6)");
-  EXPECT_EQ(PrimitiveActions::describe(2648), "out of range");
+  EXPECT_EQ(PrimitiveActions::describe(2648 + 5), "set_scope(stage 1, choice 2)");
+  EXPECT_EQ(PrimitiveActions::describe(2672), "out of range");
 }
 
 TEST(CursorActions, NamesFollowTheTable) {

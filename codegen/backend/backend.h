@@ -77,6 +77,7 @@ struct KernelEstimate {
   int64_t launches = 1;        // iterations of the host loops around it
   int64_t blocks = 1;          // per launch
   int64_t threads_per_block = 1;
+  int64_t shared_bytes = 0;    // shared memory per block
   int registers = 0;           // per thread, estimated
   int blocks_per_sm = 0;       // resident
   double occupancy = 0;        // resident warps / the SM's most

@@ -61,12 +61,14 @@ class CudaBackend final : public Backend {
     return info;
   }
 
-  // Checks only: bound loops stay loops, which the interpreter runs as such.
+  // Checks, then barriers: bound loops stay loops, which the interpreter runs as such.
   const LoweringTarget& lowering() const override {
     static const LoweringTarget lowering{"cuda",
                                          {{.name = "check_gpu_loops", .check = check_gpu_loops},
+                                          {.name = "check_gpu_scopes", .check = check_gpu_scopes},
                                           {.name = "check_gpu_kernels", .check = check_gpu_kernels},
-                                          {.name = "check_gpu_stores", .check = check_gpu_stores}},
+                                          {.name = "check_gpu_stores", .check = check_gpu_stores},
+                                          {.name = "insert_gpu_barriers", .run = insert_gpu_barriers}},
                                          /*thread_binding=*/true};
     return lowering;
   }
@@ -77,6 +79,7 @@ class CudaBackend final : public Backend {
   Expected<RuntimeEstimate> estimate_runtime(const LoopNest& nest) const override {
     if (nest.body.defined()) {
       TG_RETURN_IF_ERROR(check_gpu_loops(nest.body));
+      TG_RETURN_IF_ERROR(check_gpu_scopes(nest.body));
       TG_RETURN_IF_ERROR(check_gpu_launches(nest.body));
       TG_RETURN_IF_ERROR(check_gpu_stores(nest.body));
     }

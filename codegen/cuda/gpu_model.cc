@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "codegen/analysis/features.h"
 #include "codegen/analysis/op_count.h"
@@ -61,14 +62,16 @@ int estimated_registers(const GpuSpec& gpu, int64_t unrolled_lanes) {
   return int(std::min<int64_t>(gpu.max_registers_per_thread, kBaseRegisters + 2 * unrolled_lanes));
 }
 
-// Resident blocks per SM, with the registers a thread is estimated to need.
-int resident_blocks(const GpuSpec& gpu, int64_t threads_per_block, int registers) {
+// Resident blocks per SM, with the registers a thread is estimated to need and the
+// shared memory a block takes.
+int resident_blocks(const GpuSpec& gpu, int64_t threads_per_block, int registers, int64_t shared_bytes) {
   const int64_t warps = (threads_per_block + gpu.warp_size - 1) / gpu.warp_size;
   const int64_t by_threads = gpu.max_threads_per_sm / (warps * gpu.warp_size);
   // Registers are allocated per warp in units of 256 (8 per thread).
   const int64_t regs_per_warp = ((int64_t(registers) * gpu.warp_size + 255) / 256) * 256;
   const int64_t by_registers = gpu.registers_per_sm / std::max<int64_t>(1, regs_per_warp * warps);
-  return int(std::max<int64_t>(0, std::min<int64_t>({gpu.max_blocks_per_sm, by_threads, by_registers})));
+  const int64_t by_shared = shared_bytes > 0 ? gpu.shared_bytes_per_sm / shared_bytes : gpu.max_blocks_per_sm;
+  return int(std::max<int64_t>(0, std::min<int64_t>({gpu.max_blocks_per_sm, by_threads, by_registers, by_shared})));
 }
 
 void finish_kernel(KernelWork& w, const GpuSpec& gpu) {
@@ -80,7 +83,7 @@ void finish_kernel(KernelWork& w, const GpuSpec& gpu) {
     return;
   }
   k.registers = estimated_registers(gpu, w.unrolled_lanes);
-  k.blocks_per_sm = std::max(1, resident_blocks(gpu, k.threads_per_block, k.registers));
+  k.blocks_per_sm = std::max(1, resident_blocks(gpu, k.threads_per_block, k.registers, k.shared_bytes));
   const int64_t warps_per_block = (k.threads_per_block + gpu.warp_size - 1) / gpu.warp_size;
   const double active_warps = double(k.blocks_per_sm * warps_per_block);
   k.occupancy = active_warps / double(gpu.max_threads_per_sm / gpu.warp_size);
@@ -128,6 +131,28 @@ const GpuSpec& GpuSpec::h200_sxm() {
   return spec;
 }
 
+namespace {
+
+// The bytes of shared memory a kernel's blocks take; adds the buffers' names to `names`.
+int64_t shared_bytes_of(const For* kernel, std::set<std::string>* names) {
+  struct Finder : IRVisitor {
+    std::set<std::string>* names;
+    int64_t bytes = 0;
+    void visit(const Allocate* op) override {
+      if (op->scope == MemoryScope::kShared) {
+        names->insert(op->name);
+        bytes += op->num_elements() * op->dtype.bytes();
+      }
+      IRVisitor::visit(op);
+    }
+  } finder;
+  finder.names = names;
+  finder.visit_stmt(Stmt(kernel));
+  return finder.bytes;
+}
+
+}  // namespace
+
 RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
   const NestSummary summary = summarize_nest(nest);
   LoopIndex index;
@@ -135,6 +160,7 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
   std::map<std::string, const For*> kernels;  // by the kernel's loop name
   if (nest.body.defined()) for_each_kernel(nest.body, [&](const For* k) { kernels.emplace(k->name, k); });
 
+  std::set<std::string> shared;  // the buffers in shared memory
   std::vector<KernelWork> work;  // program order of their first store
   std::map<std::string, size_t> work_of;
   for (const NestStore& store : summary.stores) {
@@ -162,6 +188,7 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
         w.estimate.stage = std::string(stage_of_loop(kernel->name));
         w.estimate.blocks = launch.blocks[0] * launch.blocks[1] * launch.blocks[2];
         w.estimate.threads_per_block = launch.threads_per_block();
+        w.estimate.shared_bytes = shared_bytes_of(kernel, &shared);
         for (size_t i = 0; i < first_kernel_loop; ++i)
           w.estimate.launches *= summary.loops[size_t(store.loops[i])].extent;
       }
@@ -195,7 +222,10 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
       if (tag.dim != GpuDim::kBlock && tag.dim != GpuDim::kThread) serial.push_back(l);
       if (tag.dim == GpuDim::kThread && tag.axis == 0) warp.tx_loop = l;
       if (tag.dim == GpuDim::kThread && tag.axis == 1) warp.ty_loop = l;
-      if (loop.kind == ForKind::kUnrolled || loop.kind == ForKind::kVectorized) unrolled *= loop.extent;
+      // Copies of the store side by side: each element it writes is a register.
+      if ((loop.kind == ForKind::kUnrolled || loop.kind == ForKind::kVectorized) &&
+          (store.accesses.empty() || store.accesses[0].index.depends_on(l)))
+        unrolled *= loop.extent;
     }
     w.unrolled_lanes = std::max(w.unrolled_lanes, unrolled);
     if (warp.tx_loop >= 0) {
@@ -206,26 +236,43 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
     }
     const double blocks_run = double(w.estimate.blocks) * double(w.estimate.launches);
     // L1 per resident block: what is left beside the other blocks on the SM.
-    const double l1_per_block = double(gpu.l1_bytes_per_sm) / double(std::max(1, resident_blocks(
-                                    gpu, w.estimate.threads_per_block, estimated_registers(gpu, unrolled))));
+    const int blocks_per_sm = std::max(1, resident_blocks(gpu, w.estimate.threads_per_block,
+                                                           estimated_registers(gpu, unrolled), w.estimate.shared_bytes));
+    const double l1_per_block =
+        std::max(0.0, double(gpu.l1_bytes_per_sm) / blocks_per_sm - double(w.estimate.shared_bytes));
     for (const NestAccess& access : store.accesses) {
       const int bytes = summary.buffers[size_t(access.buffer)].dtype.element_of().bytes();
       // An accumulator: the stored element, invariant in the innermost loops, stays in
       // a register while they run (the compiler promotes it); it is read and written
-      // once per run of them. Unrolled and vectorized loops are copies side by side,
-      // each its own register.
+      // once per run of them. Unrolled and vectorized loops it depends on are copies
+      // side by side, each its own register.
       double promoted = 1;
-      if (access.buffer == store.buffer) {
+      if (access.buffer != store.buffer) {
+        // A load the unrolled copies share (its index does not vary along them) is
+        // loaded once for all of them: the register tile's operand reuse.
+        for (size_t i = first_kernel_loop; i < store.loops.size(); ++i) {
+          const int l = store.loops[i];
+          const ForKind kind = summary.loops[size_t(l)].kind;
+          if ((kind == ForKind::kUnrolled || kind == ForKind::kVectorized) && !access.index.depends_on(l))
+            promoted *= double(summary.loops[size_t(l)].extent);
+        }
+      } else {
         for (size_t i = store.loops.size(); i-- > first_kernel_loop;) {
           const int l = store.loops[i];
           const ForKind kind = summary.loops[size_t(l)].kind;
-          if (kind == ForKind::kUnrolled || kind == ForKind::kVectorized) continue;
-          if (threads[size_t(l)] || access.index.depends_on(l)) break;
-          promoted *= double(summary.loops[size_t(l)].extent);
+          const bool copies = kind == ForKind::kUnrolled || kind == ForKind::kVectorized;
+          if (threads[size_t(l)] || (access.index.depends_on(l) && !copies)) break;
+          if (!access.index.depends_on(l)) promoted *= double(summary.loops[size_t(l)].extent);
         }
       }
       const double requested = executions * access.fraction / promoted / double(warp.threads()) *
                                warp_sectors(access, warp, bytes) * kSectorBytes;
+      // Shared memory is on the SM: its accesses cost L1 bandwidth (a warp's lanes on
+      // distinct 4-byte banks at once, as sectors count them) and never reach L2.
+      if (shared.count(summary.buffers[size_t(access.buffer)].name)) {
+        w.estimate.l1_bytes += requested;
+        continue;
+      }
       // A block's threads run together: what they touch while the loops inside a thread
       // from `s` inwards run is re-read from L1 when it fits there, fetched from L2 once
       // per iteration of the loops outside `s`. The outermost such `s` that fits wins.

@@ -18,6 +18,7 @@ namespace tensorgym::cuda {
 namespace {
 
 constexpr unsigned kGlobalSpace = 1;  // NVPTX's global address space
+constexpr unsigned kSharedSpace = 3;  // a block's shared memory
 
 bool contains_launch_loop(const Stmt& s) {
   bool found = false;
@@ -251,6 +252,7 @@ class KernelEmitter {
       case NodeKind::kBlock:
         for (const Stmt& x : s.as<Block>()->stmts) emit_stmt(x);
         return;
+      case NodeKind::kBarrier: b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return;
       default: fail("unexpected statement node");
     }
   }
@@ -285,15 +287,27 @@ class KernelEmitter {
   }
 
   // A per-thread buffer: an alloca in the entry block (PTX local memory, or registers
-  // once LLVM promotes it).
+  // once LLVM promotes it). A shared one: a __shared__ array of the kernel (a global
+  // in address space 3, one per block).
   void emit_allocate(const Allocate* op) {
     llvm::Type* elem = llvm_type(op->dtype);
-    llvm::IRBuilder<> ab(alloca_block_);
-    llvm::AllocaInst* a = ab.CreateAlloca(elem, ab.getInt32(uint32_t(op->num_elements())), op->name);
-    a->setAlignment(llvm::Align(16));
+    llvm::Value* storage = nullptr;
+    if (op->scope == MemoryScope::kShared) {
+      llvm::ArrayType* type = llvm::ArrayType::get(elem, uint64_t(op->num_elements()));
+      auto* g = new llvm::GlobalVariable(mod_, type, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(type), fn_->getName() + "." + op->name, nullptr,
+                                         llvm::GlobalValue::NotThreadLocal, kSharedSpace);
+      g->setAlignment(llvm::Align(16));
+      storage = g;
+    } else {
+      llvm::IRBuilder<> ab(alloca_block_);
+      llvm::AllocaInst* a = ab.CreateAlloca(elem, ab.getInt32(uint32_t(op->num_elements())), op->name);
+      a->setAlignment(llvm::Align(16));
+      storage = a;
+    }
     std::optional<Buffer> old;
     if (auto it = buffers_.find(op->name); it != buffers_.end()) old = it->second;
-    buffers_[op->name] = {a, elem, std::max(1, op->dtype.bytes())};
+    buffers_[op->name] = {storage, elem, std::max(1, op->dtype.bytes())};
     emit_stmt(op->body);
     if (old) {
       buffers_[op->name] = *old;

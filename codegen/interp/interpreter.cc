@@ -693,6 +693,10 @@ class Compiler {
         for (const Stmt& c : s.as<Block>()->stmts)
           if (c.defined()) TG_RETURN_IF_ERROR(stmt(c));
         return Status();
+      case NodeKind::kBarrier:
+        // Thread loops run one after the other and barriers sit outside them
+        // (insert_gpu_barriers.cc): every write before it is already done.
+        return Status();
       default: return internal_error("interpreter: unexpected statement kind");
     }
   }

@@ -19,7 +19,7 @@ enum class NodeKind : uint8_t {
   kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr, kNot,
   kSelect, kLoad, kCall, kRamp, kBroadcast,
   // Statements.
-  kLetStmt, kFor, kStore, kAllocate, kIfThenElse, kBlock,
+  kLetStmt, kFor, kStore, kAllocate, kIfThenElse, kBlock, kBarrier,
 };
 
 struct IRNode : RefCounted {

@@ -206,7 +206,8 @@ bool structural_equal(const Stmt& a, const Stmt& b) {
     }
     case NodeKind::kAllocate: {
       const Allocate &x = cast<Allocate>(a.get()), &y = cast<Allocate>(b.get());
-      return x.name == y.name && x.dtype == y.dtype && x.extents == y.extents && structural_equal(x.body, y.body);
+      return x.name == y.name && x.dtype == y.dtype && x.extents == y.extents && x.scope == y.scope &&
+             structural_equal(x.body, y.body);
     }
     case NodeKind::kIfThenElse: {
       const IfThenElse &x = cast<IfThenElse>(a.get()), &y = cast<IfThenElse>(b.get());
@@ -220,6 +221,7 @@ bool structural_equal(const Stmt& a, const Stmt& b) {
         if (!structural_equal(x.stmts[i], y.stmts[i])) return false;
       return true;
     }
+    case NodeKind::kBarrier: return true;
     default: return false;
   }
 }

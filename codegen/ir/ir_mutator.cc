@@ -109,7 +109,7 @@ Stmt IRMutator::visit(const Store* op) {
 }
 Stmt IRMutator::visit(const Allocate* op) {
   Stmt b = mutate(op->body);
-  return b.same_as(op->body) ? Stmt(op) : Allocate::make(op->name, op->dtype, op->extents, b);
+  return b.same_as(op->body) ? Stmt(op) : op->with_body(b);
 }
 Stmt IRMutator::visit(const IfThenElse* op) {
   Expr c = mutate(op->condition);
@@ -122,5 +122,6 @@ Stmt IRMutator::visit(const Block* op) {
   if (!map_if_changed(op->stmts, &out, [&](const Stmt& s) { return mutate(s); })) return op;
   return Block::make(std::move(out));
 }
+Stmt IRMutator::visit(const Barrier* op) { return op; }
 
 }  // namespace tensorgym

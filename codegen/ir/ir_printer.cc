@@ -203,6 +203,10 @@ class Printer {
           os_.put_int(op->extents[i]);
         }
         os_.put(']');
+        if (op->scope != MemoryScope::kAuto) {
+          os_.put(" in ");
+          os_.put(std::string_view(memory_scope_name(op->scope)));
+        }
         return block_body(op->body);
       }
       case NodeKind::kIfThenElse: {
@@ -222,6 +226,9 @@ class Printer {
       case NodeKind::kBlock:
         for (const Stmt& x : static_cast<const Block*>(s.get())->stmts) stmt(x);
         return;
+      case NodeKind::kBarrier:
+        os_.indent(indent_);
+        return os_.put("sync_threads()\n");
       default: return;
     }
   }

@@ -89,5 +89,6 @@ void IRVisitor::visit(const IfThenElse* op) {
 void IRVisitor::visit(const Block* op) {
   for (const Stmt& s : op->stmts) visit_stmt(s);
 }
+void IRVisitor::visit(const Barrier*) {}
 
 }  // namespace tensorgym

@@ -13,7 +13,7 @@ namespace tensorgym {
   X(IntImm) X(FloatImm) X(Variable) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) \
   X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Load)     \
   X(Call) X(Ramp) X(Broadcast)
-#define TG_FOR_EACH_STMT_NODE(X) X(LetStmt) X(For) X(Store) X(Allocate) X(IfThenElse) X(Block)
+#define TG_FOR_EACH_STMT_NODE(X) X(LetStmt) X(For) X(Store) X(Allocate) X(IfThenElse) X(Block) X(Barrier)
 
 class IRVisitor {
  public:

@@ -450,7 +450,7 @@ class Simplifier : public IRMutator {
   Stmt visit(const Allocate* op) override {
     Stmt body = mutate(op->body);
     if (!body.defined()) return Stmt();
-    return body.same_as(op->body) ? Stmt(op) : Allocate::make(op->name, op->dtype, op->extents, body);
+    return body.same_as(op->body) ? Stmt(op) : op->with_body(body);
   }
 };
 

@@ -37,10 +37,22 @@ int64_t Allocate::num_elements() const {
   return n;
 }
 
-Stmt Allocate::make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body) {
-  assert(body.defined());
-  return new Allocate(std::move(name), dtype, std::move(extents), std::move(body));
+const char* memory_scope_name(MemoryScope scope) {
+  switch (scope) {
+    case MemoryScope::kAuto: return "auto";
+    case MemoryScope::kGlobal: return "global";
+    case MemoryScope::kShared: return "shared";
+    case MemoryScope::kLocal: return "local";
+  }
+  return "?";
 }
+
+Stmt Allocate::make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body, MemoryScope scope) {
+  assert(body.defined());
+  return new Allocate(std::move(name), dtype, std::move(extents), std::move(body), scope);
+}
+
+Stmt Barrier::make() { return new Barrier(); }
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   assert(condition.defined() && condition.type().is_bool() && then_case.defined());

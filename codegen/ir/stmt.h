@@ -82,17 +82,27 @@ struct Store : StmtNode<NodeKind::kStore> {
   static Stmt make(std::string name, std::vector<Expr> indices, Expr value);
 };
 
+// Where a buffer lives on a GPU (set_scope, cache_read/cache_write's scope argument).
+// kAuto: where it is allocated decides (outside every kernel: global memory; inside
+// one: private to each thread). The cpu has one memory and accepts only kAuto.
+enum class MemoryScope : uint8_t { kAuto, kGlobal, kShared, kLocal };
+const char* memory_scope_name(MemoryScope scope);  // "auto", "global", "shared", "local"
+
 // A buffer of `dtype` with constant `extents` (one per dimension; one total after
-// flattening), live within body.
+// flattening), live within body, in `scope`.
 struct Allocate : StmtNode<NodeKind::kAllocate> {
-  Allocate(std::string n, DataType t, std::vector<int64_t> e, Stmt b)
-      : name(std::move(n)), dtype(t), extents(std::move(e)), body(std::move(b)) {}
+  Allocate(std::string n, DataType t, std::vector<int64_t> e, Stmt b, MemoryScope s)
+      : name(std::move(n)), dtype(t), extents(std::move(e)), body(std::move(b)), scope(s) {}
   const std::string name;
   const DataType dtype;
   const std::vector<int64_t> extents;
   const Stmt body;
+  const MemoryScope scope;
   int64_t num_elements() const;
-  static Stmt make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body);
+  static Stmt make(std::string name, DataType dtype, std::vector<int64_t> extents, Stmt body,
+                   MemoryScope scope = MemoryScope::kAuto);
+  // The same allocation around another body.
+  Stmt with_body(Stmt body) const { return make(name, dtype, extents, std::move(body), scope); }
 };
 
 struct IfThenElse : StmtNode<NodeKind::kIfThenElse> {
@@ -109,6 +119,15 @@ struct Block : StmtNode<NodeKind::kBlock> {
   // Flattens nested blocks and drops undefined statements; returns the lone statement
   // when only one is left.
   static Stmt make(std::vector<Stmt> stmts);
+};
+
+// A GPU block's barrier (__syncthreads): every thread of the block waits here until
+// all have arrived, and then sees the shared-memory writes made before it. Lowering
+// for cuda places it (insert_gpu_barriers.cc) only outside every threadIdx loop, so
+// the block's threads reach it together and a run of the nest that runs thread loops
+// one after the other (the interpreter) computes what the GPU computes.
+struct Barrier : StmtNode<NodeKind::kBarrier> {
+  static Stmt make();
 };
 
 }  // namespace tensorgym

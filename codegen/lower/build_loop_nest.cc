@@ -87,7 +87,7 @@ class NestBuilder {
     for (auto it = ctx_.stages.rbegin(); it != ctx_.stages.rend(); ++it) {
       const StageSchedule& s = **it;
       if (s.attach == AttachKind::kRoot && !s.is_output)
-        body = Allocate::make(s.name(), s.def->dtype, {layouts_.size(s.name())}, body);
+        body = Allocate::make(s.name(), s.def->dtype, {layouts_.size(s.name())}, body, s.scope);
     }
     return body;
   }
@@ -111,7 +111,7 @@ class NestBuilder {
       for (size_t d = r.min.size(); d-- > 0;)
         if (r.min_value[d].defined())
           inner = LetStmt::make(LoweringContext::min_var(t, d), flattened(r.min_value[d]), inner);
-      body = Allocate::make(t.name(), t.def->dtype, {layouts_.size(t.name())}, inner);
+      body = Allocate::make(t.name(), t.def->dtype, {layouts_.size(t.name())}, inner, t.scope);
     }
     return body;
   }

@@ -1,15 +1,16 @@
 // The cuda target, store by store: no two GPU threads write one element.
 //
-// A buffer allocated inside a kernel is private to each thread (there are no shared
-// memory scopes yet), so every thread computes all of it; a stage whose loops inside
-// the allocation are bound to blockIdx/threadIdx would have each thread fill only its
+// A buffer allocated inside a kernel and not in shared memory is private to each
+// thread, so every thread computes all of it; a stage whose loops inside the
+// allocation are bound to blockIdx/threadIdx would have each thread fill only its
 // slice of its own copy, and is rejected. Every other buffer (outputs, buffers
 // allocated outside the kernels) is shared by all threads: a store to it inside a
 // kernel must, for every dimension the kernel launches more than once, sit inside a
 // loop bound to that dimension whose variable the index uses. Otherwise the threads
 // along that dimension write the same elements: a reduction across threads (bind()
 // refuses reduction loops, this catches any other way to get there) or redundant
-// racing writes.
+// racing writes. A shared-memory buffer is shared by the threads of one block: the
+// same rule, for the threadIdx dimensions only.
 #include <fmt/format.h>
 
 #include <set>
@@ -40,10 +41,14 @@ class StoreChecker : public IRVisitor {
   }
   void visit(const Allocate* op) override {
     if (!status.ok()) return;
-    // Inside a kernel: private to each thread, allocated under the first loops_.size() loops.
-    if (!loops_.empty()) private_[op->name] = loops_.size();
+    // Inside a kernel: private to each thread, allocated under the first loops_.size()
+    // loops; or one per block.
+    const bool per_block = op->scope == MemoryScope::kShared;
+    if (!loops_.empty() && !per_block) private_[op->name] = loops_.size();
+    if (per_block) per_block_.insert(op->name);
     IRVisitor::visit(op);
     private_.erase(op->name);
+    per_block_.erase(op->name);
   }
   void visit(const LetStmt* op) override {
     if (!status.ok()) return;
@@ -57,7 +62,7 @@ class StoreChecker : public IRVisitor {
       status = check_private(op, it->second);
       return;
     }
-    status = check_shared(op);
+    status = check_shared(op, per_block_.count(op->name) > 0);
   }
 
  private:
@@ -83,14 +88,15 @@ class StoreChecker : public IRVisitor {
         return failed_precondition(fmt::format(
             "stage {} is split across GPU threads (loop {} is bound to {}) but its buffer is allocated inside the "
             "kernel, outside that loop, so each thread has a private copy it would fill only in part; threads "
-            "sharing a buffer need shared memory and barriers, which the cuda target does not support yet: leave "
-            "the stage's loops unbound or compute it at root",
+            "sharing a buffer need it in shared memory (set_scope(STAGE, shared), computed outside the threadIdx loops): "
+            "place it there, leave the stage's loops unbound or compute it at root",
             op->name, loop->name, loop->thread_tag));
     }
     return Status();
   }
 
-  Status check_shared(const Store* op) const {
+  // `per_block`: the buffer is one block's, shared by its threads only.
+  Status check_shared(const Store* op, bool per_block) const {
     VarSet index_vars;
     for (const Expr& index : op->indices) {
       VarSet v = vars_of(index);
@@ -101,6 +107,7 @@ class StoreChecker : public IRVisitor {
       if (const Load* load = x.as<Load>(); load && load->name == op->name) accumulates = true;
     });
     for (GpuDim dim : {GpuDim::kBlock, GpuDim::kThread}) {
+      if (per_block && dim == GpuDim::kBlock) continue;
       for (int axis = 0; axis < 3; ++axis) {
         const GpuTag tag{dim, axis};
         if (launch_.extent(tag) <= 1) continue;
@@ -133,6 +140,7 @@ class StoreChecker : public IRVisitor {
   std::vector<const For*> loops_;                    // the enclosing loops of the current kernel, from its first
   GpuLaunch launch_;                                 // of the current kernel
   std::unordered_map<std::string, size_t> private_;  // buffer -> loops around its Allocate
+  std::set<std::string> per_block_;                  // shared-memory buffers
   std::unordered_map<std::string, VarSet> lets_;     // let -> the variables its value depends on
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "codegen/ir/ir_equality.h"
 #include "codegen/ir/ir_visitor.h"
 
 namespace tensorgym {
@@ -64,6 +65,38 @@ void for_each_kernel(const Stmt& s, const std::function<void(const For* kernel)>
     }
   } finder(f);
   finder.visit_stmt(s);
+}
+
+namespace {
+bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!structural_equal(a[i], b[i])) return false;
+  return true;
+}
+}  // namespace
+
+BufferUse buffer_use(const Stmt& s, std::string_view buffer) {
+  struct Finder : IRVisitor {
+    std::string_view buffer;
+    BufferUse use;
+    const Store* store = nullptr;  // the store whose value is being visited
+    void visit(const Store* op) override {
+      if (op->name != buffer) return IRVisitor::visit(op);
+      use.writes = true;
+      for (const Expr& i : op->indices) visit_expr(i);
+      store = op;
+      visit_expr(op->value);
+      store = nullptr;
+    }
+    void visit(const Load* op) override {
+      if (op->name == buffer && !(store && same_indices(op->indices, store->indices))) use.reads = true;
+      IRVisitor::visit(op);
+    }
+  } finder;
+  finder.buffer = buffer;
+  finder.visit_stmt(s);
+  return finder.use;
 }
 
 std::string_view stage_of_loop(std::string_view loop_name) {

@@ -51,6 +51,20 @@ GpuLaunch launch_of(const For* kernel);
 // iteration.
 void for_each_kernel(const Stmt& s, const std::function<void(const For* kernel)>& f);
 
+// CUDA's limit on a block's static shared memory (__shared__ arrays; more needs the
+// dynamic opt-in, which generated kernels do not use).
+inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+
+// How a statement touches a buffer: whether it stores to it, and whether it reads it
+// other than to update the element it stores (a reduction's `B[i] = B[i] + ...` reads
+// only what its own thread wrote). Barriers go between a write and another thread's
+// read (insert_gpu_barriers.cc).
+struct BufferUse {
+  bool writes = false;
+  bool reads = false;
+};
+BufferUse buffer_use(const Stmt& s, std::string_view buffer);
+
 // The name of the stage a loop belongs to ("C" for "C.i.o"): loop variables are
 // named STAGE.loop by lowering.
 std::string_view stage_of_loop(std::string_view loop_name);

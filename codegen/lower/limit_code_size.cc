@@ -49,7 +49,7 @@ class CodeSizeLimiter {
         const Allocate* op = s.as<Allocate>();
         Stmt body = limit(op->body, size);
         *size += 1;
-        return body.same_as(op->body) ? s : Allocate::make(op->name, op->dtype, op->extents, body);
+        return body.same_as(op->body) ? s : op->with_body(body);
       }
       default: *size = 1; return s;
     }

@@ -12,10 +12,14 @@
 //   the target's own passes, in the order it lists them (LoweringTarget::passes):
 //     cpu              vectorize_loops.cc  vectorized loops become vector code
 //     cuda             check_gpu_loops.cc  loop kinds and bound loops' tags, nesting, extents
+//                      check_gpu_scopes.cc  global, shared and local buffers where a GPU
+//                                          has them; shared memory per block
 //                      check_gpu_kernels.cc  one kernel per bound nest: launch limits, no
 //                                          work left on one thread
 //                      check_gpu_stores.cc  no two threads write one element (reductions,
-//                                          buffers private to a thread)
+//                                          buffers private to a thread or to a block)
+//                      insert_gpu_barriers.cc  barriers between shared-memory writes and
+//                                          other threads' reads
 //
 // Every pass that changes the nest, and every target pass, reports to
 // LowerOptions::after_pass (the lowering log of `tensorgym lower --after`).

@@ -37,7 +37,7 @@ bool same_def(const CopyOnWrite<StageDef>& x, const CopyOnWrite<StageDef>& y) {
 bool same_placement(const StageSchedule& x, const StageSchedule& y) {
   return x.origin == y.origin && x.is_output == y.is_output && x.attach == y.attach &&
          x.attach_stage == y.attach_stage && x.attach_loop == y.attach_loop && x.storage_order == y.storage_order &&
-         x.aligns == y.aligns && same_def(x.def, y.def);
+         x.aligns == y.aligns && x.scope == y.scope && same_def(x.def, y.def);
 }
 
 bool same_loop_but_kind(const Loop& a, const Loop& b) {

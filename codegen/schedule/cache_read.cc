@@ -1,17 +1,19 @@
-// cache_read(TENSOR, CONSUMER, NAME): NAME copies TENSOR and CONSUMER reads the copy.
-// Computed at a loop of CONSUMER (compute_at), the copy holds only the region that
-// loop needs, contiguous: the packing / layout transform of fast GEMMs.
+// cache_read(TENSOR, CONSUMER, NAME[, SCOPE]): NAME copies TENSOR and CONSUMER reads
+// the copy. Computed at a loop of CONSUMER (compute_at), the copy holds only the region
+// that loop needs, contiguous: the packing / layout transform of fast GEMMs; on a GPU,
+// in `shared` memory, the tile a block's threads load together.
 #include <fmt/format.h>
 
 #include "codegen/ir/substitute.h"
 #include "codegen/schedule/action_helpers.h"
+#include "codegen/schedule/memory_scope.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
 namespace tensorgym {
 namespace {
 
-constexpr ArgSpec kArgs[] = {{ArgKind::kTensor}, {ArgKind::kStage}, {ArgKind::kNewTensor}};
+constexpr ArgSpec kArgs[] = {{ArgKind::kTensor}, {ArgKind::kStage}, {ArgKind::kNewTensor}, kOptionalScopeArg};
 
 Status check(const ScheduleState& state, const PrimitiveArgs& args) {
   const std::string& tensor = tensor_name(state, args[0]);
@@ -51,8 +53,9 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
   StageSchedule& consumer = stage_of(state, args[1]);
   consumer.def.mutate().body =
       replace_loads(consumer.def->body, tensor, [&](const Load* l) { return Load::make(l->type, name, l->indices); });
-  state.stages().insert(state.stages().begin() + args[1].stage,
-                        make_stage_schedule(std::move(def), StageOrigin::kCacheRead));
+  StageSchedule cache = make_stage_schedule(std::move(def), StageOrigin::kCacheRead);
+  if (args.size() > 3) cache.scope = scope_of_word(args[3].value);
+  state.stages().insert(state.stages().begin() + args[1].stage, std::move(cache));
   return ApplyEffect::kChanged;
 }
 
@@ -103,10 +106,10 @@ PrimitiveArgs propose(const ScheduleState& state, int stage, Rng& rng, const std
 
 extern const PrimitiveDef kCacheReadPrimitive = {
     .name = "cache_read",
-    .usage = "cache_read(TENSOR, CONSUMER, NAME)",
+    .usage = "cache_read(TENSOR, CONSUMER, NAME[, global | shared | local])",
     .summary = "NAME copies TENSOR (input or stage), CONSUMER reads NAME instead of TENSOR. Computed at a loop of "
                "CONSUMER, the copy holds only the region that loop needs, contiguous: the packing transform of fast GEMMs. Its loops are "
-               "`ax0, ax1, ...`",
+               "`ax0, ax1, ...`. The last argument places NAME in GPU memory (set_scope)",
     .rejects = "CONSUMER does not read TENSOR; TENSOR inlined or computed at a loop",
     .args = kArgs,
     .check = check,

@@ -1,15 +1,17 @@
-// cache_write(STAGE, NAME): NAME computes STAGE's values (with STAGE's loop names and
+// cache_write(STAGE, NAME[, SCOPE]): NAME computes STAGE's values (with STAGE's loop names and
 // its reduction) into its own buffer, and STAGE becomes a copy of NAME. Computed at a
-// loop of STAGE, NAME is the local accumulator of a register tile. STAGE keeps the
+// loop of STAGE, NAME is the local accumulator of a register tile (on a GPU, `local`:
+// each thread's own). STAGE keeps the
 // schedule of its spatial loops; its reduction loops move to NAME.
 #include "codegen/schedule/action_helpers.h"
+#include "codegen/schedule/memory_scope.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
 
 namespace tensorgym {
 namespace {
 
-constexpr ArgSpec kArgs[] = {{ArgKind::kStage}, {ArgKind::kNewTensor}};
+constexpr ArgSpec kArgs[] = {{ArgKind::kStage}, {ArgKind::kNewTensor}, kOptionalScopeArg};
 
 Status check(const ScheduleState& state, const PrimitiveArgs& args) {
   const StageSchedule& stage = stage_of(state, args[0]);
@@ -33,8 +35,9 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
   def.body = Load::make(def.dtype, args[1].name, indices);
   def.reduce = ReduceKind::kNone;
   stage->drop_reduce_loops();
-  state.stages().insert(state.stages().begin() + args[0].stage,
-                        make_stage_schedule(std::move(cache), StageOrigin::kCacheWrite));
+  StageSchedule cached = make_stage_schedule(std::move(cache), StageOrigin::kCacheWrite);
+  if (args.size() > 2) cached.scope = scope_of_word(args[2].value);
+  state.stages().insert(state.stages().begin() + args[0].stage, std::move(cached));
   return ApplyEffect::kChanged;
 }
 
@@ -62,9 +65,10 @@ PrimitiveArgs propose(const ScheduleState& state, int stage, Rng&, const std::st
 
 extern const PrimitiveDef kCacheWritePrimitive = {
     .name = "cache_write",
-    .usage = "cache_write(STAGE, NAME)",
+    .usage = "cache_write(STAGE, NAME[, global | shared | local])",
     .summary = "NAME computes STAGE's values, with STAGE's loop names and reduction; STAGE becomes a copy of NAME "
-               "and keeps the schedule of its spatial loops; its reduction loops move to NAME",
+               "and keeps the schedule of its spatial loops; its reduction loops move to NAME. The last argument places NAME in GPU "
+               "memory (set_scope)",
     .rejects = "STAGE inlined; a stage is computed at a loop of STAGE",
     .args = kArgs,
     .check = check,

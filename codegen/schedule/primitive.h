@@ -44,6 +44,7 @@ struct ArgSpec {
   int64_t max = 0;                              // kInt
   std::span<const std::string_view> words = {};  // kWord
   std::string_view known = {};                  // kWord: the words as messages list them
+  bool optional = false;                        // may be left out (trailing arguments only)
 };
 
 // One argument, bound to a state: indices into that state (or a copy of it).
@@ -121,7 +122,11 @@ struct PrimitiveDef {
   bool gpu_only = false;
   bool cpu_only = false;
 
-  int min_args() const { return int(args.size()); }
+  int min_args() const {
+    int n = int(args.size());
+    while (n > 0 && args[size_t(n) - 1].optional) --n;
+    return n;
+  }
   int max_args() const { return variadic ? -1 : int(args.size()); }
   const ArgSpec& spec(size_t i) const { return args[std::min(i, args.size() - 1)]; }
 };

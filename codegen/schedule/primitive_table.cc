@@ -23,7 +23,8 @@
   X(kStorageAlignPrimitive)     \
   X(kReorderStoragePrimitive)   \
   X(kBindPrimitive)             \
-  X(kReverseComputeAtPrimitive)
+  X(kReverseComputeAtPrimitive) \
+  X(kSetScopePrimitive)
 
 namespace tensorgym {
 

@@ -66,6 +66,8 @@ struct StageSchedule {
   // The buffer's dimensions from outermost to innermost in memory (reorder_storage);
   // empty means the axes' own order (row-major).
   std::vector<int> storage_order;
+  // Where its buffer lives on a GPU (set_scope; cache_read / cache_write's scope).
+  MemoryScope scope = MemoryScope::kAuto;
 
   const std::string& name() const { return def->name; }
   int find_loop(std::string_view name) const;  // -1 when absent

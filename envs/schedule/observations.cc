@@ -72,8 +72,8 @@ Expected<Event> ptxas_stats(ScheduleEpisode& e) {
 // The columns of gpu_features, one row per kernel (KernelEstimate's fields).
 const std::vector<std::string>& gpu_feature_columns() {
   static const std::vector<std::string> columns = {
-      "single_thread", "launches", "blocks",   "threads_per_block", "registers", "occupancy", "flops", "l1_bytes",
-      "l2_bytes",      "dram_bytes", "compute_s", "l1_s",            "l2_s",      "dram_s",    "seconds"};
+      "single_thread", "launches", "blocks",   "threads_per_block", "shared_bytes", "registers", "occupancy", "flops",
+      "l1_bytes",      "l2_bytes", "dram_bytes", "compute_s",        "l1_s",         "l2_s",      "dram_s",    "seconds"};
   return columns;
 }
 
@@ -86,7 +86,7 @@ Expected<Event> gpu_features(ScheduleEpisode& e) {
   for (const KernelEstimate& k : estimate.kernels)
     t.values.insert(t.values.end(),
                     {k.single_thread ? 1.0 : 0.0, double(k.launches), double(k.blocks), double(k.threads_per_block),
-                     double(k.registers), k.occupancy, k.flops, k.l1_bytes, k.l2_bytes, k.dram_bytes, k.compute_s,
+                     double(k.shared_bytes), double(k.registers), k.occupancy, k.flops, k.l1_bytes, k.l2_bytes, k.dram_bytes, k.compute_s,
                      k.l1_s, k.l2_s, k.dram_s, k.seconds});
   return Event(std::move(t));
 }
