@@ -4,8 +4,8 @@
 // (median and spread), GFLOP/s, compile time and whether the outputs were correct;
 // exit status 0 only when they were. `--emit llvm` prints the optimized LLVM IR
 // instead (compiled in this process), `--emit ptx` the PTX of the cuda target. A target
-// that cannot run here (cuda: no GPU runner yet) is lowered, checked and compiled (its
-// kernels and ptxas statistics printed), then refused with the reason.
+// that cannot run here (cuda: no GPU on this machine) is lowered, checked and compiled
+// (its kernels and ptxas statistics printed), then refused with the reason.
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -211,9 +211,10 @@ int refuse_unrunnable(const Backend& backend, const std::string& program_text, c
   // The target's own model where it has one: an estimate, never a measurement.
   const Expected<RuntimeEstimate> modelled = backend.estimate_runtime(job->nest);
   const Status refused = unimplemented(fmt::format(
-      "the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) but nothing on "
+      "the {} target cannot be measured here ({}): its code was generated ({} kernel{}) but nothing on "
       "this machine runs it; `tensorgym interp --target {}` checks the schedule's correctness",
-      backend.name(), exe.kernels().size(), exe.kernels().size() == 1 ? "" : "s", backend.name()));
+      backend.name(), backend.target().run_unavailable, exe.kernels().size(), exe.kernels().size() == 1 ? "" : "s",
+      backend.name()));
   if (o.json) {
     Json j = Json::object();
     j["target"] = backend.name();

@@ -39,6 +39,9 @@ struct TargetInfo {
   // What it can measure: kernels run here and are timed (runtime, gflops, correct).
   // Otherwise results are only modelled (est_cycles) and a measurement is an error.
   bool can_run = true;
+  // Why it cannot, where can_run is false: "no GPU on this machine: libcuda.so.1 not found
+  // (...)". What refusals to measure say.
+  std::string run_unavailable;
   // Whether the analytical cost model has this target's machine (Backend::machine_model).
   bool has_cost_model = false;
 };
@@ -104,8 +107,32 @@ class Executable {
   // <= 0 means every core. Returns when the outputs are written (a device backend
   // waits for its device), so the runner times any executable with the same
   // host-clock protocol (codegen/measure/timing.h). The executable of a target that
-  // cannot run here (TargetInfo::can_run false) aborts: the runner never calls it.
+  // cannot run here (TargetInfo::can_run false) aborts, saying why: the runner never
+  // calls it.
   virtual void run(void* const* args, int num_threads) const = 0;
+
+  // run(), with a device's failures returned (the driver missing, a launch refused, a
+  // kernel that faulted) instead of ending the process; for in-process callers (tests,
+  // benchmarks). The runner's workers call run(): a fault ends the worker, as a crash
+  // of a CPU kernel does. A host target's run cannot fail this way.
+  virtual Status run_checked(void* const* args, int num_threads) const {
+    run(args, num_threads);
+    return Status();
+  }
+
+  // Whether the executable times its kernels on its device's own clock. The runner then
+  // takes its runtimes from time_on_device(), the kernels alone; otherwise it times
+  // run() with the host's clock (codegen/measure/timing.h).
+  virtual bool has_device_clock() const { return false; }
+  // With the buffers of `args` copied to the device once: `warmup_runs` untimed runs,
+  // then `repeat` samples, each `number` back-to-back runs of the kernels timed by the
+  // device (cuda: events around the launches) and divided by `number` (seconds per
+  // run). UNIMPLEMENTED without a device clock.
+  virtual Expected<std::vector<double>> time_on_device(void* const* args, int warmup_runs, int number,
+                                                       int repeat) const {
+    (void)args, (void)warmup_runs, (void)number, (void)repeat;
+    return unimplemented("this executable has no device clock: time run() on the host's");
+  }
 
   const LoopNest& nest() const { return nest_; }
   const std::string& code_text() const { return code_text_; }  // empty unless kept
@@ -148,6 +175,16 @@ class Backend {
   virtual Expected<RuntimeEstimate> estimate_runtime(const LoopNest& nest) const {
     (void)nest;
     return unimplemented("target " + name() + " has no runtime model (est_gpu_time is the cuda target's)");
+  }
+
+  // The target's vendor library computing C[m, n] = A[m, k] · B[k, n] (f32, dense,
+  // row-major) as an executable like compile()'s (run's args {A, B, C}, the same
+  // device clock), for benchmarks that compare a schedule's kernels with it side by
+  // side. cuda: cuBLAS SGEMM without tensor cores. UNIMPLEMENTED where the target has
+  // none; UNAVAILABLE where the library or the device is missing here.
+  virtual Expected<std::shared_ptr<const Executable>> library_matmul(int64_t m, int64_t n, int64_t k) const {
+    (void)m, (void)n, (void)k;
+    return unimplemented("target " + name() + " has no vendor matrix multiplication");
   }
 
   // The instruction classes of generated code (cpu: LLVM's opcode names), and how many

@@ -16,7 +16,7 @@ struct Registration {
 // One line per backend.
 constexpr Registration kBackends[] = {
     {"cpu", cpu_backend},    // codegen/cpu: LLVM x86 + ORC JIT
-    {"cuda", cuda_backend},  // codegen/cuda: GPU schedules checked; no PTX yet
+    {"cuda", cuda_backend},  // codegen/cuda: LLVM NVPTX + the CUDA driver API
 };
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <llvm/IR/Module.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
+#include "codegen/cuda/cublas_matmul.h"
+#include "codegen/cuda/cuda_driver.h"
+#include "codegen/cuda/cuda_executable.h"
+#include "codegen/cuda/launch_plan.h"
 #include "codegen/cuda/nvptx_emitter.h"
 #include "codegen/cuda/ptx_emitter.h"
 #include "codegen/cuda/gpu_model.h"
@@ -21,23 +23,6 @@
 
 namespace tensorgym {
 namespace {
-
-// The PTX of a nest and its kernels' launches. Nothing runs it yet: the target cannot
-// run here (can_run is false), so the runner never calls run().
-class CudaExecutable final : public Executable {
- public:
-  CudaExecutable(const LoopNest& nest, std::string ptx, std::vector<DeviceKernel> kernels, double compile_ms) {
-    nest_ = nest;
-    code_text_ = std::move(ptx);
-    kernels_ = std::move(kernels);
-    compile_ms_ = compile_ms;
-  }
-
-  void run(void* const*, int) const override {
-    std::fputs("tensorgym: the cuda target has no runner: its kernels cannot run on this machine\n", stderr);
-    std::abort();
-  }
-};
 
 class CudaBackend final : public Backend {
  public:
@@ -54,7 +39,10 @@ class CudaBackend final : public Backend {
       for (const std::string* s : {&i.triple, &i.device, &i.features, &i.compiler_version})
         h = fnv1a64("\xff", fnv1a64(*s, h));
       i.fingerprint = hex64(h);
-      i.can_run = false;  // PTX is generated, but no GPU runner launches it yet
+      // Where the driver loads and a GPU exists, found without initializing CUDA: this
+      // process may still fork, and the workers that run kernels initialize it themselves.
+      i.run_unavailable = cuda::run_unavailable_reason();
+      i.can_run = i.run_unavailable.empty();
       i.has_cost_model = false;
       return i;
     }();
@@ -84,6 +72,10 @@ class CudaBackend final : public Backend {
       TG_RETURN_IF_ERROR(check_gpu_stores(nest.body));
     }
     return cuda::estimate_gpu_time(nest, cuda::GpuSpec::h100_sxm());
+  }
+
+  Expected<std::shared_ptr<const Executable>> library_matmul(int64_t m, int64_t n, int64_t k) const override {
+    return cuda::cublas_matmul(m, n, k);
   }
 
   // One NVPTX module with a kernel per GPU kernel of the nest, its PTX, and where
@@ -135,9 +127,11 @@ class CudaBackend final : public Backend {
         d.spill_load_bytes = it->second.spill_load_bytes;
       }
     }
+    // How the host runs them: a plan that disagrees with the kernels is a compile error.
+    TG_ASSIGN_OR_RETURN(cuda::LaunchPlan plan, cuda::make_launch_plan(nest, out));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return std::shared_ptr<const Executable>(std::make_shared<CudaExecutable>(
-        nest, options.keep_code_text ? std::move(ptx) : std::string(), std::move(out), ms));
+    return std::shared_ptr<const Executable>(std::make_shared<cuda::CudaExecutable>(
+        nest, std::move(ptx), options.keep_code_text, std::move(out), std::move(plan), ms));
   }
 };
 

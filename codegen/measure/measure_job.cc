@@ -22,6 +22,7 @@
 #include "codegen/interp/evaluator.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/lower/lower.h"
+#include "codegen/measure/device_timing.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/provenance.h"
 #include "codegen/measure/runner_settings.h"
@@ -196,9 +197,10 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
     // Compiled, so the target's own errors came first; but nothing here can run it.
     MeasureResult r = error_result(
         MeasureError::kCompile,
-        fmt::format("the {} target cannot be measured here (no GPU runner): its code was generated ({} kernel{}) "
+        fmt::format("the {} target cannot be measured here ({}): its code was generated ({} kernel{}) "
                     "but nothing on this machine runs it",
-                    job->backend->name(), kernel->kernels().size(), kernel->kernels().size() == 1 ? "" : "s"));
+                    job->backend->name(), job->backend->target().run_unavailable, kernel->kernels().size(),
+                    kernel->kernels().size() == 1 ? "" : "s"));
     r.compile_ms = result.compile_ms;
     r.code_text = result.code_text;
     return r;
@@ -245,7 +247,9 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   TimingOptions timing = timing_options(settings);
   timing.warmup_runs = 0;  // the checked run above was the warm-up
   timing.expected_run_s = first_run_s;
-  Expected<TimingStats> stats = time_runs(run_once, timing);
+  // A device's own clock times its kernels alone; the host's clock times run().
+  Expected<TimingStats> stats =
+      kernel->has_device_clock() ? time_on_device(*kernel, args.data(), timing) : time_runs(run_once, timing);
   if (!stats.ok()) {
     MeasureResult r = error_result(MeasureError::kRuntimeCrash, "timing failed: " + stats.status().message());
     r.compile_ms = result.compile_ms;

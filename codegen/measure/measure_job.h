@@ -12,7 +12,8 @@
 //                warm-up and the correctness check (test faults *_IN_RUN here)
 //   check        every output against the reference evaluator at sampled points
 //                                                                  -> WRONG_ANSWER
-//   time         time_runs() with the request's settings
+//   time         time_runs() with the request's settings; time_on_device()
+//                (device_timing.h) for an executable with a device clock
 //
 // Crashes, hangs and exits are not caught here: they take the process down, which is
 // why workers run this, and why the runner classifies a dead worker by the phase it

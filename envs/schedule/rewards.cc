@@ -112,8 +112,9 @@ Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) 
   }
   TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
   if (!backend->target().can_run)
-    return failed_precondition("the " + e.target + " target cannot be measured here (nothing on this machine runs "
-                               "it)" + (e.target == "cuda" ? std::string(": its modelled reward is est_gpu_time") : ""));
+    return failed_precondition("the " + e.target + " target cannot be measured here (" +
+                               backend->target().run_unavailable + ")" +
+                               (e.target == "cuda" ? std::string(": its modelled reward is est_gpu_time") : ""));
   TG_ASSIGN_OR_RETURN(MeasureResult r, e.derived->measurement());
   if (metric == "runtime") return r.runtime.median_s;
   if (metric == "gflops") return r.gflops;
