@@ -223,7 +223,7 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
   // The tag is taken now, and loop i is bound: j keeps the other 6 tags.
   offered = 0;
   const std::vector<int64_t>& after = bound.observations[0].as<Int64Tensor>().values;
-  for (size_t i = kBindBlock; i < after.size(); ++i) offered += after[i];
+  for (size_t i = kBindBlock; i < size_t(kSetScopeBlock); ++i) offered += after[i];
   EXPECT_EQ(offered, 6);
 
   // The cursor space on cuda: `parallel` is neither offered nor applied.

@@ -5,6 +5,8 @@
 // Every schedule that lowers is also run by the reference interpreter.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -210,6 +212,47 @@ TEST(CudaSharedMemory, TheModelSeesTheTilesOnTheSm) {
   const std::string plain = kSharedTiles.substr(0, kSharedTiles.find("cache_read")) + "unroll(C.yi); unroll(C.xi)";
   EXPECT_NEAR(tiled.kernels[0].l2_bytes, estimate(plain).kernels[0].l2_bytes, 1.0);
   EXPECT_GT(tiled.kernels[0].l1_bytes, 0.0);
+}
+
+std::string read_file(const std::string& relative) {
+  std::ifstream in(std::string(TENSORGYM_SOURCE_DIR) + "/" + relative);
+  EXPECT_TRUE(in) << relative;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// datasets/ops/*.cuda.sched: the expert GPU schedules. Each computes its program (the
+// interpreter runs it on a smaller instance of the same program: the schedule's tiles
+// need only the names and enough extent) and, at full size, assembles without spills.
+TEST(CudaSharedMemory, TheExpertGpuSchedulesAreCorrect) {
+  struct Expert {
+    std::string program, small;
+  };
+  const std::vector<Expert> experts = {
+      {"gemm_1024",
+       "input A: f32[128, 32]\ninput B: f32[32, 192]\nC[i, j] += A[i, k] * B[k, j]\n"},
+      {"conv2d_resnet_3x3",
+       "input X: f32[1, 4, 6, 56]\ninput W: f32[32, 4, 3, 3]\n"
+       "P[n, c, h, w] = select(h >= 1 && h <= 6 && w >= 1 && w <= 56, X[n, c, h - 1, w - 1], 0.0) where h in 0..8, "
+       "w in 0..58\n"
+       "Y[n, f, y, x] += P[n, c, y + r, x + s] * W[f, c, r, s] where y in 0..6, x in 0..56\n"
+       "R[n, f, y, x] = max(Y[n, f, y, x], 0.0)\n"}};
+  for (const Expert& e : experts) {
+    const std::string trace = read_file("datasets/ops/" + e.program + ".cuda.sched");
+    Expected<LoopNest> small = lower_cuda(e.small, trace);
+    ASSERT_TRUE(small.ok()) << e.program << ": " << small.status().to_string();
+    EXPECT_EQ(interpreter_mismatch(*parsed(e.small), *small), "") << e.program;
+    Expected<LoopNest> full = lower_cuda(read_file("datasets/ops/" + e.program + ".tg"), trace);
+    ASSERT_TRUE(full.ok()) << e.program << ": " << full.status().to_string();
+    EXPECT_CONTAINS(to_string(full->body), "in shared");
+    auto exe = cuda_backend().compile(*full);
+    ASSERT_TRUE(exe.ok()) << e.program << ": " << exe.status().to_string();
+    if (cuda::find_ptxas().empty()) continue;
+    for (const DeviceKernel& k : (*exe)->kernels()) {
+      EXPECT_TRUE(k.assembled) << e.program;
+      EXPECT_GT(k.shared_bytes, 0) << e.program;
+      EXPECT_EQ(k.spill_store_bytes + k.spill_load_bytes, 0) << e.program;
+    }
+  }
 }
 
 }  // namespace
