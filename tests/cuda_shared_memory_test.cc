@@ -214,6 +214,45 @@ TEST(CudaSharedMemory, TheModelSeesTheTilesOnTheSm) {
   EXPECT_GT(tiled.kernels[0].l1_bytes, 0.0);
 }
 
+// A local buffer computed at a block loop, its loops bound to threads: the nest holds
+// the block's outputs, each thread keeps its own 4 x 4 in registers (the PTX has no
+// local memory), and the interpreter's block-wide run computes the same GEMM.
+TEST(CudaSharedMemory, AccumulatorsComputedOutsideTheThreadLoopsAreEachThreadsOwn) {
+  const std::string outputs =
+      "split(C.i, 32, io, ii); split(C.ii, 4, ty, yi)\n"
+      "split(C.j, 32, jo, ji); split(C.ji, 8, xi, tx)\n"
+      "reorder(C, io, jo, ty, tx, yi, xi)\n"
+      "bind(C.io, blockIdx.y); bind(C.jo, blockIdx.x); bind(C.ty, threadIdx.y); bind(C.tx, threadIdx.x)\n"
+      "cache_write(C, CL, local); compute_at(CL, C.jo)\n"
+      "split(CL.i, 4, ty, yi); split(CL.k, 8, ko, ki)\n";
+  const std::string rest =
+      "reorder(CL, ko, ty, tx, ki, yi, xi)\n"
+      "bind(CL.ty, threadIdx.y); bind(CL.tx, threadIdx.x)\n"
+      "cache_read(A, CL, AS, shared); compute_at(AS, CL.ko)\n"
+      "split(AS.ax0, 8, o, ty); bind(AS.ty, threadIdx.y); bind(AS.ax1, threadIdx.x)\n"
+      "unroll(CL.yi); unroll(CL.xi)";
+  Expected<LoopNest> nest = lower_cuda(kSmallGemm, outputs + "split(CL.j, 8, xi, tx)\n" + rest);
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+  EXPECT_CONTAINS(to_string(nest->body), "allocate CL: f32[1024] in local");
+  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  CompileOptions options;
+  options.keep_code_text = true;
+  auto exe = cuda_backend().compile(*nest, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  EXPECT_EQ((*exe)->code_text().find(".local"), std::string::npos);
+  if (!cuda::find_ptxas().empty()) EXPECT_EQ((*exe)->kernels()[0].stack_bytes, 0);
+  // The model keeps them in registers too: no memory traffic for CL.
+  Expected<RuntimeEstimate> e = cuda_backend().estimate_runtime(*nest);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+
+  // CL's columns split the other way from C's: thread (ty, tx) would read outputs another
+  // thread accumulated in its own registers.
+  Expected<LoopNest> crossed = lower_cuda(kSmallGemm, outputs + "split(CL.j, 4, tx, xi)\n" + rest);
+  ASSERT_FALSE(crossed.ok());
+  EXPECT_CONTAINS(crossed.status().message(), "its threads' parts cannot be told apart (its accesses index it by "
+                                              "different threads)");
+}
+
 std::string read_file(const std::string& relative) {
   std::ifstream in(std::string(TENSORGYM_SOURCE_DIR) + "/" + relative);
   EXPECT_TRUE(in) << relative;
@@ -230,6 +269,8 @@ TEST(CudaSharedMemory, TheExpertGpuSchedulesAreCorrect) {
   const std::vector<Expert> experts = {
       {"gemm_1024",
        "input A: f32[128, 32]\ninput B: f32[32, 192]\nC[i, j] += A[i, k] * B[k, j]\n"},
+      {"gemm_4096",
+       "input A: f32[256, 16]\ninput B: f32[16, 256]\nC[i, j] += A[i, k] * B[k, j]\n"},
       {"conv2d_resnet_3x3",
        "input X: f32[1, 4, 6, 56]\ninput W: f32[32, 4, 3, 3]\n"
        "P[n, c, h, w] = select(h >= 1 && h <= 6 && w >= 1 && w <= 56, X[n, c, h - 1, w - 1], 0.0) where h in 0..8, "
@@ -251,6 +292,8 @@ TEST(CudaSharedMemory, TheExpertGpuSchedulesAreCorrect) {
       EXPECT_TRUE(k.assembled) << e.program;
       EXPECT_GT(k.shared_bytes, 0) << e.program;
       EXPECT_EQ(k.spill_store_bytes + k.spill_load_bytes, 0) << e.program;
+      // The accumulators are registers: no local memory at all.
+      EXPECT_EQ(k.stack_bytes, 0) << e.program;
     }
   }
 }

@@ -13,6 +13,7 @@
 
 #include "codegen/cuda/ptx_emitter.h"
 #include "codegen/ir/ir_visitor.h"
+#include "codegen/lower/gpu_private_buffers.h"
 
 namespace tensorgym::cuda {
 namespace {
@@ -290,6 +291,19 @@ class KernelEmitter {
   // once LLVM promotes it). A shared one: a __shared__ array of the kernel (a global
   // in address space 3, one per block).
   void emit_allocate(const Allocate* op) {
+    // A buffer private to each thread but allocated outside its thread loops: each
+    // thread keeps only its own part (check_gpu_stores accepted its layout).
+    if (op->scope != MemoryScope::kShared) {
+      Expected<PrivateLayout> layout = private_layout(op);
+      if (layout.ok() && layout->uses_threads()) {
+        const Stmt own = privatize_buffer(op, *layout);
+        return emit_buffer(own.as<Allocate>());
+      }
+    }
+    emit_buffer(op);
+  }
+
+  void emit_buffer(const Allocate* op) {
     llvm::Type* elem = llvm_type(op->dtype);
     llvm::Value* storage = nullptr;
     if (op->scope == MemoryScope::kShared) {

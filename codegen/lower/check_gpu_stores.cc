@@ -21,6 +21,7 @@
 #include "codegen/ir/ir_visitor.h"
 #include "codegen/lower/gpu_checks.h"
 #include "codegen/lower/gpu_launch.h"
+#include "codegen/lower/gpu_private_buffers.h"
 
 namespace tensorgym {
 namespace {
@@ -44,7 +45,7 @@ class StoreChecker : public IRVisitor {
     // Inside a kernel: private to each thread, allocated under the first loops_.size()
     // loops; or one per block.
     const bool per_block = op->scope == MemoryScope::kShared;
-    if (!loops_.empty() && !per_block) private_[op->name] = loops_.size();
+    if (!loops_.empty() && !per_block) private_[op->name] = {loops_.size(), op};
     if (per_block) per_block_.insert(op->name);
     IRVisitor::visit(op);
     private_.erase(op->name);
@@ -59,7 +60,7 @@ class StoreChecker : public IRVisitor {
   void visit(const Store* op) override {
     if (!status.ok() || loops_.empty()) return;
     if (auto it = private_.find(op->name); it != private_.end()) {
-      status = check_private(op, it->second);
+      status = check_private(op, it->second.first, it->second.second);
       return;
     }
     status = check_shared(op, per_block_.count(op->name) > 0);
@@ -80,17 +81,26 @@ class StoreChecker : public IRVisitor {
     return vars;
   }
 
-  Status check_private(const Store* op, size_t allocated_under) const {
+  // A thread's own part of a buffer allocated outside its thread loops is kept by that
+  // thread where the accesses allow it (gpu_private_buffers.h).
+  Status check_private(const Store* op, size_t allocated_under, const Allocate* alloc) const {
     for (size_t i = allocated_under; i < loops_.size(); ++i) {
       const For* loop = loops_[i];
       const int64_t* extent = as_const_int(loop->extent);
-      if (is_launch_loop(loop) && (!extent || *extent > 1))
-        return failed_precondition(fmt::format(
-            "stage {} is split across GPU threads (loop {} is bound to {}) but its buffer is allocated inside the "
-            "kernel, outside that loop, so each thread has a private copy it would fill only in part; threads "
-            "sharing a buffer need it in shared memory (set_scope(STAGE, shared), computed outside the threadIdx loops): "
-            "place it there, leave the stage's loops unbound or compute it at root",
-            op->name, loop->name, loop->thread_tag));
+      if (!is_launch_loop(loop) || (extent && *extent <= 1)) continue;
+      std::string why;
+      if (parse_gpu_tag(loop->thread_tag).dim == GpuDim::kThread) {
+        Expected<PrivateLayout> layout = private_layout(alloc);
+        if (layout.ok()) return Status();
+        why = " (" + layout.status().message() + ")";
+      }
+      return failed_precondition(fmt::format(
+          "stage {} is split across GPU threads (loop {} is bound to {}) but its buffer is allocated inside the "
+          "kernel, outside that loop, so each thread has a private copy it would fill only in part, and its threads' "
+          "parts cannot be told apart{}; threads sharing a buffer need it in shared memory (set_scope(STAGE, shared), "
+          "computed outside the threadIdx loops): place it there, leave the stage's loops unbound or compute it at "
+          "root",
+          op->name, loop->name, loop->thread_tag, why));
     }
     return Status();
   }
@@ -139,7 +149,8 @@ class StoreChecker : public IRVisitor {
 
   std::vector<const For*> loops_;                    // the enclosing loops of the current kernel, from its first
   GpuLaunch launch_;                                 // of the current kernel
-  std::unordered_map<std::string, size_t> private_;  // buffer -> loops around its Allocate
+  // buffer -> the loops around its Allocate, and the Allocate
+  std::unordered_map<std::string, std::pair<size_t, const Allocate*>> private_;
   std::set<std::string> per_block_;                  // shared-memory buffers
   std::unordered_map<std::string, VarSet> lets_;     // let -> the variables its value depends on
 };
