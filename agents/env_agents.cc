@@ -9,7 +9,10 @@
 #include <limits>
 #include <set>
 
+#include "agents/evaluator.h"
 #include "agents/serial.h"
+#include "codegen/backend/registry.h"
+#include "codegen/lower/random_gpu_schedule.h"
 #include "envs/env_context.h"
 #include "support/quote.h"
 
@@ -40,10 +43,13 @@ std::vector<std::string> actions_of(const std::string& trace) {
 
 double cost_of(const Evaluation& e) { return e.ok() ? e.cost : kInf; }
 
-// An environment at `trace` (reset, then each action).
+// An environment at `trace` (reset on the search's target, then each action): on the
+// cuda target (est_gpu_time) the mask offers bind and set_scope, not parallel.
 Expected<std::unique_ptr<Env>> env_at(SearchContext& ctx, const std::string& trace) {
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, ctx.make_env());
-  TG_ASSIGN_OR_RETURN(std::vector<Event> obs, env->reset(ctx.benchmark->uri, {}, {}));
+  ResetOptions options;
+  options.target = search_target(ctx.metric);
+  TG_ASSIGN_OR_RETURN(std::vector<Event> obs, env->reset(ctx.benchmark->uri, options, {}));
   (void)obs;
   for (const std::string& a : actions_of(trace)) {
     StepResult r = env->step({Event(a)}, {}, {});
@@ -99,6 +105,17 @@ class RandomAgent : public SearchAgent {
   Expected<std::vector<std::string>> propose(SearchContext& ctx) override {
     std::vector<std::string> out;
     for (int e = 0; e < ctx.options->batch_size; ++e) {
+      // On a GPU target a few random actions rarely bind a whole stage: draw random
+      // legal GPU schedules (codegen/lower/random_gpu_schedule.h) instead, and fall
+      // back to random actions for a program that has none.
+      if (const std::string target = search_target(ctx.metric); !target.empty()) {
+        TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(target));
+        Expected<Schedule> drawn = random_gpu_schedule(ctx.benchmark->program, backend->lowering(), *ctx.rng);
+        if (drawn.ok()) {
+          out.push_back(drawn->trace().to_string());
+          continue;
+        }
+      }
       TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, env_at(ctx, ""));
       int length = int(ctx.rng->range(1, ctx.options->episode_length));
       for (int step = 0; step < length; ++step) {

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "codegen/analysis/cost_model.h"
 #include "codegen/analysis/op_count.h"
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_wire.h"
@@ -135,12 +137,21 @@ class RunnerEvaluator : public Evaluator {
   std::unique_ptr<Runner> runner_;
 };
 
-class EstCyclesEvaluator : public Evaluator {
+// An analytical model as an evaluator: each candidate lowered (in parallel) and valued
+// by `model`, deterministic. GFLOP/s = flops * `gflops_per_flop_per_cost` / cost.
+class ModelEvaluator : public Evaluator {
  public:
-  explicit EstCyclesEvaluator(const EstCyclesEvaluatorOptions& options)
-      : options_(options), programs_(options.datasets) {}
+  using Model = std::function<Expected<double>(const LoopNest& nest)>;
+  ModelEvaluator(const EstCyclesEvaluatorOptions& options, std::string metric, LowerOptions lowering, Model model,
+                 double gflops_per_flop_per_cost)
+      : options_(options),
+        programs_(options.datasets),
+        metric_(std::move(metric)),
+        lowering_(std::move(lowering)),
+        model_(std::move(model)),
+        scale_(gflops_per_flop_per_cost) {}
 
-  std::string metric() const override { return "est_cycles"; }
+  std::string metric() const override { return metric_; }
   bool deterministic() const override { return true; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
@@ -163,25 +174,36 @@ class EstCyclesEvaluator : public Evaluator {
       e.status = Status(s.status().code(), "INSTANTIATION: schedule:" + s.status().message());
       return e;
     }
-    Expected<LoopNest> nest = lower(*s);
+    Expected<LoopNest> nest = lower(*s, lowering_);
     if (!nest.ok()) {
       e.status = Status(nest.status().code(), "INSTANTIATION: lowering: " + nest.status().message());
       return e;
     }
-    e.cost = est_cycles(*nest, MachineModel::reference());
-    if (!(e.cost > 0)) {
-      e.status = internal_error(fmt::format("est_cycles gave {:f}", e.cost));
+    Expected<double> cost = model_(*nest);
+    if (!cost.ok()) {
+      e.status = Status(cost.status().code(), "INSTANTIATION: " + cost.status().message());
       return e;
     }
-    e.gflops = e.flops * kNominalGHz / e.cost;
+    e.cost = *cost;
+    if (!(e.cost > 0)) {
+      e.status = internal_error(fmt::format("{} gave {:f}", metric_, e.cost));
+      return e;
+    }
+    e.gflops = e.flops * scale_ / e.cost;
     return e;
   }
 
   EstCyclesEvaluatorOptions options_;
   ProgramCache programs_;
+  std::string metric_;
+  LowerOptions lowering_;
+  Model model_;
+  double scale_;
 };
 
 }  // namespace
+
+std::string search_target(const std::string& metric) { return metric == "est_gpu_time" ? "cuda" : ""; }
 
 RunnerSettings search_runner_settings() {
   RunnerSettings s;
@@ -198,13 +220,31 @@ std::unique_ptr<Evaluator> make_runner_evaluator(const RunnerEvaluatorOptions& o
 }
 
 std::unique_ptr<Evaluator> make_est_cycles_evaluator(const EstCyclesEvaluatorOptions& options) {
-  return std::make_unique<EstCyclesEvaluator>(options);
+  return std::make_unique<ModelEvaluator>(
+      options, "est_cycles", LowerOptions{},
+      [](const LoopNest& nest) -> Expected<double> { return est_cycles(nest, MachineModel::reference()); },
+      kNominalGHz);
+}
+
+// est_gpu_time: the cuda target's GPU model (through the backend interface) on the
+// target-independent nest with thread binding allowed, so that a schedule is valued
+// from its first step (unbound work runs as one thread).
+std::unique_ptr<Evaluator> make_est_gpu_time_evaluator(const EstCyclesEvaluatorOptions& options) {
+  return std::make_unique<ModelEvaluator>(
+      options, "est_gpu_time", LowerOptions{.allow_thread_binding = true},
+      [](const LoopNest& nest) -> Expected<double> {
+        TG_ASSIGN_OR_RETURN(const Backend* cuda, find_backend("cuda"));
+        TG_ASSIGN_OR_RETURN(RuntimeEstimate estimate, cuda->estimate_runtime(nest));
+        return estimate.seconds;
+      },
+      1e-9);
 }
 
 Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choice) {
   if (choice.reward == "runtime" || choice.reward == "gflops") return make_runner_evaluator(choice.runner);
   if (choice.reward == "est_cycles") return make_est_cycles_evaluator(choice.est);
-  return invalid_argument("unknown reward '" + choice.reward + "' for a search (runtime, est_cycles)");
+  if (choice.reward == "est_gpu_time") return make_est_gpu_time_evaluator(choice.est);
+  return invalid_argument("unknown reward '" + choice.reward + "' for a search (runtime, est_cycles, est_gpu_time)");
 }
 
 Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,

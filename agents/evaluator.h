@@ -6,8 +6,9 @@
 //   std::unique_ptr<Evaluator> e = make_runner_evaluator({.workers = 1, .threads = 1});
 //   std::vector<Evaluation> v = e->evaluate({{"benchmark://ops-v0/gmm-1", "", trace}});
 //
-// Two implementations live here: the local Runner (sandboxed worker processes, real
-// runtimes) and the analytical cost model (est_cycles: deterministic, no measurement).
+// Three implementations live here: the local Runner (sandboxed worker processes, real
+// runtimes), the analytical cost model (est_cycles: deterministic, no measurement) and
+// the GPU model of the cuda target (est_gpu_time: seconds, deterministic).
 // The batch evaluator of the service (remote endpoints, fault tolerant) implements the
 // same interface. Evaluators are stateless between calls, apart from caches that never
 // change a result.
@@ -54,7 +55,7 @@ inline constexpr double kNominalGHz = 3.0;
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
-  // "runtime" or "est_cycles": what `cost` is.
+  // What `cost` is: "runtime", "est_cycles" or "est_gpu_time".
   virtual std::string metric() const = 0;
   // Whether evaluating the same candidate again gives exactly the same evaluation.
   virtual bool deterministic() const = 0;
@@ -88,8 +89,17 @@ struct EstCyclesEvaluatorOptions {
 
 // est_cycles on the reference machine (codegen/analysis/cost_model.h): deterministic.
 std::unique_ptr<Evaluator> make_est_cycles_evaluator(const EstCyclesEvaluatorOptions& options = {});
+// est_gpu_time: the cuda target's GPU model, in seconds (codegen/cuda/gpu_model.h through
+// Backend::estimate_runtime); deterministic.
+std::unique_ptr<Evaluator> make_est_gpu_time_evaluator(const EstCyclesEvaluatorOptions& options = {});
 
-// The evaluator of a reward name: "runtime" (also "gflops") or "est_cycles".
+// The target a search's candidates are schedules for, by its metric: "cuda" for
+// est_gpu_time (the GPU model), empty (the environment's default, the cpu) otherwise.
+std::string search_target(const std::string& metric);
+
+// The evaluator of a reward name: "runtime" (also "gflops"), "est_cycles" or
+// "est_gpu_time" (the cuda target's GPU model: seconds, deterministic; the options of
+// est_cycles apply).
 // INVALID_ARGUMENT for other names.
 struct EvaluatorChoice {
   std::string reward = "runtime";

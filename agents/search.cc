@@ -440,23 +440,27 @@ Expected<EpisodeState> Search::best_episode_state() {
     ctx->datasets = setup_.datasets;
   }
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, make_env("schedule-v0", ctx));
-  TG_ASSIGN_OR_RETURN(std::vector<Event> first, env->reset(benchmark_.uri, {}, {}));
+  ResetOptions options;
+  options.target = search_target(metric_);
+  TG_ASSIGN_OR_RETURN(std::vector<Event> first, env->reset(benchmark_.uri, options, {}));
   (void)first;
-  StepResult r0 = env->step({}, {}, {"est_cycles"});
+  // The deterministic reward of the search's target: the cpu's cost model or the GPU's.
+  const std::string model = options.target.empty() ? "est_cycles" : "est_gpu_time";
+  StepResult r0 = env->step({}, {}, {model});
   if (!r0.error.ok()) return r0.error;
   for (size_t i = 0; i < actions.size(); ++i) {
-    StepResult r = env->step({Event(actions[i])}, {}, {"est_cycles"});
+    StepResult r = env->step({Event(actions[i])}, {}, {model});
     if (!r.error.ok())
       return Status(r.error.code(), fmt::format("replaying the best schedule, action {} ({}): {}", i + 1, actions[i],
                                                 r.error.message()));
   }
-  if (metric_ != "est_cycles") {
+  if (metric_ == "runtime") {
     // The runtime reward of the whole episode: (unscheduled - best) / unscheduled.
     StepResult r = env->step({}, {}, {"runtime"});
     if (!r.error.ok()) return Status(r.error.code(), "measuring the runtime reward: " + r.error.message());
   }
   EpisodeState s = env->state();
-  if (metric_ != "est_cycles") s.provenance_json = b->eval.provenance_json;
+  if (metric_ == "runtime") s.provenance_json = b->eval.provenance_json;
   return s;
 }
 

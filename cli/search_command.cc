@@ -1,4 +1,4 @@
-// tensorgym search --benchmark URI --agent NAME [--trials N] [--reward runtime|est_cycles]
+// tensorgym search --benchmark URI --agent NAME [--trials N] [--reward runtime|est_cycles|est_gpu_time]
 //                  [--threads N] [--workers N] [--seed S] [--time-limit S] [--early-stopping N]
 //                  [--state-out FILE] [--plot FILE.svg] [--checkpoint FILE] [--resume FILE]
 //                  [--cost-model-out FILE] [--cost-model-in FILE] [--json] [--verbose]
@@ -118,9 +118,9 @@ std::string one_line(const std::string& trace) {
   return out;
 }
 
-// est_cycles as a rounded count; a runtime as a duration.
+// est_cycles as a rounded count; a runtime or est_gpu_time as a duration.
 std::string cost_text(double cost, const std::string& metric) {
-  return metric == "runtime" ? seconds_text(cost) : figure(cost);
+  return metric == "est_cycles" ? figure(cost) : seconds_text(cost);
 }
 
 Status write_bytes(const std::string& path, const std::string& bytes) {
@@ -133,7 +133,8 @@ Status write_bytes(const std::string& path, const std::string& bytes) {
 int run_search(const SearchCliOptions& o) {
   if (o.benchmark.empty() && o.resume.empty()) return report_error(invalid_argument("--benchmark URI is required"));
   if (!o.endpoints.empty() && o.reward != "runtime")
-    return report_error(invalid_argument("--endpoints measures runtimes; est_cycles needs no endpoint (drop one of them)"));
+    return report_error(invalid_argument("--endpoints measures runtimes; " + o.reward +
+                                         " is a model and needs no endpoint (drop one of them)"));
 
   // Local sandboxed workers, the analytical model, or the services at --endpoints.
   Expected<std::unique_ptr<Evaluator>> evaluator =
@@ -189,7 +190,7 @@ int run_search(const SearchCliOptions& o) {
   if (!o.plot.empty()) {
     std::string svg = best_so_far_svg({{s.agent().name(), s.best_gflops_curve()}},
                                       s.benchmark().uri + ": " + s.agent().name() + ", reward " + s.metric(),
-                                      s.metric() == "est_cycles" ? "best est. GFLOP/s" : "best GFLOP/s");
+                                      s.metric() == "runtime" ? "best GFLOP/s" : "best est. GFLOP/s");
     Status ws = write_bytes(o.plot, svg);
     if (!ws.ok()) return report_error(ws);
   }
@@ -310,7 +311,10 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: no limit; then give --time-limit)")->default_val(1000);
   cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
   cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
-  cmd->add_option("--reward", o->reward, "runtime (measured) or est_cycles (the analytical model)")->default_val("runtime");
+  cmd->add_option("--reward", o->reward,
+                  "runtime (measured), est_cycles (the analytical model) or est_gpu_time (the cuda target's GPU "
+                  "model: schedules for the GPU; agents random, greedy, beam)")
+      ->default_val("runtime");
   cmd->add_option("--threads", o->threads, "Threads of the compiled kernels (0: every core)");
   cmd->add_option("--workers", o->workers, "Sandboxed measurement workers (est_cycles: estimating threads)")->default_val(1);
   cmd->add_option("--endpoints", o->endpoints,

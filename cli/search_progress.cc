@@ -10,7 +10,7 @@
 namespace tensorgym::cli {
 
 std::string gflops_text(double g, const std::string& metric) {
-  return fmt::format("{:.2f} {}", g, metric == "est_cycles" ? "est. GFLOP/s" : "GFLOP/s");
+  return fmt::format("{:.2f} {}", g, metric == "runtime" ? "GFLOP/s" : "est. GFLOP/s");
 }
 
 ProgressDisplay::ProgressDisplay(std::string metric, bool quiet, std::string label, double time_budget_s)

@@ -429,6 +429,44 @@ TEST(SearchTest, BestEpisodeStateValidates) {
   std::remove(path.c_str());
 }
 
+// A search for the cuda target through the GPU model: random draws legal GPU
+// schedules, greedy and beam step with bind; each beats the unscheduled program (one
+// GPU thread) by far, its best replays on cuda to the recorded reward and validates;
+// the evolutionary agent's cpu sketches are refused.
+TEST(SearchTest, AgentsSearchGpuSchedulesWithTheGpuModel) {
+  Expected<std::unique_ptr<Evaluator>> e = make_search_evaluator("est_gpu_time", 1, 1);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->metric(), "est_gpu_time");
+  EXPECT_TRUE((*e)->deterministic());
+  const std::vector<Evaluation> root = (*e)->evaluate({{"benchmark://ops-v0/gmm-1", "", ""}});
+  ASSERT_TRUE(root[0].ok()) << root[0].status.to_string();
+  for (const char* agent : {"random", "greedy", "beam"}) {
+    SearchSetup setup = small_setup(agent, "benchmark://ops-v0/gmm-1", e->get(), 32);
+    Expected<std::unique_ptr<Search>> s = Search::create(setup);
+    ASSERT_TRUE(s.ok()) << agent << ": " << s.status().to_string();
+    ASSERT_TRUE((*s)->run().ok()) << agent;
+    const TrialRecord* best = (*s)->best();
+    ASSERT_NE(best, nullptr) << agent;
+    EXPECT_LT(best->eval.cost * 100, root[0].cost) << agent << ":\n" << best->trace;
+    EXPECT_NE(best->trace.find("bind("), std::string::npos) << agent;
+    Expected<EpisodeState> state = (*s)->best_episode_state();
+    ASSERT_TRUE(state.ok()) << agent << ": " << state.status().to_string();
+    EXPECT_EQ(state->target, "cuda");
+    EXPECT_EQ(state->reward_space, "est_gpu_time");
+    EXPECT_NEAR(state->reward, std::log(root[0].cost / best->eval.cost), 1e-9) << agent;
+    const std::string path = temp_path("gpu.jsonl");
+    std::remove(path.c_str());
+    ASSERT_TRUE(append_episode_state(path, *state).ok());
+    EXPECT_EQ(std::system((kBinary + " validate " + path + " > /dev/null").c_str()), 0) << agent;
+    std::remove(path.c_str());
+  }
+  SearchSetup evolutionary = small_setup("evolutionary", "benchmark://ops-v0/gmm-1", e->get(), 16);
+  Expected<std::unique_ptr<Search>> s = Search::create(evolutionary);
+  Status run = s.ok() ? (*s)->run() : s.status();
+  EXPECT_EQ(run.code(), StatusCode::kUnimplemented);
+  EXPECT_CONTAINS(run.message(), "search with random, greedy or beam");
+}
+
 // --- real measurements ---------------------------------------------------------------
 
 TEST(SearchTest, EvolutionaryWithRealMeasurements) {
@@ -595,7 +633,7 @@ TEST(SearchCommandTest, SearchMeasuresOnAServiceThroughEndpoints) {
     EXPECT_NE(ss.str().find(message), std::string::npos) << ss.str();
   };
   fails_with("--endpoints 127.0.0.1:1 --connect-timeout 1", "no endpoint ready");
-  fails_with("--endpoints 127.0.0.1:1 --reward est_cycles", "est_cycles needs no endpoint");
+  fails_with("--endpoints 127.0.0.1:1 --reward est_cycles", "est_cycles is a model and needs no endpoint");
   for (const std::string& p : {port_file, state, out}) std::remove(p.c_str());
 }
 
