@@ -104,6 +104,30 @@ TEST(RandomGpuSchedule, ASeedGivesTheSameSchedule) {
   EXPECT_EQ(first->trace().to_string(), second->trace().to_string());
 }
 
+// Matrix multiplications, batched or not, are drawn in shared-memory and register
+// tiles about half the time: those lower, keep their accumulators per thread, and
+// compute the product.
+TEST(RandomGpuSchedule, MatrixMultiplicationsGetSharedAndRegisterTiles) {
+  for (const std::string& text : {matmul_program(0, 64, 96, 32), matmul_program(2, 32, 64, 16)}) {
+    ProgramPtr program = parse(text);
+    int tiled = 0;
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      Rng rng(seed);
+      Expected<Schedule> s = random_gpu_schedule(program, cuda_backend().lowering(), rng);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      const std::string trace = s->trace().to_string();
+      if (trace.find("shared)") == std::string::npos) continue;
+      ++tiled;
+      EXPECT_CONTAINS(trace, "local)");
+      Expected<LoopNest> nest = lower(*s, cuda_backend().lowering());
+      ASSERT_TRUE(nest.ok()) << trace << nest.status().to_string();
+      EXPECT_EQ(cuda_test::interpreter_mismatch(*program, *nest), "") << trace;
+    }
+    EXPECT_GE(tiled, 3) << text;
+    EXPECT_LE(tiled, 9) << text;
+  }
+}
+
 TEST(RandomGpuSchedule, AProgramThatReducesToOneValueHasNone) {
   // The norm of one matrix: one sum over everything, a reduction across threads.
   ProgramPtr program = parse(norm_program(1, 8, 8));
