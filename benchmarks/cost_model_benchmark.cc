@@ -120,6 +120,7 @@
 #include "codegen/schedule/random_schedule.h"
 #include "codegen/schedule/schedule.h"
 #include "support/random.h"
+#include "support/rank_correlation.h"
 
 namespace tensorgym {
 namespace {
@@ -310,41 +311,7 @@ bool set_param(MachineModel* m, const std::string& name, double v) {
 // --skip-est-s).
 constexpr double kNominalHz = 3e9;
 
-// Average ranks (1-based), ties sharing the mean of their positions.
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    const double avg = 0.5 * double(i + j) + 1;
-    for (size_t k = i; k <= j; ++k) r[order[k]] = avg;
-    i = j + 1;
-  }
-  return r;
-}
-
-double pearson(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = double(x.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    mx += x[i];
-    my += y[i];
-  }
-  mx /= n;
-  my /= n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxy += (x[i] - mx) * (y[i] - my);
-    sxx += (x[i] - mx) * (x[i] - mx);
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
-}
-
-double spearman(const std::vector<double>& x, const std::vector<double>& y) { return pearson(ranks(x), ranks(y)); }
+double spearman(const std::vector<double>& x, const std::vector<double>& y) { return spearman_correlation(x, y); }
 
 // Seconds of CPU time the calling thread has used: the clock every measurement here
 // is taken with, so that other processes sharing the machine (time slicing) do not
