@@ -318,6 +318,44 @@ TEST(CudaChecks, ABufferPrivateToAThreadIsNotFilledByManyThreads) {
                   "inside the kernel");
 }
 
+// gpu_tile is the split, reorder and binds it stands for: the same nest, the same
+// results; too many threads a block is refused before anything is applied.
+TEST(CudaLowering, GpuTileIsItsSplitsReorderAndBinds) {
+  const Schedule sugar = scheduled(kGemm, "gpu_tile(C.j, C.i, 8, 16, jo, io, ji, ii)");
+  const Schedule spelled = scheduled(kGemm,
+                                     "split(C.j, 8, jo, ji); split(C.i, 16, io, ii); reorder(C, io, jo, ii, ji)\n"
+                                     "bind(C.jo, blockIdx.x); bind(C.io, blockIdx.y); bind(C.ji, threadIdx.x); "
+                                     "bind(C.ii, threadIdx.y)");
+  Expected<LoopNest> a = lower(sugar, cuda_backend().lowering()), b = lower(spelled, cuda_backend().lowering());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(to_string(a->body), to_string(b->body));
+  expect_matches(sugar);
+  Expected<Program> p = parse_program(kGemm);
+  ASSERT_TRUE(p.ok());
+  Expected<Schedule> big =
+      Schedule::from_text(std::make_shared<const Program>(std::move(*p)), "gpu_tile(C.j, C.i, 64, 32, jo, io, ji, ii)");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(big.status().message(), "64 x 32 = 2048 threads a block; a block has at most 1024");
+}
+
+// storage_align pads a shared tile's rows (bank conflicts: rows of 16 floats start 17
+// apart: 16 x 17 elements), and the nest still computes the product.
+TEST(CudaLowering, StorageAlignPadsASharedTile) {
+  const std::string tiles =
+      "split(C.i, 16, io, ii); split(C.j, 8, jo, ji); split(C.k, 16, ko, ki)\n"
+      "reorder(C, io, jo, ko, ii, ji, ki)\n"
+      "bind(C.io, blockIdx.y); bind(C.jo, blockIdx.x); bind(C.ii, threadIdx.y); bind(C.ji, threadIdx.x)\n"
+      "cache_read(A, C, AS, shared); compute_at(AS, C.ko)\n"
+      "split(AS.ax1, 8, o, t); reorder(AS, o, ax0, t); bind(AS.ax0, threadIdx.y); bind(AS.t, threadIdx.x)\n";
+  Expected<LoopNest> plain = lower(scheduled(kGemm, tiles), cuda_backend().lowering());
+  Expected<LoopNest> padded = lower(scheduled(kGemm, tiles + "storage_align(AS.ax0, 16, 1)"), cuda_backend().lowering());
+  ASSERT_TRUE(plain.ok() && padded.ok()) << plain.status().to_string() << padded.status().to_string();
+  EXPECT_CONTAINS(to_string(plain->body), "allocate AS: f32[256] in shared");
+  EXPECT_CONTAINS(to_string(padded->body), "allocate AS: f32[272] in shared");
+  expect_matches(scheduled(kGemm, tiles + "storage_align(AS.ax0, 16, 1)"));
+}
+
 TEST(CudaLowering, TheTagIsPartOfALoop) {
   const Stmt body = St("C", V("t"), F(1));
   const Stmt bound = For::make("t", I(0), I(8), ForKind::kSerial, body, "threadIdx.x");

@@ -24,7 +24,8 @@
   X(kReorderStoragePrimitive)   \
   X(kBindPrimitive)             \
   X(kReverseComputeAtPrimitive) \
-  X(kSetScopePrimitive)
+  X(kSetScopePrimitive)         \
+  X(kGpuTilePrimitive)
 
 namespace tensorgym {
 
