@@ -214,6 +214,29 @@ TEST(CudaSharedMemory, TheModelSeesTheTilesOnTheSm) {
   EXPECT_GT(tiled.kernels[0].l1_bytes, 0.0);
 }
 
+// A vectorized loop is four neighbouring floats per thread: the tiles load and store
+// as ld.global.nc.v4 / st.shared.v4 (buffers are 16-byte aligned), and still compute
+// the product.
+TEST(CudaSharedMemory, VectorizedTileLoadsAreVectorAccesses) {
+  const std::string vectorized =
+      kSharedTiles.substr(0, kSharedTiles.find("cache_read")) +
+      "cache_read(A, C, AS, shared); compute_at(AS, C.ko)\n"
+      "split(AS.ax0, 8, o, ty); split(AS.ax1, 4, t, v); reorder(AS, o, ty, t, v)\n"
+      "bind(AS.ty, threadIdx.y); bind(AS.t, threadIdx.x); vectorize(AS.v)\n"
+      "cache_read(B, C, BS, shared); compute_at(BS, C.ko)\n"
+      "split(BS.ax1, 4, tx, v); bind(BS.ax0, threadIdx.y); bind(BS.tx, threadIdx.x); vectorize(BS.v)\n"
+      "unroll(C.yi); unroll(C.xi)";
+  Expected<LoopNest> nest = lower_cuda(kSmallGemm, vectorized);
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  CompileOptions options;
+  options.keep_code_text = true;
+  auto exe = cuda_backend().compile(*nest, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().to_string();
+  EXPECT_CONTAINS((*exe)->code_text(), "ld.global.nc.v4.f32");
+  EXPECT_CONTAINS((*exe)->code_text(), "st.shared.v4.f32");
+}
+
 // A local buffer computed at a block loop, its loops bound to threads: the nest holds
 // the block's outputs, each thread keeps its own 4 x 4 in registers (the PTX has no
 // local memory), and the interpreter's block-wide run computes the same GEMM.

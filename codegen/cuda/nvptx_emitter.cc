@@ -192,6 +192,8 @@ class KernelEmitter {
       // Buffers never overlap; inputs are only read, so loads may use the read-only
       // data path (ld.global.nc).
       fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      // Device allocations (cuMemAlloc) are 256-byte aligned: vector accesses may use it.
+      fn_->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(16)));
       if (i < nest_.inputs.size()) fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
       buffer.ptr = arg;
       buffers_[name] = buffer;
@@ -360,14 +362,16 @@ class KernelEmitter {
       }
       return;
     }
-    if (op->kind == ForKind::kUnrolled && extent) {
+    // A vectorized loop (innermost: check_gpu_loops) is unrolled; LLVM's NVPTX
+    // load/store vectorizer then merges its neighbouring accesses into ld/st.v2 / .v4
+    // where their alignment is known (buffers are 16-byte aligned).
+    if ((op->kind == ForKind::kUnrolled || op->kind == ForKind::kVectorized) && extent) {
       for (int64_t i = 0; i < *extent; ++i)
         with_var(op->name, b_.CreateAdd(min, b_.getInt32(uint32_t(i)), op->name, false, true),
                  [&] { emit_stmt(op->body); });
       return;
     }
-    // Serial, vthread and vectorized loops are loops of each thread (the cuda target
-    // keeps vectorized loops scalar).
+    // Serial and vthread loops are loops of each thread.
     llvm::Value* end = b_.CreateAdd(min, emit_expr(op->extent), "", false, true);
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, op->name + ".header", fn_);
