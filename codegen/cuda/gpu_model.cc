@@ -57,6 +57,27 @@ double warp_sectors(const NestAccess& access, const WarpShape& warp, int elem_by
   return row * double(warp.rows);
 }
 
+// The shared-memory wavefronts one warp's access takes: the most distinct 4-byte words
+// its lanes touch in one of the 32 banks (lanes reading one word share it: a
+// broadcast). Lanes along threadIdx.x, then rows of threadIdx.y, as the warp runs.
+// `vector`: the elements each lane reads at once (a vector load of unrolled copies).
+int shared_wavefronts(const NestAccess& access, const WarpShape& warp, int elem_bytes, int64_t vector) {
+  constexpr int kBanks = 32;
+  const int64_t sx = warp.tx_loop < 0 ? 0 : access.index.stride_of(warp.tx_loop);
+  const int64_t sy = warp.ty_loop < 0 ? 0 : access.index.stride_of(warp.ty_loop);
+  const int64_t words_per_element = std::max(1, elem_bytes / 4);
+  std::map<int64_t, std::set<int64_t>> words_in_bank;
+  for (int64_t y = 0; y < warp.rows; ++y)
+    for (int64_t x = 0; x < warp.lanes; ++x)
+      for (int64_t w = 0; w < vector * words_per_element; ++w) {
+        const int64_t word = (x * sx + y * sy) * words_per_element + w;
+        words_in_bank[((word % kBanks) + kBanks) % kBanks].insert(word);
+      }
+  size_t most = 1;
+  for (const auto& [bank, words] : words_in_bank) most = std::max(most, words.size());
+  return int(most);
+}
+
 // The registers a thread is estimated to need: a base, one per unrolled or vectorized
 // copy of a store (the element it keeps), and the operands a register tile of n of
 // them reuses (a row and a column: 2 sqrt(n)), within the GPU's most. On the GEMM
@@ -283,11 +304,22 @@ RuntimeEstimate estimate_gpu_time(const LoopNest& nest, const GpuSpec& gpu) {
       }
       const double requested = executions * access.fraction / promoted / double(warp.threads()) *
                                warp_sectors(access, warp, bytes) * kSectorBytes;
-      // Shared memory is on the SM: its accesses cost L1 bandwidth (a warp's lanes on
-      // distinct 4-byte banks at once, as sectors count them) and never reach L2.
+      // Shared memory is on the SM: an access costs a 128-byte wavefront per conflict
+      // of its lanes on one bank (storage_align's padding removes them), and never
+      // reaches L2.
       const std::string& buffer = summary.buffers[size_t(access.buffer)].name;
       if (shared.count(buffer)) {
-        w.estimate.l1_bytes += requested;
+        // Unrolled copies at neighbouring elements load together (ld.shared.v2 / .v4).
+        int64_t vector = 1;
+        for (size_t i = first_kernel_loop; i < store.loops.size(); ++i) {
+          const int l = store.loops[i];
+          const NestLoop& loop = summary.loops[size_t(l)];
+          if ((loop.kind == ForKind::kUnrolled || loop.kind == ForKind::kVectorized) &&
+              access.index.stride_of(l) == 1)
+            vector = std::max<int64_t>(vector, loop.extent % 4 == 0 ? 4 : loop.extent % 2 == 0 ? 2 : 1);
+        }
+        w.estimate.l1_bytes += executions * access.fraction / promoted / double(vector) / double(warp.threads()) *
+                               shared_wavefronts(access, warp, bytes, vector) * 128.0;
         continue;
       }
       if (in_registers.count(buffer)) continue;  // no memory traffic at all
