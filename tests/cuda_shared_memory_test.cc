@@ -214,6 +214,31 @@ TEST(CudaSharedMemory, TheModelSeesTheTilesOnTheSm) {
   EXPECT_GT(tiled.kernels[0].l1_bytes, 0.0);
 }
 
+// A warp reading a column of a shared tile hits one bank 32 times; padding the rows
+// by one float (storage_align) spreads the column over the 32 banks, and the model
+// sees the difference.
+TEST(CudaSharedMemory, TheModelSeesBankConflictsAndThePaddingThatRemovesThem) {
+  const char* gemm = "input A: f32[64, 32]\ninput B: f32[32, 64]\nC[i, j] += A[i, k] * B[k, j]\n";
+  const std::string tiles =
+      "split(C.i, 32, io, ii); split(C.j, 8, jo, ji); reorder(C, io, jo, ji, ii, k)\n"
+      "bind(C.io, blockIdx.y); bind(C.jo, blockIdx.x); bind(C.ii, threadIdx.x); bind(C.ji, threadIdx.y)\n"
+      "cache_read(A, C, AS, shared); compute_at(AS, C.jo)\n"
+      "split(AS.ax0, 8, o, ty); bind(AS.ty, threadIdx.y); bind(AS.ax1, threadIdx.x)\n";
+  auto estimate = [&](const std::string& trace) {
+    Expected<LoopNest> nest = lower(scheduled(gemm, trace), LowerOptions{.allow_thread_binding = true});
+    EXPECT_TRUE(nest.ok()) << nest.status().to_string();
+    Expected<RuntimeEstimate> e = cuda_backend().estimate_runtime(*nest);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e->kernels.at(0);
+  };
+  const KernelEstimate conflicted = estimate(tiles), padded = estimate(tiles + "storage_align(AS.ax0, 32, 1)");
+  EXPECT_GT(conflicted.l1_bytes, 4 * padded.l1_bytes);
+  EXPECT_LE(padded.seconds, conflicted.seconds);
+  Expected<LoopNest> nest = lower_cuda(gemm, tiles + "storage_align(AS.ax0, 32, 1)");
+  ASSERT_TRUE(nest.ok()) << nest.status().to_string();
+  EXPECT_EQ(interpreter_mismatch(*parsed(gemm), *nest), "");
+}
+
 // A vectorized loop is four neighbouring floats per thread: the tiles load and store
 // as ld.global.nc.v4 / st.shared.v4 (buffers are 16-byte aligned), and still compute
 // the product.
