@@ -44,11 +44,11 @@ std::vector<std::string> actions_of(const std::string& trace) {
 double cost_of(const Evaluation& e) { return e.ok() ? e.cost : kInf; }
 
 // An environment at `trace` (reset on the search's target, then each action): on the
-// cuda target (est_gpu_time) the mask offers bind and set_scope, not parallel.
+// cuda target the mask offers bind and set_scope, not parallel.
 Expected<std::unique_ptr<Env>> env_at(SearchContext& ctx, const std::string& trace) {
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, ctx.make_env());
   ResetOptions options;
-  options.target = search_target(ctx.metric);
+  options.target = ctx.target;
   TG_ASSIGN_OR_RETURN(std::vector<Event> obs, env->reset(ctx.benchmark->uri, options, {}));
   (void)obs;
   for (const std::string& a : actions_of(trace)) {
@@ -108,8 +108,8 @@ class RandomAgent : public SearchAgent {
       // On a GPU target a few random actions rarely bind a whole stage: draw random
       // legal GPU schedules (codegen/lower/random_gpu_schedule.h) instead, and fall
       // back to random actions for a program that has none.
-      if (const std::string target = search_target(ctx.metric); !target.empty()) {
-        TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(target));
+      if (ctx.target == "cuda") {
+        TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(ctx.target));
         Expected<Schedule> drawn = random_gpu_schedule(ctx.benchmark->program, backend->lowering(), *ctx.rng);
         if (drawn.ok()) {
           out.push_back(drawn->trace().to_string());

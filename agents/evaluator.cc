@@ -83,6 +83,7 @@ class RunnerEvaluator : public Evaluator {
   explicit RunnerEvaluator(const RunnerEvaluatorOptions& options) : options_(options), programs_(options.datasets) {}
 
   std::string metric() const override { return "runtime"; }
+  std::string target() const override { return options_.target; }
   bool deterministic() const override { return false; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
@@ -115,6 +116,7 @@ class RunnerEvaluator : public Evaluator {
     MeasureRequest request;
     request.program = p->text;
     request.schedule = c.trace;
+    request.target = options_.target;
     request.settings = options_.settings;
     if (options_.threads > 0 && request.settings.threads == 0) request.settings.threads = options_.threads;
     MeasureResult result = r.measure(request);
@@ -152,6 +154,7 @@ class ModelEvaluator : public Evaluator {
         scale_(gflops_per_flop_per_cost) {}
 
   std::string metric() const override { return metric_; }
+  std::string target() const override { return metric_ == "est_gpu_time" ? "cuda" : ""; }
   bool deterministic() const override { return true; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
@@ -203,8 +206,6 @@ class ModelEvaluator : public Evaluator {
 
 }  // namespace
 
-std::string search_target(const std::string& metric) { return metric == "est_gpu_time" ? "cuda" : ""; }
-
 RunnerSettings search_runner_settings() {
   RunnerSettings s;
   s.repeat = 2;
@@ -248,8 +249,14 @@ Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choic
 }
 
 Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,
-                                                           const std::string& worker_binary) {
+                                                           const std::string& worker_binary, const std::string& target) {
+  const std::string models_target = reward == "est_gpu_time" ? "cuda" : reward == "est_cycles" ? "cpu" : "";
+  if (!target.empty() && !models_target.empty() && target != models_target)
+    return invalid_argument("reward " + reward + " is the " + models_target + " target's model; it cannot value " +
+                            target + " schedules (use runtime, or " +
+                            (target == "cuda" ? std::string("est_gpu_time") : std::string("est_cycles")) + ")");
   EvaluatorChoice choice;
+  choice.runner.target = target == "cpu" ? "" : target;
   choice.reward = reward;
   choice.runner.workers = workers;
   choice.runner.threads = threads;

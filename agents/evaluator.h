@@ -57,6 +57,9 @@ class Evaluator {
   virtual ~Evaluator() = default;
   // What `cost` is: "runtime", "est_cycles" or "est_gpu_time".
   virtual std::string metric() const = 0;
+  // The target the candidates are schedules for ("cuda"); empty: the cpu, the
+  // environments' default.
+  virtual std::string target() const { return ""; }
   // Whether evaluating the same candidate again gives exactly the same evaluation.
   virtual bool deterministic() const = 0;
   // One evaluation per candidate, in order. Thread-safe.
@@ -66,6 +69,7 @@ class Evaluator {
 struct RunnerEvaluatorOptions {
   int workers = 1;            // sandboxed worker processes measuring at once
   int threads = 0;            // threads of the compiled kernels (0: every core)
+  std::string target;         // the backend measuring them (empty: the cpu; "cuda" where a GPU is)
   std::string worker_binary;  // the `tensorgym` executable (empty: see RunnerOptions)
   // How each candidate is measured (zero fields: the runner's defaults). For searches
   // search_runner_settings() is lighter than the runner's defaults.
@@ -93,10 +97,6 @@ std::unique_ptr<Evaluator> make_est_cycles_evaluator(const EstCyclesEvaluatorOpt
 // Backend::estimate_runtime); deterministic.
 std::unique_ptr<Evaluator> make_est_gpu_time_evaluator(const EstCyclesEvaluatorOptions& options = {});
 
-// The target a search's candidates are schedules for, by its metric: "cuda" for
-// est_gpu_time (the GPU model), empty (the environment's default, the cpu) otherwise.
-std::string search_target(const std::string& metric);
-
 // The evaluator of a reward name: "runtime" (also "gflops"), "est_cycles" or
 // "est_gpu_time" (the cuda target's GPU model: seconds, deterministic; the options of
 // est_cycles apply).
@@ -110,7 +110,11 @@ Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choic
 
 // The evaluator of a search: make_evaluator with search_runner_settings(), `workers`
 // measuring processes (est_cycles: estimating threads) and kernels on `threads`.
+// `target` names the backend (empty: the reward's own: cuda for est_gpu_time, the cpu
+// otherwise); est_cycles is the cpu's model and est_gpu_time the GPU's, so another
+// target with them is INVALID_ARGUMENT.
 Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,
-                                                           const std::string& worker_binary = "");
+                                                           const std::string& worker_binary = "",
+                                                           const std::string& target = "");
 
 }  // namespace tensorgym

@@ -40,10 +40,9 @@ class EvolutionaryAgent : public SearchAgent {
   std::string name() const override { return "evolutionary"; }
 
   Status start(SearchContext& ctx) override {
-    if (!search_target(ctx.metric).empty())
+    if (!ctx.target.empty())
       return unimplemented("the evolutionary agent evolves cpu sketches (packing, vectorized and parallel loops); "
-                           "on the " + search_target(ctx.metric) + " target (" + ctx.metric +
-                           ") search with random, greedy or beam");
+                           "on the " + ctx.target + " target search with random, greedy or beam");
     program_ = ctx.benchmark->program;
     plan_ = make_sketch_plan(*program_);
     XgbCostModelOptions mo;

@@ -145,6 +145,7 @@ Status Search::init(const SearchSetup& setup) {
   DatasetRegistry& registry = setup.datasets ? *setup.datasets : DatasetRegistry::global();
   TG_ASSIGN_OR_RETURN(benchmark_, registry.resolve(setup.benchmark));
   metric_ = setup.evaluator->metric();
+  target_ = setup.evaluator->target();
   TG_ASSIGN_OR_RETURN(agent_, make_agent(setup.agent));
   rng_ = Rng(setup.seed);
   if (!setup_.make_env) {
@@ -174,6 +175,7 @@ SearchContext Search::context() {
   c.options = &setup_.options;
   c.records = &records_;
   c.metric = metric_;
+  c.target = target_;
   c.make_env = setup_.make_env;
   c.lookup = [this](const std::string& trace) { return lookup(trace); };
   c.initial_cost_model = setup_.initial_cost_model;
@@ -326,6 +328,7 @@ std::string Search::checkpoint_bytes() const {
   r.put("agent", agent_->name());
   r.put_u64("seed", setup_.seed);
   r.put("metric", metric_);
+  if (!target_.empty()) r.put("target", target_);
   r.put("options", options_bytes(setup_.options));
   r.put_u64("rng", rng_.state());
   r.put_double("elapsed_s", elapsed_s());
@@ -381,6 +384,10 @@ Expected<std::unique_ptr<Search>> Search::resume(const std::string& checkpoint_p
   TG_ASSIGN_OR_RETURN(std::string metric, r.get("metric"));
   if (setup.evaluator && setup.evaluator->metric() != metric)
     return invalid_argument(what + " was made with reward " + metric + ", not " + setup.evaluator->metric());
+  const std::string target = r.has("target") ? *r.get("target") : "";
+  if (setup.evaluator && setup.evaluator->target() != target)
+    return invalid_argument(what + " was made for target " + (target.empty() ? "cpu" : target) + ", not " +
+                            (setup.evaluator->target().empty() ? "cpu" : setup.evaluator->target()));
 
   std::unique_ptr<Search> search(new Search());
   TG_RETURN_IF_ERROR(search->init(s));
@@ -441,7 +448,7 @@ Expected<EpisodeState> Search::best_episode_state() {
   }
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Env> env, make_env("schedule-v0", ctx));
   ResetOptions options;
-  options.target = search_target(metric_);
+  options.target = target_;
   TG_ASSIGN_OR_RETURN(std::vector<Event> first, env->reset(benchmark_.uri, options, {}));
   (void)first;
   // The deterministic reward of the search's target: the cpu's cost model or the GPU's.

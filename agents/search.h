@@ -97,6 +97,7 @@ struct SearchContext {
   const AgentOptions* options = nullptr;
   const std::vector<TrialRecord>* records = nullptr;
   std::string metric;  // the evaluator's
+  std::string target;  // the evaluator's: what the candidates are schedules for (empty: the cpu)
   // Environments for agents that step through actions (in-process by default).
   std::function<Expected<std::unique_ptr<Env>>()> make_env;
   // The evaluation of a trace already evaluated in this search, or null.
@@ -204,6 +205,7 @@ class Search {
   SearchSetup setup_;
   Benchmark benchmark_;
   std::string metric_;
+  std::string target_;  // the evaluator's (Evaluator::target)
   std::unique_ptr<SearchAgent> agent_;
   Rng rng_;
   std::vector<TrialRecord> records_;

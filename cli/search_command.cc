@@ -41,6 +41,7 @@ struct SearchCliOptions {
   double time_limit = 0;
   int64_t early_stopping = 0;
   std::string reward = "runtime";
+  std::string target;  // empty: the reward's (cuda for est_gpu_time, else the cpu)
   int threads = 0;
   int workers = 1;
   std::vector<std::string> endpoints;
@@ -136,10 +137,14 @@ int run_search(const SearchCliOptions& o) {
     return report_error(invalid_argument("--endpoints measures runtimes; " + o.reward +
                                          " is a model and needs no endpoint (drop one of them)"));
 
+  if (!o.endpoints.empty() && !o.target.empty() && o.target != "cpu")
+    return report_error(unimplemented("--endpoints measures on the services' cpu; a " + o.target +
+                                      " search measures on local workers (drop --endpoints)"));
+
   // Local sandboxed workers, the analytical model, or the services at --endpoints.
   Expected<std::unique_ptr<Evaluator>> evaluator =
       o.endpoints.empty()
-          ? make_search_evaluator(o.reward, o.workers, o.threads)
+          ? make_search_evaluator(o.reward, o.workers, o.threads, "", o.target)
           : make_remote_evaluator({.endpoints = o.endpoints, .threads = o.threads,
                                    .auth_token_file = o.auth_token_file, .tls = o.tls, .tls_ca_file = o.tls_ca_file,
                                    .connect_timeout_s = o.connect_timeout});
@@ -311,6 +316,10 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: no limit; then give --time-limit)")->default_val(1000);
   cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
   cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
+  cmd->add_option("--target", o->target,
+                  "What the schedules are for: cpu or cuda (default: the reward's; runtime on cuda measures on the "
+                  "GPU where one is, est_gpu_time is cuda's model)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--reward", o->reward,
                   "runtime (measured), est_cycles (the analytical model) or est_gpu_time (the cuda target's GPU "
                   "model: schedules for the GPU; agents random, greedy, beam)")

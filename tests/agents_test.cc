@@ -19,6 +19,7 @@
 #include "agents/serial.h"
 #include "agents/sketch.h"
 #include "benchmarks/baselines/vendor_baselines.h"
+#include "codegen/backend/registry.h"
 #include "codegen/interp/compare.h"
 #include "codegen/interp/interpreter.h"
 #include "codegen/lower/lower.h"
@@ -465,6 +466,38 @@ TEST(SearchTest, AgentsSearchGpuSchedulesWithTheGpuModel) {
   Status run = s.ok() ? (*s)->run() : s.status();
   EXPECT_EQ(run.code(), StatusCode::kUnimplemented);
   EXPECT_CONTAINS(run.message(), "search with random, greedy or beam");
+
+  // A model values only its own target's schedules.
+  EXPECT_EQ(make_search_evaluator("est_cycles", 1, 1, "", "cuda").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_search_evaluator("est_gpu_time", 1, 1, "", "cpu").status().code(), StatusCode::kInvalidArgument);
+  // A checkpoint keeps its target: a GPU search does not resume as a cpu one.
+  SearchSetup random = small_setup("random", "benchmark://ops-v0/gmm-1", e->get(), 8);
+  Expected<std::unique_ptr<Search>> gpu = Search::create(random);
+  ASSERT_TRUE(gpu.ok() && (*gpu)->run().ok());
+  const std::string ck = temp_path("gpu.ckpt");
+  ASSERT_TRUE((*gpu)->save_checkpoint(ck).ok());
+  Expected<std::unique_ptr<Search>> resumed = Search::resume(ck, random);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().to_string();
+  Expected<std::unique_ptr<Evaluator>> cpu = make_search_evaluator("runtime", 1, 1, kBinary);
+  ASSERT_TRUE(cpu.ok());
+  random.evaluator = cpu->get();
+  Expected<std::unique_ptr<Search>> wrong = Search::resume(ck, random);
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  std::remove(ck.c_str());
+}
+
+// Measured GPU searches: on a machine without a GPU every trial fails and says why.
+TEST(SearchTest, AMeasuredGpuSearchSaysWhereThereIsNoGpu) {
+  Expected<std::unique_ptr<Evaluator>> e = make_search_evaluator("runtime", 1, 1, kBinary, "cuda");
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->target(), "cuda");
+  Expected<const Backend*> cuda = find_backend("cuda");
+  ASSERT_TRUE(cuda.ok());
+  if ((*cuda)->target().can_run) GTEST_SKIP() << "a GPU is present: the measured path is cuda_runner_test's";
+  const std::vector<Evaluation> v = (*e)->evaluate({{"benchmark://ops-v0/gmm-1", "", "gpu_tile(C.j, C.i, 32, 8, jo, io, ji, ii)"}});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_FALSE(v[0].ok());
+  EXPECT_CONTAINS(v[0].status.message(), "no GPU on this machine");
 }
 
 // --- real measurements ---------------------------------------------------------------
