@@ -41,8 +41,11 @@ struct KernelModule {
 
 // Adds the kernels of `nest` (lowered for cuda) to `module`, marked as PTX entries.
 // Bound loops read %ctaid / %tid, guarded where their extent is smaller than the
-// launch's; other loops stay loops; buffers are global-memory (addrspace 1) kernel
-// parameters and buffers allocated inside a kernel are per-thread allocas.
+// launch's; unrolled and vectorized loops are unrolled, other loops stay loops;
+// buffers are global-memory (addrspace 1) kernel parameters (16-byte aligned), shared
+// buffers are per-block arrays (addrspace 3) with barriers as bar.sync, and other
+// buffers allocated inside a kernel are per-thread allocas (each thread's own part of
+// one allocated outside its thread loops: gpu_private_buffers.h).
 // INTERNAL when the nest holds what the cuda target's checks should have refused.
 Expected<KernelModule> emit_kernels(const LoopNest& nest, llvm::Module& module);
 
