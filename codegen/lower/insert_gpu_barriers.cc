@@ -10,7 +10,6 @@
 // every thread of the block arrives (and a run of thread loops one after another, the
 // interpreter's, computes the same).
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "codegen/ir/ir_mutator.h"

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/backend/registry.h"
+#include "codegen/lower/default_gpu_schedule.h"
 #include "codegen/measure/runner_settings.h"
 #include "envs/env_context.h"
 #include "envs/schedule/metrics.h"
@@ -122,6 +123,16 @@ Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) 
 }
 
 Expected<double> initial_metric(const std::string& metric, const ScheduleEpisode& e) {
+  // A GPU cannot run the unscheduled program: a measured reward there starts from the
+  // default GPU schedule (codegen/lower/default_gpu_schedule.h). The models value the
+  // unscheduled program (est_gpu_time: one GPU thread).
+  if (metric != "est_cycles" && metric != "est_gpu_time") {
+    TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+    if (backend->lowering().thread_binding) {
+      TG_ASSIGN_OR_RETURN(Schedule baseline, default_gpu_schedule(e.benchmark.program, backend->lowering()));
+      return cached_metric("initial", metric, e, baseline.trace().to_string());
+    }
+  }
   return cached_metric("initial", metric, e, "");
 }
 

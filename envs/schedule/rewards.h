@@ -31,7 +31,8 @@ const RewardDef* find_schedule_reward(const std::string& name);
 
 // The metric's value at the episode's current state.
 Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& episode);
-// The metric's value at the unscheduled program and at the expert schedule (cached in
+// The metric's value at the unscheduled program (a measured metric on a GPU target: at
+// the default GPU schedule, which a GPU can run) and at the expert schedule (cached in
 // the context per benchmark, metric, runner settings and machine).
 Expected<double> initial_metric(const std::string& metric, const ScheduleEpisode& episode);
 Expected<double> expert_metric(const std::string& metric, const ScheduleEpisode& episode);
