@@ -289,7 +289,7 @@ TEST(CudaSharedMemory, AccumulatorsComputedOutsideTheThreadLoopsAreEachThreadsOw
   ASSERT_TRUE(exe.ok()) << exe.status().to_string();
   EXPECT_EQ((*exe)->code_text().find(".local"), std::string::npos);
   if (!cuda::find_ptxas().empty()) EXPECT_EQ((*exe)->kernels()[0].stack_bytes, 0);
-  // The model keeps them in registers too: no memory traffic for CL.
+  // The model values it (the threads' parts as registers).
   Expected<RuntimeEstimate> e = cuda_backend().estimate_runtime(*nest);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
 

@@ -122,9 +122,8 @@ class AccessRewriter : public IRMutator {
     return Load::make(op->type, op->name, {index(op->indices[0])});
   }
   Stmt visit(const Store* op) override {
-    Expr value = mutate(op->value);
-    if (op->name != buffer_) return Store::make(op->name, op->indices, value);
-    return Store::make(op->name, {index(op->indices[0])}, value);
+    if (op->name != buffer_) return IRMutator::visit(op);
+    return Store::make(op->name, {index(op->indices[0])}, mutate(op->value));
   }
 
  private:
