@@ -21,21 +21,8 @@ std::string joined(const std::vector<std::string>& parts) {
 
 // Where the emitter starts kernels (nvptx_emitter.cc's walk_host): at a launch loop with
 // none around it, and at a statement with no launch loop that stores (a one-thread
-// kernel). Everything around them is the host's.
-bool contains_launch_loop(const Stmt& s) {
-  bool found = false;
-  for_each_kernel(s, [&](const For*) { found = true; });
-  return found;
-}
-
-bool stores_anything(const Stmt& s) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void visit(const Store*) override { found = true; }
-  } finder;
-  finder.visit_stmt(s);
-  return finder.found;
-}
+// kernel): contains_launch_loop / stores_anything (gpu_launch.h). Everything around
+// them is the host's.
 
 class PlanBuilder {
  public:

@@ -21,12 +21,6 @@ namespace {
 constexpr unsigned kGlobalSpace = 1;  // NVPTX's global address space
 constexpr unsigned kSharedSpace = 3;  // a block's shared memory
 
-bool contains_launch_loop(const Stmt& s) {
-  bool found = false;
-  for_each_kernel(s, [&](const For*) { found = true; });
-  return found;
-}
-
 // A load or a division may fault or read out of bounds where a select's condition
 // does not choose it (padding): such an arm runs only when chosen.
 bool may_trap(const Expr& e) {
@@ -92,7 +86,7 @@ class KernelEmitter {
     if (!contains_launch_loop(s)) {
       // Work outside every launch loop that the checks allow (a scalar statement)
       // runs as a kernel of one thread.
-      if (has_store(s)) emit_kernel(s, "");
+      if (stores_anything(s)) emit_kernel(s, "");
       return;
     }
     switch (s.kind()) {
@@ -134,15 +128,6 @@ class KernelEmitter {
         return;
       default: fail("unexpected statement on the host");
     }
-  }
-
-  static bool has_store(const Stmt& s) {
-    struct Finder : IRVisitor {
-      bool found = false;
-      void visit(const Store*) override { found = true; }
-    } f;
-    f.visit_stmt(s);
-    return f.found;
   }
 
   llvm::Type* llvm_type(DataType t) {

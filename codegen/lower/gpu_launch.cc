@@ -99,6 +99,21 @@ BufferUse buffer_use(const Stmt& s, std::string_view buffer) {
   return finder.use;
 }
 
+bool contains_launch_loop(const Stmt& s) {
+  bool found = false;
+  for_each_kernel(s, [&](const For*) { found = true; });
+  return found;
+}
+
+bool stores_anything(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visit(const Store*) override { found = true; }
+  } finder;
+  finder.visit_stmt(s);
+  return finder.found;
+}
+
 std::string_view stage_of_loop(std::string_view loop_name) {
   return loop_name.substr(0, std::min(loop_name.find('.'), loop_name.size()));
 }

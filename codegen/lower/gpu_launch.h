@@ -51,6 +51,12 @@ GpuLaunch launch_of(const For* kernel);
 // iteration.
 void for_each_kernel(const Stmt& s, const std::function<void(const For* kernel)>& f);
 
+// Whether `s` holds a kernel (a launch loop), and whether it stores anything: where
+// code generation and the host's launch plan start kernels (a statement with no launch
+// loop that stores is a kernel of one thread).
+bool contains_launch_loop(const Stmt& s);
+bool stores_anything(const Stmt& s);
+
 // CUDA's limit on a block's static shared memory (__shared__ arrays; more needs the
 // dynamic opt-in, which generated kernels do not use).
 inline constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
