@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstring>
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "codegen/fpga/fsim.h"
@@ -61,19 +61,14 @@ int run(const AccelConfig& c) {
 
 int main(int argc, char** argv) {
   using namespace tensorgym::fpga;
-  AccelConfig config = default_accel_config();
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-      tensorgym::Expected<AccelConfig> c = load_accel_config(argv[++i]);
-      if (!c.ok()) {
-        fmt::print(stderr, "{}\n", c.status().to_string());
-        return 2;
-      }
-      config = *c;
-    } else {
-      fmt::print(stderr, "usage: fpga_sample_gemms [--config FILE.json]\n");
-      return 2;
-    }
+  CLI::App app{"fpga_sample_gemms"};
+  std::string config_path;
+  app.add_option("--config", config_path, "an accelerator configuration (JSON); default: the built-in one");
+  CLI11_PARSE(app, argc, argv);
+  tensorgym::Expected<AccelConfig> config = accel_config_or_default(config_path);
+  if (!config.ok()) {
+    fmt::print(stderr, "{}\n", config.status().to_string());
+    return 2;
   }
-  return run(config);
+  return run(*config);
 }

@@ -127,6 +127,11 @@ Expected<AccelConfig> load_accel_config(const std::string& path) {
   return c;
 }
 
+Expected<AccelConfig> accel_config_or_default(const std::string& path) {
+  if (path.empty()) return default_accel_config();
+  return load_accel_config(path);
+}
+
 std::string to_json(const AccelConfig& config) {
   AccelConfig c = config;
   Json j = Json::object();

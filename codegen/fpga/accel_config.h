@@ -61,6 +61,8 @@ const AccelConfig& default_accel_config();
 // keeps its default, an unknown key is an error (a misspelt parameter must not be ignored).
 Expected<AccelConfig> parse_accel_config(const std::string& json_text);
 Expected<AccelConfig> load_accel_config(const std::string& path);
+// The file's configuration, or the default design where `path` is empty (command lines).
+Expected<AccelConfig> accel_config_or_default(const std::string& path);
 std::string to_json(const AccelConfig& config);
 
 }  // namespace tensorgym::fpga
