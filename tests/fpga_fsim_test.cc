@@ -209,11 +209,20 @@ TEST(FpgaTiming, CyclesOfASmallStreamByHand) {
   EXPECT_EQ(r->cycles, 42);
   EXPECT_EQ(r->of(Module::kCompute).busy, 1 + 1 + 6 + 1);
   EXPECT_EQ(r->of(Module::kCompute).dram_stall, 32);
-  // Two rows of 64 bytes: the second row's request follows the first's data.
-  // LOAD ACC: starts 1; row 0 at 2: 2 + 32 + 8 = 42; row 1 at 42: 42 + 32 + 8 = 82. FINISH 82..83.
-  Expected<SimulationResult> rows = simulate(c, {make_load(Buffer::kAcc, 0, 0, 2, 1, 1), make_finish()}, dram);
+  // Two rows of 64 bytes. With requests in flight together (the default allows 8):
+  // LOAD ACC starts 1; row 0 at 2: 2 + 32 + 8 = 42; row 1 at 3: max(3 + 32, 42) + 8 = 50.
+  // FINISH 50..51.
+  const std::vector<Instruction> two_rows = {make_load(Buffer::kAcc, 0, 0, 2, 1, 1), make_finish()};
+  Expected<SimulationResult> rows = simulate(c, two_rows, dram);
   ASSERT_TRUE(rows.ok()) << rows.status().to_string();
-  EXPECT_EQ(rows->cycles, 83);
+  EXPECT_EQ(rows->cycles, 51);
+  EXPECT_EQ(rows->of(Module::kCompute).dram_stall, 50 - 1 - 1 - 16);
+  // One request at a time: row 1 at 42: 42 + 32 + 8 = 82. FINISH 82..83.
+  AccelConfig one = c;
+  one.dram_max_outstanding = 1;
+  Expected<SimulationResult> serial = simulate(one, two_rows, dram);
+  ASSERT_TRUE(serial.ok()) << serial.status().to_string();
+  EXPECT_EQ(serial->cycles, 83);
 }
 
 // Two modules sharing the DRAM port: the later request waits for the earlier transfer.

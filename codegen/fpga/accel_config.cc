@@ -39,6 +39,7 @@ void for_each_field(AccelConfig& c, F&& f) {
   f("clock_mhz", c.clock_mhz);
   f("dram_bytes_per_cycle", c.dram_bytes_per_cycle);
   f("dram_latency_cycles", c.dram_latency_cycles);
+  f("dram_max_outstanding", c.dram_max_outstanding);
   f("gemm_pipeline_cycles", c.gemm_pipeline_cycles);
   f("alu_pipeline_cycles", c.alu_pipeline_cycles);
   f("command_queue_depth", c.command_queue_depth);
@@ -68,6 +69,8 @@ Status validate(const AccelConfig& c) {
                                         c.dram_bytes_per_cycle));
   if (c.dram_latency_cycles < 1 || c.dram_latency_cycles > 4096)
     return invalid_argument(fmt::format("dram_latency_cycles = {} is outside 1..4096", c.dram_latency_cycles));
+  if (c.dram_max_outstanding < 1 || c.dram_max_outstanding > 64)
+    return invalid_argument(fmt::format("dram_max_outstanding = {} is outside 1..64", c.dram_max_outstanding));
   if (c.gemm_pipeline_cycles < 1 || c.gemm_pipeline_cycles > 64 || c.alu_pipeline_cycles < 1 ||
       c.alu_pipeline_cycles > 64)
     return invalid_argument("gemm_pipeline_cycles and alu_pipeline_cycles must be in 1..64");

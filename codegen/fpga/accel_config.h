@@ -24,10 +24,13 @@ struct AccelConfig {
   int64_t uop_buffer_bytes = 32 << 10;
   double clock_mhz = 100;
   // DRAM: one port shared by the three modules, first come first served; a request of
-  // B bytes takes `dram_latency_cycles` and then occupies the port ceil(B / bytes per
-  // cycle) cycles.
+  // B bytes issued at t completes at max(t + dram_latency_cycles, the port free) +
+  // ceil(B / dram_bytes_per_cycle), the port busy until then.
   int dram_bytes_per_cycle = 8;
   int dram_latency_cycles = 32;
+  // Row requests a module may have in flight (AXI's outstanding transactions); it
+  // issues at most one a cycle. 1: each row waits for the previous one's data.
+  int dram_max_outstanding = 8;
   // Cycles from a GEMM / ALU instruction's last iteration to its last write.
   int gemm_pipeline_cycles = 4;
   int alu_pipeline_cycles = 3;

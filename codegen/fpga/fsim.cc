@@ -219,6 +219,9 @@ struct ModuleState {
   bool draining = false;     // the instruction's work is done; it completes at `next`
   size_t current = 0;
   uint32_t row = 0;          // LOAD / STORE: the next row to request
+  int64_t started = 0;       // LOAD / STORE: when it started, and its transfer cycles so far
+  int64_t transferred = 0;
+  std::deque<int64_t> in_flight;  // completion cycles of its latest requests
   int64_t next = kNever;     // its next event
   int64_t waiting_since = -1;  // for a token, since
 };
@@ -287,22 +290,27 @@ class EventLoop {
     if (!s.executing) return start(m, t);
     const Instruction& i = stream_[s.current];
     if (s.draining) return complete(m, t);
-    // The next row of a LOAD or STORE: a DRAM request; one outstanding per module.
+    // The next row of a LOAD or STORE: a DRAM request. A module keeps at most
+    // dram_max_outstanding requests in flight and issues at most one a cycle.
     int64_t bytes = int64_t(i.x_size) * datapath_.entry_bytes(i.buffer);
     int64_t transfer = (bytes + c_.dram_bytes_per_cycle - 1) / c_.dram_bytes_per_cycle;
     int64_t done = std::max(t + c_.dram_latency_cycles, dram_free_) + transfer;
     dram_free_ = done;
     cycles.busy += transfer;
-    cycles.dram_stall += done - t - transfer;
+    s.transferred += transfer;
+    s.in_flight.push_back(done);
+    if (int64_t(s.in_flight.size()) > c_.dram_max_outstanding) s.in_flight.pop_front();
     if (++s.row < i.y_size) {
-      s.next = done;
+      s.next = int64_t(s.in_flight.size()) < c_.dram_max_outstanding ? t + 1 : std::max(t + 1, s.in_flight.front());
       return Status();
     }
     int64_t pads = int64_t(i.y_pad0 + i.y_size + i.y_pad1) * (i.x_pad0 + i.x_size + i.x_pad1) -
                    int64_t(i.y_size) * i.x_size;
     cycles.busy += pads;  // zero entries, one a cycle
     s.draining = true;
-    s.next = done + pads;
+    s.next = done + pads;  // the port serves in order: the last request completes last
+    // What the instruction did not spend decoding, transferring or padding, it waited for DRAM.
+    cycles.dram_stall += s.next - s.started - (1 + pads + s.transferred);
     return Status();
   }
 
@@ -335,6 +343,9 @@ class EventLoop {
     cycles.busy += 1;  // decode
     if (i.opcode == Opcode::kLoad || i.opcode == Opcode::kStore) {
       s.row = 0;
+      s.started = t;
+      s.transferred = 0;
+      s.in_flight.clear();
       s.draining = false;
       s.next = t + 1;
       return Status();
