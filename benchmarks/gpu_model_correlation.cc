@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/read_text.h"
 #include "codegen/backend/registry.h"
 #include "codegen/interp/host_buffer.h"
 #include "codegen/lower/lower.h"
@@ -51,14 +52,6 @@ struct Sample {
   double measured_s = 0;  // 0: not measured
   std::string error;
 };
-
-Expected<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // One schedule: the model's estimate, and where a GPU runs it, its checked runtime.
 Sample evaluate(const Backend& cuda, const std::string& program_text, const std::string& trace, int repeat) {

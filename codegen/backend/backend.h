@@ -97,6 +97,33 @@ struct RuntimeEstimate {
   std::vector<KernelEstimate> kernels;  // in program order
 };
 
+// A 2-D convolution as vendor libraries take it: X[N, C, H, W] (NCHW) and weights
+// W[K, C / groups, R, S] (KCRS), all f32, dense and row-major, give
+//   Y[n, k, p, q] = sum over c, r, s of W[k, c, r, s] *
+//                   X[n, k / (K / groups) * (C / groups) + c, p * stride_h + r * dilation_h - pad_h, ...]
+// (a cross-correlation, no kernel flip), reading zeros outside X: the ops-v0 c2d/grp/dil
+// programs' Y.
+struct Conv2dParams {
+  int64_t batch = 1, in_channels = 1, height = 1, width = 1;  // N, C, H, W
+  int64_t out_channels = 1, kernel_h = 1, kernel_w = 1;       // K, R, S
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+
+  // 0 where the dilated kernel is larger than the padded input.
+  int64_t out_height() const { return out_size(height, kernel_h, stride_h, pad_h, dilation_h); }
+  int64_t out_width() const { return out_size(width, kernel_w, stride_w, pad_w, dilation_w); }
+  double flops() const {  // a multiply and an add per term
+    return 2.0 * double(batch) * double(out_channels) * double(out_height()) * double(out_width()) *
+           double(in_channels / groups) * double(kernel_h) * double(kernel_w);
+  }
+
+ private:
+  static int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+    const int64_t span = in + 2 * pad - dilation * (kernel - 1);  // the positions a window starts at, stride 1
+    return span < 1 || stride < 1 ? 0 : (span - 1) / stride + 1;
+  }
+};
+
 // A compiled loop nest, callable any number of times from any thread.
 class Executable {
  public:
@@ -185,6 +212,17 @@ class Backend {
   virtual Expected<std::shared_ptr<const Executable>> library_matmul(int64_t m, int64_t n, int64_t k) const {
     (void)m, (void)n, (void)k;
     return unimplemented("target " + name() + " has no vendor matrix multiplication");
+  }
+
+  // The target's vendor library computing the convolution `params` describes as an
+  // executable like compile()'s: run's args {X, W, Y}, the same device clock. Making it
+  // may run the library on the device (cuda: cuDNN times its algorithms and keeps the
+  // fastest); its remarks() say what the library chose. cuda: cuDNN without tensor cores.
+  // INVALID_ARGUMENT for a shape the library cannot take; UNIMPLEMENTED where the target
+  // has none; UNAVAILABLE where the library or the device is missing here.
+  virtual Expected<std::shared_ptr<const Executable>> library_conv2d(const Conv2dParams& params) const {
+    (void)params;
+    return unimplemented("target " + name() + " has no vendor convolution");
   }
 
   // The instruction classes of generated code (cpu: LLVM's opcode names), and how many

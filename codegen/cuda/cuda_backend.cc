@@ -8,6 +8,7 @@
 
 #include "codegen/cuda/cublas_matmul.h"
 #include "codegen/cuda/cuda_driver.h"
+#include "codegen/cuda/cudnn_conv.h"
 #include "codegen/cuda/cuda_executable.h"
 #include "codegen/cuda/launch_plan.h"
 #include "codegen/cuda/nvptx_emitter.h"
@@ -76,6 +77,10 @@ class CudaBackend final : public Backend {
 
   Expected<std::shared_ptr<const Executable>> library_matmul(int64_t m, int64_t n, int64_t k) const override {
     return cuda::cublas_matmul(m, n, k);
+  }
+
+  Expected<std::shared_ptr<const Executable>> library_conv2d(const Conv2dParams& params) const override {
+    return cuda::cudnn_conv2d(params);
   }
 
   // One NVPTX module with a kernel per GPU kernel of the nest, its PTX, and where

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "codegen/cuda/shared_library.h"
+
 namespace tensorgym::cuda {
 namespace {
 
@@ -31,12 +33,6 @@ bool has_gpu_device_node() {
       return true;
   }
   return false;
-}
-
-template <class Fn>
-bool resolve(void* library, const char* symbol, Fn*& fn) {
-  fn = reinterpret_cast<Fn*>(dlsym(library, symbol));
-  return fn != nullptr;
 }
 
 }  // namespace
@@ -91,23 +87,27 @@ Expected<const Driver*> Driver::load() {
   // Never closed: the driver lives as long as the process.
   auto* d = new Driver();
   DriverApi& a = d->api_;
-  bool ok = resolve(lib, "cuInit", a.init) && resolve(lib, "cuDriverGetVersion", a.driver_get_version) &&
-            resolve(lib, "cuDeviceGetCount", a.device_get_count) && resolve(lib, "cuDeviceGet", a.device_get) &&
-            resolve(lib, "cuDeviceGetName", a.device_get_name) &&
-            resolve(lib, "cuDeviceGetAttribute", a.device_get_attribute) &&
-            resolve(lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain) &&
-            resolve(lib, "cuCtxSetCurrent", a.ctx_set_current) && resolve(lib, "cuCtxSynchronize", a.ctx_synchronize) &&
-            resolve(lib, "cuModuleLoadDataEx", a.module_load_data_ex) &&
-            resolve(lib, "cuModuleUnload", a.module_unload) &&
-            resolve(lib, "cuModuleGetFunction", a.module_get_function) && resolve(lib, "cuMemAlloc_v2", a.mem_alloc) &&
-            resolve(lib, "cuMemFree_v2", a.mem_free) && resolve(lib, "cuMemcpyHtoD_v2", a.memcpy_htod) &&
-            resolve(lib, "cuMemcpyDtoH_v2", a.memcpy_dtoh) && resolve(lib, "cuMemsetD8_v2", a.memset_d8) &&
-            resolve(lib, "cuLaunchKernel", a.launch_kernel) && resolve(lib, "cuEventCreate", a.event_create) &&
-            resolve(lib, "cuEventRecord", a.event_record) && resolve(lib, "cuEventSynchronize", a.event_synchronize) &&
-            (resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time) ||
-             resolve(lib, "cuEventElapsedTime", a.event_elapsed_time)) &&
-            resolve(lib, "cuEventDestroy_v2", a.event_destroy) && resolve(lib, "cuGetErrorName", a.get_error_name) &&
-            resolve(lib, "cuGetErrorString", a.get_error_string);
+  bool ok =
+      resolve_symbol(lib, "cuInit", a.init) && resolve_symbol(lib, "cuDriverGetVersion", a.driver_get_version) &&
+      resolve_symbol(lib, "cuDeviceGetCount", a.device_get_count) && resolve_symbol(lib, "cuDeviceGet", a.device_get) &&
+      resolve_symbol(lib, "cuDeviceGetName", a.device_get_name) &&
+      resolve_symbol(lib, "cuDeviceGetAttribute", a.device_get_attribute) &&
+      resolve_symbol(lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain) &&
+      resolve_symbol(lib, "cuCtxSetCurrent", a.ctx_set_current) &&
+      resolve_symbol(lib, "cuCtxSynchronize", a.ctx_synchronize) &&
+      resolve_symbol(lib, "cuModuleLoadDataEx", a.module_load_data_ex) &&
+      resolve_symbol(lib, "cuModuleUnload", a.module_unload) &&
+      resolve_symbol(lib, "cuModuleGetFunction", a.module_get_function) &&
+      resolve_symbol(lib, "cuMemAlloc_v2", a.mem_alloc) && resolve_symbol(lib, "cuMemFree_v2", a.mem_free) &&
+      resolve_symbol(lib, "cuMemcpyHtoD_v2", a.memcpy_htod) && resolve_symbol(lib, "cuMemcpyDtoH_v2", a.memcpy_dtoh) &&
+      resolve_symbol(lib, "cuMemsetD8_v2", a.memset_d8) && resolve_symbol(lib, "cuLaunchKernel", a.launch_kernel) &&
+      resolve_symbol(lib, "cuEventCreate", a.event_create) && resolve_symbol(lib, "cuEventRecord", a.event_record) &&
+      resolve_symbol(lib, "cuEventSynchronize", a.event_synchronize) &&
+      (resolve_symbol(lib, "cuEventElapsedTime_v2", a.event_elapsed_time) ||
+       resolve_symbol(lib, "cuEventElapsedTime", a.event_elapsed_time)) &&
+      resolve_symbol(lib, "cuEventDestroy_v2", a.event_destroy) &&
+      resolve_symbol(lib, "cuGetErrorName", a.get_error_name) &&
+      resolve_symbol(lib, "cuGetErrorString", a.get_error_string);
   if (!ok) {
     delete d;
     return Status(StatusCode::kUnavailable,
