@@ -1,0 +1,139 @@
+// One LOAD or STORE (docs/fpga.md "Timing"): after the decode cycle, one DRAM request
+// per row, one outstanding; the next row is requested the cycle the previous completes.
+// A LOAD's data arrives in beats the owner writes at row_sram + beat; a STORE reads its
+// entries from the buffer (rd_en, rd_addr) and the owner sends them a cycle later. A
+// padded LOAD then writes its zero entries, one a cycle, in row-major order.
+module dma (
+    input  logic         clk,
+    input  logic         rst,
+    input  logic         start,     // the instruction's decode cycle
+    input  logic [127:0] insn,
+    input  logic [3:0]   esh,       // log2 of the buffer entry's bytes
+    output logic         busy,
+    output logic         last,      // the instruction's final cycle
+    // DRAM: one request per row
+    output logic         req_valid,
+    output logic [47:0]  req_addr,  // bytes
+    output logic [31:0]  req_bytes,
+    output logic [2:0]   req_buf,
+    output logic         req_write,
+    input  logic         resp_done, // the request completes at the end of this cycle
+    input  logic         rd_valid,  // a beat of a LOAD's row
+    // buffer side
+    output logic [31:0]  row_sram,  // the current row's first entry
+    output logic [15:0]  beat,      // LOAD: beats received in the row
+    output logic         pad_we,
+    output logic [31:0]  pad_addr,
+    output logic         rd_en,     // STORE: read an entry
+    output logic [31:0]  rd_addr
+);
+  localparam logic [1:0] IDLE = 2'd0, REQ = 2'd1, WAIT = 2'd2, PAD = 2'd3;
+  logic [1:0] state;
+  logic write;
+  logic [2:0] buffer;
+  logic [3:0] shift;
+  logic [15:0] sram_base, y, y_size, x_size, x_stride;
+  logic [3:0] y_pad0, y_pad1, x_pad0, x_pad1;
+  logic [16:0] width;
+  logic [31:0] dram_row, pad_left, pads;
+  logic [16:0] py, px;
+
+  // The first zero entry at or after (cy, cx) in row-major order, as {row, column}.
+  function automatic logic [33:0] pad_seek(input logic [16:0] cy, input logic [17:0] cx);
+    logic [17:0] ny, nx;
+    logic data_row;
+    ny = {1'b0, cy};
+    nx = cx;
+    data_row = ny >= y_pad0 && ny < y_pad0 + y_size;
+    if (data_row && nx >= x_pad0 && nx < x_pad0 + x_size) nx = x_pad0 + x_size;
+    if (nx >= width) begin
+      nx = 0;
+      ny = ny + 1;
+    end
+    data_row = ny >= y_pad0 && ny < y_pad0 + y_size;
+    if (data_row && nx == 0 && x_pad0 == 0) begin
+      if (x_pad1 == 0) ny = y_pad0 + y_size;  // rows without pads: on to the bottom pad
+      else nx = {2'b0, x_size};
+    end
+    pad_seek = {ny[16:0], nx[16:0]};
+  endfunction
+
+  logic [33:0] first_pad, next_pad;
+  assign first_pad = pad_seek(17'd0, 18'd0);
+  assign next_pad = pad_seek(py, {1'b0, px} + 18'd1);
+
+  logic [16:0] in_width, in_rows;
+  assign in_width = {13'b0, insn[117:114]} + {1'b0, insn[89:74]} + {13'b0, insn[121:118]};
+  assign in_rows = {13'b0, insn[109:106]} + {1'b0, insn[73:58]} + {13'b0, insn[113:110]};
+
+  assign busy = state != IDLE;
+  assign req_valid = state == REQ;
+  assign req_addr = {16'b0, dram_row} << shift;
+  assign req_bytes = {16'b0, x_size} << shift;
+  assign req_buf = buffer;
+  assign req_write = write;
+  assign pad_we = state == PAD;
+  assign pad_addr = {16'b0, sram_base} + py * width + {15'b0, px};
+  assign rd_en = write && state == WAIT && beat < x_size;
+  assign rd_addr = row_sram + {16'b0, beat};
+  assign last = (state == WAIT && resp_done && y + 1 >= y_size && pads == 0) || (state == PAD && pad_left == 1);
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      state <= IDLE;
+    end else begin
+      case (state)
+        IDLE:
+          if (start) begin
+            write <= insn[2:0] == 3'd1;
+            buffer <= insn[9:7];
+            shift <= esh;
+            sram_base <= insn[25:10];
+            dram_row <= insn[57:26];
+            y_size <= insn[73:58];
+            x_size <= insn[89:74];
+            x_stride <= insn[105:90];
+            y <= 0;
+            if (insn[2:0] == 3'd1) begin  // STORE: no pads
+              {y_pad0, y_pad1, x_pad0, x_pad1} <= 16'b0;
+              width <= {1'b0, insn[89:74]};
+              row_sram <= {16'b0, insn[25:10]};
+              pads <= 0;
+            end else begin
+              {y_pad0, y_pad1, x_pad0, x_pad1} <= {insn[109:106], insn[113:110], insn[117:114], insn[121:118]};
+              width <= in_width;
+              row_sram <= {16'b0, insn[25:10]} + {28'b0, insn[109:106]} * in_width + {28'b0, insn[117:114]};
+              pads <= in_rows * in_width - insn[73:58] * insn[89:74];
+            end
+            state <= REQ;
+          end
+        REQ: begin
+          beat <= 0;
+          state <= WAIT;
+        end
+        WAIT: begin
+          if (write ? rd_en : rd_valid) beat <= beat + 1'b1;
+          if (resp_done) begin
+            if (y + 1 < y_size) begin
+              y <= y + 1'b1;
+              dram_row <= dram_row + {16'b0, x_stride};
+              row_sram <= row_sram + {15'b0, width};
+              state <= REQ;
+            end else if (pads != 0) begin
+              {py, px} <= first_pad;
+              pad_left <= pads;
+              state <= PAD;
+            end else begin
+              state <= IDLE;
+            end
+          end
+        end
+        PAD: begin
+          {py, px} <= next_pad;
+          pad_left <= pad_left - 1'b1;
+          if (pad_left == 1) state <= IDLE;
+        end
+      endcase
+    end
+  end
+endmodule

@@ -1,0 +1,250 @@
+#include "codegen/fpga/rtl_sim.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#ifdef TENSORGYM_HAVE_RTL
+#include <verilated.h>
+
+#include "rtl_models.h"
+#endif
+
+namespace tensorgym::fpga {
+namespace {
+
+#ifdef TENSORGYM_HAVE_RTL
+
+// Whether two configurations describe the same hardware (DRAM is the testbench's).
+bool same_design(const AccelConfig& a, const AccelConfig& b) {
+  return a.batch == b.batch && a.block_in == b.block_in && a.block_out == b.block_out &&
+         a.inp_buffer_bytes == b.inp_buffer_bytes && a.wgt_buffer_bytes == b.wgt_buffer_bytes &&
+         a.acc_buffer_bytes == b.acc_buffer_bytes && a.uop_buffer_bytes == b.uop_buffer_bytes &&
+         a.gemm_pipeline_cycles == b.gemm_pipeline_cycles && a.alu_pipeline_cycles == b.alu_pipeline_cycles &&
+         a.command_queue_depth == b.command_queue_depth;
+}
+
+// Bytes into and out of Verilator's port types, little-endian (byte i at bits 8i..8i+7).
+template <class T>
+void put_bytes(T& signal, const uint8_t* bytes, size_t n) {
+  uint64_t v = 0;
+  std::memcpy(&v, bytes, std::min(n, sizeof v));
+  signal = T(v);
+}
+template <std::size_t N>
+void put_bytes(VlWide<N>& signal, const uint8_t* bytes, size_t n) {
+  uint32_t words[N] = {};
+  std::memcpy(words, bytes, std::min(n, sizeof words));
+  for (std::size_t w = 0; w < N; ++w) signal[w] = words[w];
+}
+template <class T>
+void get_bytes(const T& signal, uint8_t* bytes, size_t n) {
+  uint64_t v = signal;
+  std::memcpy(bytes, &v, std::min(n, sizeof v));
+}
+template <std::size_t N>
+void get_bytes(const VlWide<N>& signal, uint8_t* bytes, size_t n) {
+  uint32_t words[N];
+  for (std::size_t w = 0; w < N; ++w) words[w] = signal[w];
+  std::memcpy(bytes, words, std::min(n, sizeof words));
+}
+
+// One module's outstanding row request.
+struct Request {
+  bool active = false;
+  bool write = false;
+  int64_t issued = 0, done = 0;  // completes at the end of cycle done - 1
+  uint64_t addr = 0;
+  int64_t bytes = 0, beat_bytes = 0, beats = 0;
+  std::vector<uint8_t> data;  // read: the row; write: what the store module sent
+};
+
+template <class V>
+class Testbench {
+ public:
+  Testbench(const AccelConfig& c, const std::vector<Instruction>& stream, std::vector<uint8_t>& dram)
+      : c_(c), stream_(stream), dram_(dram) {
+    top_ = std::make_unique<V>(&context_, "accel");
+  }
+
+  Expected<SimulationResult> run(const std::vector<uint8_t>& code, const RtlOptions& options) {
+    V& t = *top_;
+    t.rst = 1;
+    t.clk = 0;
+    t.eval();
+    t.clk = 1;
+    t.eval();
+    t.rst = 0;
+    size_t next = 0;
+    const size_t n = stream_.size();
+    for (int64_t cycle = 0; cycle < options.max_cycles; ++cycle) {
+      t.clk = 0;
+      t.insn_valid = next < n;
+      if (next < n) put_bytes(t.insn_data, &code[next * 16], 16);
+      drive(0, cycle, t.ld_resp_done, t.ld_rd_valid, t.ld_rd_data);
+      drive(1, cycle, t.cp_resp_done, t.cp_rd_valid, t.cp_rd_data);
+      uint8_t no_data = 0;
+      uint64_t unused = 0;
+      drive(2, cycle, t.st_resp_done, no_data, unused);
+      t.eval();
+      if (t.finished) {
+        if (!t.idle)
+          return failed_precondition(fmt::format(
+              "FINISH completed at cycle {} while another module still worked or had instructions queued: FINISH "
+              "must pop a token from the work it waits for",
+              cycle));
+        result_.cycles = cycle;
+        result_.seconds = double(cycle) / (c_.clock_mhz * 1e6);
+        result_.instructions = int64_t(n);
+        return result_;
+      }
+      if (t.insn_valid && t.insn_ready) ++next;
+      TG_RETURN_IF_ERROR(request(0, cycle, t.ld_req_valid, t.ld_req_write, t.ld_req_addr, t.ld_req_bytes,
+                                 t.ld_req_buf));
+      TG_RETURN_IF_ERROR(request(1, cycle, t.cp_req_valid, t.cp_req_write, t.cp_req_addr, t.cp_req_bytes,
+                                 t.cp_req_buf));
+      TG_RETURN_IF_ERROR(request(2, cycle, t.st_req_valid, t.st_req_write, t.st_req_addr, t.st_req_bytes,
+                                 t.st_req_buf));
+      if (t.st_wr_valid) {
+        Request& r = requests_[2];
+        size_t at = r.data.size();
+        r.data.resize(at + size_t(c_.out_entry_bytes()));
+        get_bytes(t.st_wr_data, &r.data[at], size_t(c_.out_entry_bytes()));
+      }
+      TG_RETURN_IF_ERROR(retire(cycle));
+      t.clk = 1;
+      t.eval();
+    }
+    return Status(StatusCode::kDeadlineExceeded, fmt::format("the RTL did not finish within {} cycles", options.max_cycles));
+  }
+
+ private:
+  // The inputs of port `p` for `cycle`: completion in the cycle before `done`, a LOAD's
+  // beats in the cycles before that (one per cycle, the last at done - 1).
+  template <class D>
+  void drive(int p, int64_t cycle, uint8_t& resp_done, uint8_t& rd_valid, D& rd_data) {
+    const Request& r = requests_[p];
+    resp_done = r.active && cycle == r.done - 1;
+    int64_t k = cycle - (r.done - r.beats);
+    rd_valid = r.active && !r.write && k >= 0 && k < r.beats;
+    if (rd_valid) {
+      int64_t from = k * r.beat_bytes;
+      put_bytes(rd_data, &r.data[size_t(from)], size_t(std::min(r.beat_bytes, r.bytes - from)));
+    }
+  }
+
+  int64_t beat_bytes(int buffer) const {
+    switch (Buffer(buffer)) {
+      case Buffer::kUop: return 8;  // two micro-ops a beat
+      case Buffer::kWgt: return c_.wgt_entry_bytes();
+      case Buffer::kInp: return c_.inp_entry_bytes();
+      case Buffer::kAcc: return c_.acc_entry_bytes();
+      case Buffer::kOut: return c_.out_entry_bytes();
+    }
+    return 1;
+  }
+
+  Status request(int p, int64_t cycle, uint8_t valid, uint8_t write, uint64_t addr, uint32_t bytes, uint8_t buffer) {
+    if (!valid) return Status();
+    Request& r = requests_[p];
+    if (r.active) return internal_error(fmt::format("module {} requested DRAM at cycle {} with a request outstanding",
+                                                    module_name(Module(p)), cycle));
+    if (addr + bytes > dram_.size())
+      return invalid_argument(fmt::format("the {} module's request at cycle {} reaches DRAM byte {}, past the "
+                                          "{}-byte image",
+                                          module_name(Module(p)), cycle, addr + bytes, dram_.size()));
+    int64_t transfer = (int64_t(bytes) + c_.dram_bytes_per_cycle - 1) / c_.dram_bytes_per_cycle;
+    r = Request{};
+    r.active = true;
+    r.write = write;
+    r.issued = cycle;
+    r.done = std::max(cycle + c_.dram_latency_cycles, port_free_) + transfer;
+    port_free_ = r.done;
+    r.addr = addr;
+    r.bytes = bytes;
+    r.beat_bytes = beat_bytes(buffer);
+    r.beats = (r.bytes + r.beat_bytes - 1) / r.beat_bytes;
+    if (r.done - r.beats <= cycle || r.done - 1 <= cycle)
+      return unimplemented(fmt::format("a row of {} bytes in {}-byte beats does not fit between its request and "
+                                       "its completion (DRAM latency {})",
+                                       bytes, r.beat_bytes, c_.dram_latency_cycles));
+    if (write) {
+      result_.dram_write_bytes += bytes;
+    } else {
+      result_.dram_read_bytes += bytes;
+      r.data.assign(dram_.begin() + int64_t(addr), dram_.begin() + int64_t(addr + bytes));
+    }
+    return Status();
+  }
+
+  // Requests that complete at the end of `cycle`; a STORE's row lands in DRAM.
+  Status retire(int64_t cycle) {
+    for (Request& r : requests_) {
+      if (!r.active || cycle != r.done - 1) continue;
+      if (r.write) {
+        if (int64_t(r.data.size()) != r.bytes)
+          return internal_error(fmt::format("the store module sent {} of a row's {} bytes by cycle {}", r.data.size(),
+                                            r.bytes, cycle));
+        std::memcpy(&dram_[r.addr], r.data.data(), r.data.size());
+      }
+      r.active = false;
+    }
+    return Status();
+  }
+
+  const AccelConfig& c_;
+  const std::vector<Instruction>& stream_;
+  std::vector<uint8_t>& dram_;
+  VerilatedContext context_;
+  std::unique_ptr<V> top_;
+  Request requests_[3];
+  int64_t port_free_ = 0;
+  SimulationResult result_;
+};
+
+#endif  // TENSORGYM_HAVE_RTL
+
+}  // namespace
+
+std::vector<std::string> rtl_config_files() {
+  std::vector<std::string> files;
+#ifdef TENSORGYM_HAVE_RTL
+#define TG_RTL_FILE(model, file) files.push_back(file);
+  TG_RTL_MODELS(TG_RTL_FILE)
+#undef TG_RTL_FILE
+#endif
+  return files;
+}
+
+Expected<SimulationResult> simulate_rtl(const AccelConfig& config, const std::vector<Instruction>& stream,
+                                        std::vector<uint8_t>& dram, const RtlOptions& options) {
+  TG_RETURN_IF_ERROR(validate(config));
+  TG_RETURN_IF_ERROR(check_stream(config, stream));
+  TG_ASSIGN_OR_RETURN(std::vector<uint8_t> code, encode_stream(stream));
+  if (config.dram_max_outstanding != 1)
+    return unimplemented(fmt::format(
+        "the RTL's row engine keeps one DRAM request in flight; configuration '{}' allows {} "
+        "(dram_max_outstanding): simulate it in fsim, or set dram_max_outstanding to 1",
+        config.name, config.dram_max_outstanding));
+#ifdef TENSORGYM_HAVE_RTL
+#define TG_RTL_RUN(model, file)                                                 \
+  {                                                                             \
+    Expected<AccelConfig> built = load_accel_config(file);                     \
+    if (built.ok() && same_design(*built, config))                             \
+      return Testbench<model>(config, stream, dram).run(code, options);        \
+  }
+  TG_RTL_MODELS(TG_RTL_RUN)
+#undef TG_RTL_RUN
+  std::string built;
+  for (const std::string& f : rtl_config_files()) built += (built.empty() ? "" : ", ") + f;
+  return unimplemented(fmt::format("no RTL model was built for the design of configuration '{}' (built: {})",
+                                   config.name, built.empty() ? "none" : built));
+#else
+  (void)options;
+  return unimplemented("this build has no RTL models (Verilator was not found at configure time)");
+#endif
+}
+
+}  // namespace tensorgym::fpga
