@@ -9,9 +9,11 @@
 #include <set>
 
 #include "agents/cost_model_xgb.h"
+#include "agents/gpu_sketch.h"
 #include "agents/serial.h"
 #include "agents/sketch.h"
 #include "codegen/analysis/cost_model.h"
+#include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
 
 namespace tensorgym {
@@ -21,30 +23,73 @@ using Rows = std::vector<StoreFeatureRow>;
 
 constexpr size_t kPriorSample = 8;  // random genomes estimated per warm-up pick of the prior
 
-struct Member {
-  Genome genome;
-  std::string trace;
-  const Rows* rows = nullptr;
-  double est = 0;  // est_cycles of the lowered nest (the analytical model)
-  double score = 0;
+// The cpu's sketches (agents/sketch.h), valued by est_cycles on the
+// target-independent nest.
+struct CpuSketches {
+  using Genome = tensorgym::Genome;
+  SketchPlan plan;
+  explicit CpuSketches(const ProgramPtr& program) : plan(make_sketch_plan(*program)) {}
+  Genome random(Rng& rng) const { return random_genome(plan, rng); }
+  Genome mutate(const Genome& g, Rng& rng) const { return mutate_genome(plan, g, rng); }
+  Genome crossover(const Genome& a, const Genome& b, Rng& rng) const { return crossover_genomes(plan, a, b, rng); }
+  Expected<Schedule> render(const Genome& g, const ProgramPtr& program) const {
+    return render_genome(plan, g, program);
+  }
+  std::string to_text(const Genome& g) const { return genome_to_text(g); }
+  Expected<Genome> from_text(const std::string& text) const { return genome_from_text(plan, text); }
+  Expected<LoopNest> lower_nest(const Schedule& s) const { return lower(s); }
+  Expected<double> estimate(const LoopNest& nest) const { return est_cycles(nest); }
 };
 
-// Unmeasured members ordered by the analytical model, best first.
-std::vector<const Member*> by_estimate(std::vector<const Member*> members) {
-  std::stable_sort(members.begin(), members.end(), [](const Member* a, const Member* b) { return a->est < b->est; });
-  return members;
-}
+// The GPU sketches (agents/gpu_sketch.h), valued by the GPU model (est_gpu_time) on
+// the nest the est_gpu_time evaluator reads; a schedule the target's checks refuse
+// has no nest, so it is never proposed.
+struct GpuSketches {
+  using Genome = GpuGenome;
+  GpuSketchPlan plan;
+  const Backend* backend = nullptr;
+  GpuSketches(const ProgramPtr& program, const Backend* b) : plan(make_gpu_sketch_plan(program)), backend(b) {}
+  Genome random(Rng& rng) const { return random_gpu_genome(plan, rng); }
+  Genome mutate(const Genome& g, Rng& rng) const { return mutate_gpu_genome(plan, g, rng); }
+  Genome crossover(const Genome& a, const Genome& b, Rng& rng) const { return crossover_gpu_genomes(plan, a, b, rng); }
+  Expected<Schedule> render(const Genome& g, const ProgramPtr&) const { return render_gpu_genome(plan, g); }
+  std::string to_text(const Genome& g) const { return gpu_genome_to_text(g); }
+  Expected<Genome> from_text(const std::string& text) const { return gpu_genome_from_text(plan, text); }
+  Expected<LoopNest> lower_nest(const Schedule& s) const {
+    TG_ASSIGN_OR_RETURN(LoopNest nest, lower(s, LowerOptions{.allow_thread_binding = true}));
+    TG_RETURN_IF_ERROR(lower_for_target(nest, backend->lowering()).status());
+    return nest;
+  }
+  Expected<double> estimate(const LoopNest& nest) const {
+    TG_ASSIGN_OR_RETURN(RuntimeEstimate e, backend->estimate_runtime(nest));
+    return e.seconds;
+  }
+};
 
-class EvolutionaryAgent : public SearchAgent {
+template <class Sketches>
+class Evolution : public SearchAgent {
  public:
+  using Genome = typename Sketches::Genome;
+  struct Member {
+    Genome genome;
+    std::string trace;
+    const Rows* rows = nullptr;
+    double est = 0;  // the analytical model's estimate of the lowered nest
+    double score = 0;
+  };
+
+  explicit Evolution(Sketches sketches) : sketches_(std::move(sketches)) {}
+
+  // Unmeasured members ordered by the analytical model, best first.
+  static std::vector<const Member*> by_estimate(std::vector<const Member*> members) {
+    std::stable_sort(members.begin(), members.end(), [](const Member* a, const Member* b) { return a->est < b->est; });
+    return members;
+  }
+
   std::string name() const override { return "evolutionary"; }
 
   Status start(SearchContext& ctx) override {
-    if (!ctx.target.empty())
-      return unimplemented("the evolutionary agent evolves cpu sketches (packing, vectorized and parallel loops); "
-                           "on the " + ctx.target + " target search with random, greedy or beam");
     program_ = ctx.benchmark->program;
-    plan_ = make_sketch_plan(*program_);
     XgbCostModelOptions mo;
     mo.rounds = ctx.options->retrain_rounds;
     model_ = std::make_unique<XgbCostModel>(mo);
@@ -80,7 +125,7 @@ class EvolutionaryAgent : public SearchAgent {
         std::vector<Member> sample;
         for (size_t attempt = 0; attempt < batch * 64 && sample.size() < prior_part * kPriorSample; ++attempt) {
           Member m;
-          if (make_member(random_genome(plan_, rng), &m) && fresh(m.trace)) sample.push_back(std::move(m));
+          if (make_member(sketches_.random(rng), &m) && fresh(m.trace)) sample.push_back(std::move(m));
         }
         std::vector<const Member*> ptrs;
         for (const Member& m : sample) ptrs.push_back(&m);
@@ -91,7 +136,7 @@ class EvolutionaryAgent : public SearchAgent {
       }
       for (size_t attempt = 0; attempt < batch * 64 && out.size() < batch; ++attempt) {
         Member m;
-        if (make_member(random_genome(plan_, rng), &m) && fresh(m.trace)) take(m);
+        if (make_member(sketches_.random(rng), &m) && fresh(m.trace)) take(m);
       }
       remember(proposed);
       return out;
@@ -114,7 +159,7 @@ class EvolutionaryAgent : public SearchAgent {
     }
     for (size_t attempt = 0; pop.size() < population && attempt < population * 8; ++attempt) {
       Member m;
-      if (make_member(random_genome(plan_, rng), &m)) pop.push_back(std::move(m));
+      if (make_member(sketches_.random(rng), &m)) pop.push_back(std::move(m));
     }
     TG_RETURN_IF_ERROR(score(pop, rng, o.use_cost_model));
 
@@ -134,8 +179,8 @@ class EvolutionaryAgent : public SearchAgent {
       };
       std::vector<Member> next;
       for (size_t attempt = 0; next.size() < population && attempt < population * 8; ++attempt) {
-        Genome child = rng.chance(o.mutation_probability) ? mutate_genome(plan_, parent().genome, rng)
-                                                          : crossover_genomes(plan_, parent().genome, parent().genome, rng);
+        Genome child = rng.chance(o.mutation_probability) ? sketches_.mutate(parent().genome, rng)
+                                                          : sketches_.crossover(parent().genome, parent().genome, rng);
         Member m;
         if (make_member(std::move(child), &m)) next.push_back(std::move(m));
       }
@@ -161,7 +206,7 @@ class EvolutionaryAgent : public SearchAgent {
       Member m;
       if (!pop.empty() && rng.chance(0.5)) {
         m = pop[size_t(rng.below(pop.size()))];
-      } else if (!make_member(random_genome(plan_, rng), &m)) {
+      } else if (!make_member(sketches_.random(rng), &m)) {
         continue;
       }
       if (fresh(m.trace)) take(m);
@@ -208,7 +253,7 @@ class EvolutionaryAgent : public SearchAgent {
     for (const auto& [trace, g] : genomes_) {
       Record e;
       e.put("trace", trace);
-      e.put("genome", genome_to_text(g));
+      e.put("genome", sketches_.to_text(g));
       r.put("genome", e.bytes());
     }
     for (const RankingQuality& q : quality_) {
@@ -234,7 +279,7 @@ class EvolutionaryAgent : public SearchAgent {
       TG_ASSIGN_OR_RETURN(Record ge, Record::parse(e, "genome"));
       TG_ASSIGN_OR_RETURN(std::string trace, ge.get("trace"));
       TG_ASSIGN_OR_RETURN(std::string text, ge.get("genome"));
-      TG_ASSIGN_OR_RETURN(Genome g, genome_from_text(plan_, text));
+      TG_ASSIGN_OR_RETURN(Genome g, sketches_.from_text(text));
       genomes_[trace] = std::move(g);
     }
     quality_.clear();
@@ -280,16 +325,17 @@ class EvolutionaryAgent : public SearchAgent {
   // Renders, lowers, featurizes and estimates a genome; false when it does not render
   // or lower.
   bool make_member(Genome g, Member* m) {
-    Expected<Schedule> s = render_genome(plan_, g, program_);
+    Expected<Schedule> s = sketches_.render(g, program_);
     if (!s.ok()) return false;
     m->trace = s->trace().to_string();
     auto it = scratch_.find(m->trace);
     if (it == scratch_.end()) {
-      Expected<LoopNest> nest = lower(*s);
+      Expected<LoopNest> nest = sketches_.lower_nest(*s);
       Scratch sc;
-      if (nest.ok()) {
+      Expected<double> est = nest.ok() ? sketches_.estimate(*nest) : Expected<double>(nest.status());
+      if (est.ok()) {
         sc.rows = extract_features(*nest).rows;
-        sc.est = est_cycles(*nest);
+        sc.est = *est;
       }
       it = scratch_.emplace(m->trace, std::move(sc)).first;
     }
@@ -346,15 +392,15 @@ class EvolutionaryAgent : public SearchAgent {
     } else {
       Expected<Schedule> s = Schedule::from_text(program_, trace);
       if (s.ok()) {
-        Expected<LoopNest> nest = lower(*s);
+        Expected<LoopNest> nest = sketches_.lower_nest(*s);
         if (nest.ok()) rows = extract_features(*nest).rows;
       }
     }
     return &record_features_.emplace(trace, std::move(rows)).first->second;
   }
 
+  Sketches sketches_;
   ProgramPtr program_;
-  SketchPlan plan_;
   std::unique_ptr<XgbCostModel> model_;
   int round_ = 0;
   std::map<std::string, Genome> genomes_;  // proposed candidates' genomes, by trace
@@ -365,6 +411,40 @@ class EvolutionaryAgent : public SearchAgent {
   };
   std::map<std::string, Scratch> scratch_;       // features and estimates of this round's candidates
   std::map<std::string, Rows> record_features_;  // features of measured candidates
+};
+
+// The evolution over the search target's sketches: the cpu's, or the GPU's on cuda.
+class EvolutionaryAgent : public SearchAgent {
+ public:
+  std::string name() const override { return "evolutionary"; }
+
+  Status start(SearchContext& ctx) override {
+    const ProgramPtr& program = ctx.benchmark->program;
+    if (ctx.target.empty()) {
+      impl_ = std::make_unique<Evolution<CpuSketches>>(CpuSketches(program));
+    } else if (ctx.target == "cuda") {
+      TG_ASSIGN_OR_RETURN(const Backend* cuda, find_backend("cuda"));
+      impl_ = std::make_unique<Evolution<GpuSketches>>(GpuSketches(program, cuda));
+    } else {
+      return unimplemented("the evolutionary agent has sketches for the cpu and cuda targets, not " + ctx.target +
+                           "; search it with random, greedy or beam");
+    }
+    return impl_->start(ctx);
+  }
+  Expected<std::vector<std::string>> propose(SearchContext& ctx) override { return impl_->propose(ctx); }
+  Status observe(SearchContext& ctx, const std::vector<std::string>& traces,
+                 const std::vector<Evaluation>& evals) override {
+    return impl_->observe(ctx, traces, evals);
+  }
+  std::string save() const override { return impl_ ? impl_->save() : ""; }
+  Status load(SearchContext& ctx, const std::string& bytes) override { return impl_->load(ctx, bytes); }
+  std::map<std::string, std::string> report() const override {
+    return impl_ ? impl_->report() : std::map<std::string, std::string>{};
+  }
+  std::string cost_model() const override { return impl_ ? impl_->cost_model() : ""; }
+
+ private:
+  std::unique_ptr<SearchAgent> impl_;
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The evolutionary agent (Ansor-style): schedules are genomes over the sketches of
-// agents/sketch.h; each round it evolves a population ranked by a learned cost model
+// agents/sketch.h (the cpu) or agents/gpu_sketch.h (the cuda target: the analytical
+// model below is then est_gpu_time, and a genome that does not lower for the target
+// is never proposed); each round it evolves a population ranked by a learned cost model
 // (XGBoost on per-store features, agents/cost_model_xgb.h) and proposes the best
 // unmeasured candidates for measurement, plus a few random ones (epsilon-greedy).
 // After each round the model is retrained from scratch on every measurement so far.

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/backend/registry.h"
 #include "codegen/interp/compare.h"
@@ -14,6 +15,7 @@
 #include "codegen/interp/interpreter.h"
 #include "codegen/ir/program.h"
 #include "codegen/schedule/schedule.h"
+#include "datasets/op_library.h"
 
 namespace tensorgym::cuda_test {
 
@@ -38,6 +40,39 @@ inline const char* kGpuGemm =
     "bind(C.jo, blockIdx.x)\n"
     "bind(C.ii, threadIdx.y)\n"
     "bind(C.ji, threadIdx.x)";
+
+struct Family {
+  std::string name;
+  std::string program;
+};
+
+// One small instance of each ops-v0 family (datasets/ops_suite.cc's templates).
+inline std::vector<Family> families() {
+  ConvSpec c1d{.batch = 1, .in_channels = 4, .out_channels = 8, .input_size = {20}, .kernel = 3, .pad = 1};
+  ConvSpec c2d{.batch = 1, .in_channels = 3, .out_channels = 8, .input_size = {10, 10}, .kernel = 3, .stride = 2,
+               .pad = 1};
+  ConvSpec c3d{.batch = 1, .in_channels = 2, .out_channels = 4, .input_size = {4, 6, 6}, .kernel = 3, .pad = 1};
+  ConvSpec grp{.batch = 1, .in_channels = 8, .out_channels = 8, .input_size = {6, 6}, .kernel = 3, .pad = 1,
+               .groups = 4};
+  ConvSpec dil{.batch = 1, .in_channels = 4, .out_channels = 4, .input_size = {9, 9}, .kernel = 3, .pad = 2,
+               .dilation = 2};
+  DepthwiseSpec dep{.batch = 1, .channels = 8, .height = 10, .width = 10, .kernel = 3, .pad = 1};
+  TransposedConvSpec t2d{.batch = 1, .in_channels = 4, .out_channels = 4, .height = 4, .width = 4, .kernel = 4,
+                         .stride = 2, .pad = 1};
+  CapsuleConvSpec cap{.batch = 1, .in_channels = 2, .out_channels = 2, .height = 4, .width = 4, .kernel = 3,
+                      .pad = 1, .capsule = 4};
+  return {{"gmm", matmul_program(0, 24, 40, 16)},
+          {"gmm-b", matmul_program(2, 16, 24, 8)},
+          {"c1d", conv_program(c1d)},
+          {"c2d", conv_program(c2d)},
+          {"c3d", conv_program(c3d)},
+          {"grp", conv_program(grp)},
+          {"dil", conv_program(dil)},
+          {"dep", depthwise_conv2d_program(dep)},
+          {"t2d", transposed_conv2d_program(t2d)},
+          {"cap", capsule_conv2d_program(cap)},
+          {"nrm-b", norm_program(4, 12, 20)}};
+}
 
 inline const Backend& cuda_backend() {
   Expected<const Backend*> b = find_backend("cuda");

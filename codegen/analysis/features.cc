@@ -187,6 +187,7 @@ class Summarizer {
     NestLoop L;
     L.name = f->name;
     L.kind = f->kind;
+    L.thread_tag = f->thread_tag;
     L.min = rmin.min == IntRange::kNegInf ? 0 : rmin.min;
     L.extent = rext.max == IntRange::kPosInf ? 1 : std::max<int64_t>(rext.max, 1);
     L.parent = chain_.empty() ? -1 : chain_.back();
@@ -854,7 +855,17 @@ NestFeatures extract_features(const LoopNest& nest, const FeatureOptions& option
     annotation(ForKind::kVectorized, kVec);
     annotation(ForKind::kUnrolled, kUnroll);
     annotation(ForKind::kParallel, kParallel);
-    // GPU columns stay zero on the CPU.
+    // GPU: the extents of the loops around the store bound to each launch dimension
+    // (zero on the CPU, which binds none).
+    for (int l : st.loops) {
+      const std::string& tag = S.loops[size_t(l)].thread_tag;
+      if (tag.empty()) continue;
+      static const char* const kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
+                                          "threadIdx.y", "threadIdx.z", "vthread"};
+      for (int t = 0; t < 7; ++t)
+        if (tag == kTags[t]) row[size_t(kGpu + 1 + t)] = slog(double(S.loops[size_t(l)].extent), ls);
+      row[size_t(kGpu)] = 1;
+    }
 
     // Buffer groups: the written buffer first, then reads in order.
     std::vector<Group> groups;

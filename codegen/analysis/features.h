@@ -26,6 +26,7 @@ namespace tensorgym {
 struct NestLoop {
   std::string name;
   ForKind kind = ForKind::kSerial;
+  std::string thread_tag;  // blockIdx.x, threadIdx.y, vthread, ...; empty when not bound
   int64_t min = 0;     // constant lower bound of the loop's first value
   int64_t extent = 1;  // constant upper bound of the extent (>= 1; 1 when unknown)
   int parent = -1;     // the enclosing loop, -1 at the top level

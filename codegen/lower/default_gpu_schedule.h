@@ -12,6 +12,10 @@ namespace tensorgym {
 
 inline constexpr int64_t kDefaultGpuThreads = 256;
 
+// One stage of it: its spatial loops fused, split over blockIdx.x and threadIdx.x
+// (`threads_per_block`, or the extent when smaller); nothing for a stage without one.
+Status bind_gpu_stage_default(Schedule& s, const std::string& stage, int64_t threads_per_block = kDefaultGpuThreads);
+
 // FAILED_PRECONDITION when it does not lower for `target` (a stage that reduces to one
 // value has no spatial loop to spread over threads).
 Expected<Schedule> default_gpu_schedule(const ProgramPtr& program, const LoweringTarget& target);

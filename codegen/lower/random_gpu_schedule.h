@@ -1,4 +1,5 @@
-// Random legal GPU schedules: for each stage, a tiling of its spatial loops over
+// Random legal GPU schedules: for a reduction half the time the shared-memory template
+// (codegen/lower/gpu_shared_tile.h); otherwise, for each stage, a tiling of its spatial loops over
 // blocks and threads (threadIdx.x on the innermost spatial loop most of the time, a
 // second thread dimension and a third block dimension sometimes), the rest of its
 // loops inside each thread, now and then a reduction split and unrolled, an injective
