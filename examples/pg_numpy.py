@@ -76,7 +76,7 @@ class LinearSoftmaxPolicy:
         allowed = np.flatnonzero(mask)
         if len(allowed) == 0:  # nothing allowed: fall back to every action (the env reports the error)
             allowed = np.arange(len(mask))
-        logits = self.weights[allowed] @ phi  # only the allowed rows: a few hundred of 2672
+        logits = self.weights[allowed] @ phi  # only the allowed rows: a few hundred of 2888
         e = np.exp(logits - logits.max())
         p = np.zeros(len(mask))
         p[allowed] = e / e.sum()

@@ -665,7 +665,7 @@ TEST(Batch, JobsNameTheirTarget) {
   EXPECT_CONTAINS(lines["gpu"].observations_json, ".entry");
   EXPECT_CONTAINS(lines["gpu"].rewards_json, "est_gpu_time");
   EXPECT_EQ(lines["cpu-binds"].error, "INVALID_ACTION");
-  EXPECT_CONTAINS(lines["cpu-binds"].message, "GPU schedule's primitive");
+  EXPECT_CONTAINS(lines["cpu-binds"].message, "bind is a primitive of gpu and accelerator schedules");
   EXPECT_EQ(lines["tpu"].error, "MALFORMED");
   EXPECT_CONTAINS(lines["tpu"].message, "unknown target 'tpu'");
 }

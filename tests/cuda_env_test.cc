@@ -115,7 +115,7 @@ TEST(CudaEnv, TheModelRefusesWhatAGpuCannotRun) {
   // parallel() is the cpu's: refused on cuda, as bind() is on the cpu.
   StepResult parallel = p->step({Event("parallel(C.i)")}, {"est_gpu_time"}, {});
   EXPECT_EQ(parallel.error.code(), StatusCode::kFailedPrecondition);
-  EXPECT_CONTAINS(parallel.error.message(), "CPU schedule's primitive");
+  EXPECT_CONTAINS(parallel.error.message(), "parallel is a primitive of cpu schedules");
   EXPECT_TRUE(p->state().actions.empty());
 }
 
@@ -171,7 +171,7 @@ TEST(CudaEnv, MeasuringWithoutAGpuIsAClearErrorAndCpuSpacesRefuse) {
   // bind() is the cuda target's: on the cpu it is refused, the state unchanged.
   StepResult bind = cpu->step({Event("bind(C.i, blockIdx.x)")}, {"est_cycles"}, {});
   EXPECT_EQ(bind.error.code(), StatusCode::kFailedPrecondition);
-  EXPECT_CONTAINS(bind.error.message(), "GPU schedule's primitive");
+  EXPECT_CONTAINS(bind.error.message(), "bind is a primitive of gpu and accelerator schedules");
   EXPECT_TRUE(cpu->state().actions.empty());
 }
 
@@ -188,7 +188,9 @@ TEST(CudaEnv, TheMaskOffersBindOnTheCudaTargetOnly) {
   ASSERT_TRUE(cpu->reset(kGemm, {}, {}).ok());
   std::vector<int64_t> on_cpu = mask_of(*cpu);
   constexpr int64_t kSetScopeBlock = kBindBlock + 8 * 12 * 7;  // 8 stages x 3 scopes from here
-  ASSERT_EQ(on_cpu.size(), size_t(kSetScopeBlock + 8 * 3));
+  // Then tensorize's (8 x 12), pragma dma_copy's (8 x 12) and set_scope's accelerator
+  // buffers (8 x 3): blocks of the accelerator's, after every earlier block.
+  ASSERT_EQ(on_cpu.size(), size_t(kSetScopeBlock + 8 * 3 + 8 * 12 * 2 + 8 * 3));
   for (size_t i = kBindBlock; i < on_cpu.size(); ++i) ASSERT_EQ(on_cpu[i], 0) << i;
   StepResult refused = cpu->step({Event(kBindBlock)}, {}, {});
   EXPECT_EQ(refused.error.code(), StatusCode::kFailedPrecondition);

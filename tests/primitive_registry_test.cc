@@ -86,20 +86,23 @@ TEST(PrimitiveActions, BlocksKeepTheirIndices) {
       {1152, "parallel"},    {1248, "unroll"},       {1344, "pragma"},       {1632, "cache_read"},
       {1664, "cache_write"}, {1672, "compute_at"},   {1768, "compute_inline"}, {1776, "compute_root"},
       {1784, "rfactor"},     {1880, "storage_align"}, {1976, "bind"},
-      {2648, "set_scope"}};
+      {2648, "set_scope"},   {2672, "tensorize"},    {2768, "pragma"},       {2864, "set_scope"}};
   for (const auto& [index, name] : starts) {
     EXPECT_EQ(PrimitiveActions::describe(index).rfind(name + "(stage 0", 0), 0u) << index << " " << name;
     if (index > 0) {
       EXPECT_EQ(PrimitiveActions::describe(index - 1).find(name + "("), std::string::npos);
     }
   }
-  EXPECT_EQ(PrimitiveActions::size(), 1976 + 8 * 12 * 7 + 8 * 3);
+  EXPECT_EQ(PrimitiveActions::size(), 1976 + 8 * 12 * 7 + 8 * 3 + 8 * 12 + 8 * 12 + 8 * 3);
   EXPECT_EQ(PrimitiveActions::describe(1), "split(stage 0, loop 0, choice 1)");
   EXPECT_EQ(PrimitiveActions::describe(1632 + 5), "cache_read(stage 1, choice 1)");
   EXPECT_EQ(PrimitiveActions::describe(1975), "storage_align(stage 7, loop 11)");
   EXPECT_EQ(PrimitiveActions::describe(2647), "bind(stage 7, loop 11, choice 6)");
   EXPECT_EQ(PrimitiveActions::describe(2648 + 5), "set_scope(stage 1, choice 2)");
-  EXPECT_EQ(PrimitiveActions::describe(2672), "out of range");
+  EXPECT_EQ(PrimitiveActions::describe(2672 + 12 + 3), "tensorize(stage 1, loop 3)");
+  EXPECT_EQ(PrimitiveActions::describe(2768 + 1), "pragma(stage 0, loop 1)");
+  EXPECT_EQ(PrimitiveActions::describe(2864 + 5), "set_scope(stage 1, choice 2)");
+  EXPECT_EQ(PrimitiveActions::describe(2888), "out of range");
 }
 
 TEST(CursorActions, NamesFollowTheTable) {
@@ -124,7 +127,7 @@ TEST(PrimitiveActions, IndexAndTextPathsAgree) {
       apply_random_primitives(schedule, rng, int(rng.range(0, 6)));
       SCOPED_TRACE(schedule.trace().to_string());
       // With thread binding: every block, GPU primitives (bind) included.
-      std::vector<int64_t> mask = PrimitiveActions::mask(schedule.state(), /*thread_binding=*/true);
+      std::vector<int64_t> mask = PrimitiveActions::mask(schedule.state(), TargetKind::kGpu);
       for (size_t i = 0; i < mask.size(); ++i) {
         if (!mask[i]) continue;
         Expected<BoundPrimitive> bound = PrimitiveActions::decode(schedule.state(), int64_t(i));
@@ -187,7 +190,7 @@ TEST(PrimitiveText, BindingErrorsSayWhichArgument) {
   EXPECT_NE(error("split(C.i, x, a, b)").find("split factor must be an integer, found 'x'"), std::string::npos);
   EXPECT_NE(error("split(C.q, 4, a, b)").find("stage C has no loop 'q'"), std::string::npos);
   EXPECT_NE(error("cache_read(Z, C, Z2)").find("unknown tensor 'Z'"), std::string::npos);
-  EXPECT_NE(error("pragma(C.i, unroll_all, 4)").find("unknown pragma 'unroll_all' (known: auto_unroll_max_step)"),
+  EXPECT_NE(error("pragma(C.i, unroll_all, 4)").find("unknown pragma 'unroll_all' (known: auto_unroll_max_step, dma_copy)"),
             std::string::npos);
   EXPECT_NE(error("reorder_storage(R, i, q)").find("stage R has no dimension 'q'"), std::string::npos);
   EXPECT_EQ(s.trace_length(), 0u);

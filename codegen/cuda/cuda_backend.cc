@@ -58,7 +58,7 @@ class CudaBackend final : public Backend {
                                           {.name = "check_gpu_kernels", .check = check_gpu_kernels},
                                           {.name = "check_gpu_stores", .check = check_gpu_stores},
                                           {.name = "insert_gpu_barriers", .run = insert_gpu_barriers}},
-                                         /*thread_binding=*/true};
+                                         /*thread_binding=*/true, TargetKind::kGpu};
     return lowering;
   }
 

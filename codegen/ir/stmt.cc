@@ -43,6 +43,9 @@ const char* memory_scope_name(MemoryScope scope) {
     case MemoryScope::kGlobal: return "global";
     case MemoryScope::kShared: return "shared";
     case MemoryScope::kLocal: return "local";
+    case MemoryScope::kInpBuffer: return "inp_buffer";
+    case MemoryScope::kWgtBuffer: return "wgt_buffer";
+    case MemoryScope::kAccBuffer: return "acc_buffer";
   }
   return "?";
 }

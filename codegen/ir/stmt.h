@@ -82,11 +82,14 @@ struct Store : StmtNode<NodeKind::kStore> {
   static Stmt make(std::string name, std::vector<Expr> indices, Expr value);
 };
 
-// Where a buffer lives on a GPU (set_scope, cache_read/cache_write's scope argument).
-// kAuto: where it is allocated decides (outside every kernel: global memory; inside
-// one: private to each thread). The cpu has one memory and accepts only kAuto.
-enum class MemoryScope : uint8_t { kAuto, kGlobal, kShared, kLocal };
-const char* memory_scope_name(MemoryScope scope);  // "auto", "global", "shared", "local"
+// Where a buffer lives (set_scope, cache_read/cache_write's scope argument). On a GPU:
+// global, shared (per block) or local (per thread); kAuto: where it is allocated
+// decides (outside every kernel: global memory; inside one: private to each thread).
+// On the accelerator (codegen/fpga): its on-chip input, weight and accumulator buffers.
+// The cpu has one memory and accepts only kAuto.
+enum class MemoryScope : uint8_t { kAuto, kGlobal, kShared, kLocal, kInpBuffer, kWgtBuffer, kAccBuffer };
+// "auto", "global", "shared", "local", "inp_buffer", "wgt_buffer", "acc_buffer"
+const char* memory_scope_name(MemoryScope scope);
 
 // A buffer of `dtype` with constant `extents` (one per dimension; one total after
 // flattening), live within body, in `scope`.

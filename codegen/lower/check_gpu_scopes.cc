@@ -84,6 +84,12 @@ class ScopeChecker : public IRVisitor {
               op->name));
         return Status();
       case MemoryScope::kShared: break;
+      case MemoryScope::kInpBuffer:
+      case MemoryScope::kWgtBuffer:
+      case MemoryScope::kAccBuffer:
+        return failed_precondition(fmt::format(
+            "stage {} is in the accelerator's {}; a GPU has global, shared and local memory", op->name,
+            memory_scope_name(op->scope)));
     }
     if (!kernel_)
       return failed_precondition(fmt::format(

@@ -119,8 +119,10 @@ Expected<LoopNest> lower(const ScheduleState& state, const LowerOptions& options
 }
 
 Expected<LoopNest> lower(const ScheduleState& state, const LoweringTarget& target, const LowerOptions& options) {
+  if (target.kind != TargetKind::kAccelerator) TG_RETURN_IF_ERROR(check_no_accelerator_marks(state, target.name));
   LowerOptions for_target = options;
   for_target.allow_thread_binding = options.allow_thread_binding || target.thread_binding;
+  for_target.allow_accelerator_scopes = options.allow_accelerator_scopes || target.kind == TargetKind::kAccelerator;
   TG_ASSIGN_OR_RETURN(LoopNest nest, lower(state, for_target));
   return lower_for_target(std::move(nest), target, for_target);
 }
@@ -158,7 +160,8 @@ Expected<std::shared_ptr<const LoweredNest>> lower_reusing(std::shared_ptr<const
   // reuse_nest.cc: loop kinds, one split or one reorder rewritten into the last nest.
   Stmt reused;
   if (previous && previous->kind_independent_body.defined() && previous->options.simplify == options.simplify &&
-      previous->options.allow_thread_binding == options.allow_thread_binding && kinds_only_in_loops(*state))
+      previous->options.allow_thread_binding == options.allow_thread_binding &&
+      previous->options.allow_accelerator_scopes == options.allow_accelerator_scopes && kinds_only_in_loops(*state))
     reused = reuse_nest(*previous->state, *state, previous->kind_independent_body, options.simplify);
   if (reused.defined()) {
     TG_RETURN_IF_ERROR(check_target_support(*state, options));  // thread binding is not in the nest

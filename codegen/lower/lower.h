@@ -33,12 +33,18 @@ struct LoweringTarget {
   // Whether the target runs loops bound by bind() (a GPU); lowering for it allows
   // thread binding whatever LowerOptions say.
   bool thread_binding = false;
+  // What kind of target it is: which primitives its schedules use.
+  TargetKind kind = TargetKind::kCpu;
 };
 
 struct LowerOptions {
   // GPU backends accept bind(); the CPU target rejects a bound loop. Lowering for a
   // target with LoweringTarget::thread_binding sets it.
   bool allow_thread_binding = false;
+  // The accelerator's on-chip buffer scopes and virtual threads (vthread); lowering for
+  // a target of kind kAccelerator sets it. Without either option only the cpu's
+  // schedules lower.
+  bool allow_accelerator_scopes = false;
   // Run the simplifier (turn off only to look at the raw nest).
   bool simplify = true;
   // The lowering log: called after each pass that changes the nest, with the pass's

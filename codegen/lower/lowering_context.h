@@ -54,6 +54,8 @@ class BufferLayouts {
 
 // The passes, in pipeline order (see lower.cc).
 Status check_target_support(const ScheduleState& state, const LowerOptions& options);
+// FAILED_PRECONDITION naming a tensorized or dma_copy loop: only the accelerator runs them.
+Status check_no_accelerator_marks(const ScheduleState& state, const std::string& target);
 // Loops, inits, guards and attachments, with flat accesses (storage_flatten.cc).
 Stmt build_loop_nest(LoweringContext& ctx, const LoopNest& nest);  // nest: its inputs and outputs
 Stmt mark_auto_unroll(const Stmt& s, const LoweringContext& ctx);

@@ -1,5 +1,7 @@
-// bind(STAGE.loop, blockIdx.x | threadIdx.x | ...): maps a loop onto a GPU thread
-// dimension. Recorded for GPU backends; CPU lowering rejects a bound loop.
+// bind(STAGE.loop, blockIdx.x | threadIdx.x | ... | vthread): maps a loop onto a GPU
+// thread dimension, or makes its iterations virtual threads (on the accelerator:
+// interleaved streams with their own copies of the on-chip buffers, so one's loads run
+// while another computes). CPU lowering rejects a bound loop.
 #include "codegen/schedule/action_helpers.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -43,8 +45,10 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return args;
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind target) {
   constexpr size_t kChoices = std::size(kTags);
+  // The accelerator has no blocks or threads: only virtual threads.
+  const size_t first = target == TargetKind::kAccelerator ? kChoices - 1 : 0;
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach == AttachKind::kInline) return;
   std::vector<bool> used(kChoices, false);
@@ -53,7 +57,7 @@ void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
   for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
     const Loop& l = s.loops[size_t(s.leaf[p])];
     if (l.kind != ForKind::kSerial || !l.thread_tag.empty() || l.is_reduce || l.extent <= 1) continue;
-    for (size_t t = 0; t < kChoices; ++t)
+    for (size_t t = first; t < kChoices; ++t)
       if (!used[t]) row[p * kChoices + t] = 1;
   }
 }
@@ -63,13 +67,15 @@ void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
 extern const PrimitiveDef kBindPrimitive = {
     .name = "bind",
     .usage = "bind(STAGE.loop, blockIdx.x | threadIdx.x | ...)",
-    .summary = "maps the loop to `blockIdx.{x,y,z}`, `threadIdx.{x,y,z}` or `vthread`; recorded for GPU backends",
-    .rejects = "reduction loop; tag unknown or already used by the stage. CPU lowering rejects a bound loop",
+    .summary = "maps the loop to `blockIdx.{x,y,z}`, `threadIdx.{x,y,z}` or `vthread` (on the accelerator: "
+               "interleaved streams with their own buffers)",
+    .rejects = "reduction loop; tag unknown or already used by the stage. CPU lowering rejects a bound loop; the "
+               "accelerator any tag but vthread",
     .args = kArgs,
     .check = check,
     .apply = apply,
     .flat = {ActionSlots::kLoops, int(std::size(kTags)), flat, mask},
-    .gpu_only = true,
+    .targets = uint8_t(TargetKind::kGpu) | uint8_t(TargetKind::kAccelerator),
 };
 
 }  // namespace tensorgym

@@ -79,7 +79,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int, int cho
   return args;
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach == AttachKind::kInline) return;
   std::vector<std::string> reads = state.program().reads_of(s.def);

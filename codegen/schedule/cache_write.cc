@@ -48,7 +48,7 @@ PrimitiveArgs local_cache(const ScheduleState& state, int stage) {
 
 Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int, int) { return local_cache(state, stage); }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach != AttachKind::kInline && state.attached_at(s.name()).empty()) row[0] = 1;
 }

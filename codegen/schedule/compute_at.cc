@@ -58,7 +58,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return PrimitiveArgs{PrimitiveArg::of_stage(stage), PrimitiveArg::of_loop(r, reader.leaf[size_t(slot)])};
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.is_output) return;
   std::vector<std::string> readers = state.readers_of(s.name());

@@ -33,7 +33,7 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
 
 Expected<PrimitiveArgs> stage_only(const ScheduleState&, int stage, int, int) { return PrimitiveArgs{PrimitiveArg::of_stage(stage)}; }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (!s.is_output && s.attach != AttachKind::kInline && !s.def->is_reduction() && state.attached_at(s.name()).empty())
     row[0] = 1;

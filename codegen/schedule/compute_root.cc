@@ -21,7 +21,7 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
 
 Expected<PrimitiveArgs> stage_only(const ScheduleState&, int stage, int, int) { return PrimitiveArgs{PrimitiveArg::of_stage(stage)}; }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   if (state.stages()[size_t(stage)].attach != AttachKind::kRoot) row[0] = 1;
 }
 

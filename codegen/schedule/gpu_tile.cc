@@ -67,7 +67,7 @@ extern const PrimitiveDef kGpuTilePrimitive = {
     .args = kArgs,
     .check = check,
     .apply = apply,
-    .gpu_only = true,
+    .targets = uint8_t(TargetKind::kGpu),
 };
 
 }  // namespace tensorgym

@@ -70,6 +70,14 @@ inline constexpr int kActionMaxStages = 8;
 inline constexpr int kActionMaxLoops = 12;
 inline constexpr int kActionMaxReads = 4;
 
+// The kinds of target a schedule is for: a CPU (loops on a thread pool, vectors), a GPU
+// (loops bound to blocks and threads, memory scopes) or an accelerator (loops mapped
+// onto its compute core, on-chip buffers). Environments offer a primitive, and each
+// choice of it, only where it means something for the episode's target.
+enum class TargetKind : uint8_t { kCpu = 1, kGpu = 2, kAccelerator = 4 };
+inline constexpr uint8_t kAnyTarget = 1 | 2 | 4;
+const char* target_kind_name(TargetKind kind);  // "cpu", "gpu", "accelerator"
+
 // What one slot of a stage in the flat `primitives` action space stands for.
 enum class ActionSlots : uint8_t {
   kNone,   // not in the flat space
@@ -85,8 +93,9 @@ struct FlatActions {
   // has no such loop or choice.
   Expected<PrimitiveArgs> (*make)(const ScheduleState& state, int stage, int slot, int choice) = nullptr;
   // Sets row[slot * choices + choice] to 1 for the entries of `stage` that pass cheap
-  // checks mirroring check() (computed on every observed mask, so no trial applies).
-  void (*mask)(const ScheduleState& state, int stage, std::span<int64_t> row) = nullptr;
+  // checks mirroring check() (computed on every observed mask, so no trial applies),
+  // and that mean something on a target of that kind.
+  void (*mask)(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind target) = nullptr;
 };
 
 // How the cursor action space offers a primitive: named actions at the cursor (a leaf
@@ -114,13 +123,15 @@ struct PrimitiveDef {
   CheckFn check = nullptr;
   ApplyFn apply = nullptr;
   FlatActions flat = {};
+  // More choices for the flat space, added after every primitive's `flat` block so that
+  // no existing index moves (pragma's dma_copy, set_scope's accelerator buffers).
+  FlatActions flat_more = {};
   CursorActionsDef cursor = {};
   RandomProposal random = {};
-  // A primitive of GPU schedules (bind): environments offer and apply it only on targets
-  // that bind threads (LoweringTarget::thread_binding); a primitive of CPU schedules
-  // (parallel: the thread pool) only on targets that do not.
-  bool gpu_only = false;
-  bool cpu_only = false;
+  // The kinds of target it belongs to (TargetKind bits): environments offer and apply
+  // it only there (parallel: CPUs; bind: GPUs and accelerators' virtual threads).
+  uint8_t targets = kAnyTarget;
+  bool offered_on(TargetKind kind) const { return (targets & uint8_t(kind)) != 0; }
 
   int min_args() const {
     int n = int(args.size());

@@ -25,7 +25,8 @@
   X(kBindPrimitive)             \
   X(kReverseComputeAtPrimitive) \
   X(kSetScopePrimitive)         \
-  X(kGpuTilePrimitive)
+  X(kGpuTilePrimitive)          \
+  X(kTensorizePrimitive)
 
 namespace tensorgym {
 
@@ -42,6 +43,15 @@ constexpr const PrimitiveDef* kPrimitives[] = {TG_PRIMITIVES(TG_ENTRY)};
 }  // namespace
 
 std::span<const PrimitiveDef* const> all_primitives() { return kPrimitives; }
+
+const char* target_kind_name(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::kCpu: return "cpu";
+    case TargetKind::kGpu: return "gpu";
+    case TargetKind::kAccelerator: return "accelerator";
+  }
+  return "?";
+}
 
 const PrimitiveDef* find_primitive(std::string_view name) {
   for (const PrimitiveDef* p : kPrimitives)

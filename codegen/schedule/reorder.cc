@@ -47,7 +47,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return swap_next(s, stage, slot);
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   for (size_t p = 0; p + 1 < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
     const Loop& l = s.loops[size_t(s.leaf[p])];

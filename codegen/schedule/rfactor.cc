@@ -101,7 +101,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return partials(state, stage, loop);
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach == AttachKind::kInline || !state.attached_at(s.name()).empty()) return;
   for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p)
@@ -137,6 +137,7 @@ extern const PrimitiveDef kRFactorPrimitive = {
     .flat = {ActionSlots::kLoops, 1, flat, mask},
     .cursor = {kCursorNames, cursor},
     .random = {4, propose},
+    .targets = uint8_t(TargetKind::kCpu) | uint8_t(TargetKind::kGpu),
 };
 
 }  // namespace tensorgym

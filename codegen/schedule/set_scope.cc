@@ -1,7 +1,9 @@
-// set_scope(STAGE, global | shared | local): where STAGE's buffer lives on a GPU. A
-// `shared` buffer is one per block, filled by the block's threads together (lowering
-// adds the barriers); a `local` one is private to each thread (registers). TVM's
-// Stage.set_scope; cache_read / cache_write take the same word as a last argument.
+// set_scope(STAGE, global | shared | local | inp_buffer | wgt_buffer | acc_buffer):
+// where STAGE's buffer lives. On a GPU a `shared` buffer is one per block, filled by the
+// block's threads together (lowering adds the barriers); a `local` one is private to
+// each thread (registers). On the accelerator the on-chip input, weight and accumulator
+// buffers (VTA's local.inp_buffer, ...). TVM's Stage.set_scope; cache_read /
+// cache_write take the same word as a last argument.
 #include "codegen/schedule/memory_scope.h"
 #include "codegen/schedule/primitive.h"
 #include "codegen/schedule/primitive_args.h"
@@ -23,19 +25,51 @@ PrimitiveResult apply(ScheduleState& state, const PrimitiveArgs& args) {
   return ApplyEffect::kChanged;
 }
 
-Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int, int choice) {
+// The flat space: the GPU's three words (global, shared, local) in `flat`, the
+// accelerator's three buffers in `flat_more`.
+constexpr int kGpuWords = 3;
+
+Expected<PrimitiveArgs> flat_word(const ScheduleState& state, int stage, int word) {
   if (size_t(stage) >= state.stages().size())
     return invalid_argument("set_scope: the state has " + std::to_string(state.stages().size()) + " stages");
-  return PrimitiveArgs{PrimitiveArg::of_stage(stage), PrimitiveArg::of_int(choice)};
+  return PrimitiveArgs{PrimitiveArg::of_stage(stage), PrimitiveArg::of_int(word)};
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask_words(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind target, int first) {
   const StageSchedule& s = state.stages()[size_t(stage)];
-  for (int w = 0; w < kNumScopes; ++w)
-    if (s.scope != scope_of_word(w) && check_scope_placeable(s, scope_of_word(w)).ok()) row[size_t(w)] = 1;
+  for (size_t c = 0; c < row.size(); ++c) {
+    const MemoryScope scope = scope_of_word(first + int(c));
+    if (s.scope != scope && scope_exists_on(scope, target) && check_scope_placeable(s, scope).ok()) row[c] = 1;
+  }
+}
+
+Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int, int choice) {
+  return flat_word(state, stage, choice);
+}
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind target) {
+  mask_words(state, stage, row, target, 0);
+}
+Expected<PrimitiveArgs> flat_buffers(const ScheduleState& state, int stage, int, int choice) {
+  return flat_word(state, stage, kGpuWords + choice);
+}
+void mask_buffers(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind target) {
+  mask_words(state, stage, row, target, kGpuWords);
 }
 
 }  // namespace
+
+bool scope_exists_on(MemoryScope scope, TargetKind target) {
+  switch (scope) {
+    case MemoryScope::kAuto: return true;
+    case MemoryScope::kGlobal: return target != TargetKind::kCpu;
+    case MemoryScope::kShared:
+    case MemoryScope::kLocal: return target == TargetKind::kGpu;
+    case MemoryScope::kInpBuffer:
+    case MemoryScope::kWgtBuffer:
+    case MemoryScope::kAccBuffer: return target == TargetKind::kAccelerator;
+  }
+  return false;
+}
 
 Status check_scope_placeable(const StageSchedule& stage, MemoryScope scope) {
   if (stage.attach == AttachKind::kInline)
@@ -48,15 +82,18 @@ Status check_scope_placeable(const StageSchedule& stage, MemoryScope scope) {
 
 extern const PrimitiveDef kSetScopePrimitive = {
     .name = "set_scope",
-    .usage = "set_scope(STAGE, global | shared | local)",
-    .summary = "places STAGE's buffer in GPU memory: `shared`, one per block filled by its threads together "
-               "(barriers added); `local`, private to each thread; `global`, allocated by the host",
-    .rejects = "STAGE inlined; an output in a scope other than global. CPU lowering rejects a scope",
+    .usage = "set_scope(STAGE, global | shared | local | inp_buffer | wgt_buffer | acc_buffer)",
+    .summary = "places STAGE's buffer: on a GPU `shared`, one per block filled by its threads together (barriers "
+               "added), `local`, private to each thread, `global`, allocated by the host; on the accelerator its "
+               "on-chip input, weight or accumulator buffer",
+    .rejects = "STAGE inlined; an output in a scope other than global. CPU lowering rejects a scope, GPU lowering "
+               "the accelerator's",
     .args = kArgs,
     .check = check,
     .apply = apply,
-    .flat = {ActionSlots::kStage, kNumScopes, flat, mask},
-    .gpu_only = true,
+    .flat = {ActionSlots::kStage, kGpuWords, flat, mask},
+    .flat_more = {ActionSlots::kStage, kNumScopes - kGpuWords, flat_buffers, mask_buffers},
+    .targets = uint8_t(TargetKind::kGpu) | uint8_t(TargetKind::kAccelerator),
 };
 
 }  // namespace tensorgym

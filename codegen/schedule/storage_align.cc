@@ -65,7 +65,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return align(s, stage, slot);
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.is_output || s.attach == AttachKind::kInline) return;
   for (size_t a = 0; a < s.def->axes.size() && a < size_t(kActionMaxLoops); ++a) {

@@ -21,7 +21,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return leaf_loop_at_slot(state, "unroll", stage, slot);
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach == AttachKind::kInline) return;
   for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
@@ -51,6 +51,7 @@ extern const PrimitiveDef kUnrollPrimitive = {
     .flat = {ActionSlots::kLoops, 1, flat, mask},
     .cursor = {kCursorNames, leaf_loop_at_cursor},
     .random = {6, propose},
+    .targets = uint8_t(TargetKind::kCpu) | uint8_t(TargetKind::kGpu),
 };
 
 }  // namespace tensorgym

@@ -37,7 +37,7 @@ Expected<PrimitiveArgs> flat(const ScheduleState& state, int stage, int slot, in
   return leaf_loop_at_slot(state, "vectorize", stage, slot);
 }
 
-void mask(const ScheduleState& state, int stage, std::span<int64_t> row) {
+void mask(const ScheduleState& state, int stage, std::span<int64_t> row, TargetKind) {
   const StageSchedule& s = state.stages()[size_t(stage)];
   if (s.attach == AttachKind::kInline) return;
   for (size_t p = 0; p < s.leaf.size() && p < size_t(kActionMaxLoops); ++p) {
@@ -75,6 +75,7 @@ extern const PrimitiveDef kVectorizePrimitive = {
     .flat = {ActionSlots::kLoops, 1, flat, mask},
     .cursor = {kCursorNames, leaf_loop_at_cursor},
     .random = {8, propose},
+    .targets = uint8_t(TargetKind::kCpu) | uint8_t(TargetKind::kGpu),
 };
 
 }  // namespace tensorgym

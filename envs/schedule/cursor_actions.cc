@@ -96,7 +96,7 @@ Expected<CursorActions::Decision> CursorActions::decide(const ScheduleState& sta
   return d;
 }
 
-std::vector<int64_t> CursorActions::mask(const ScheduleState& state, const Cursor& cursor, bool thread_binding) {
+std::vector<int64_t> CursorActions::mask(const ScheduleState& state, const Cursor& cursor, TargetKind target) {
   std::vector<int64_t> m(action_names().size(), 0);
   Cursor c = normalize(state, cursor);
   for (size_t i = 0; i < m.size(); ++i) {
@@ -107,7 +107,7 @@ std::vector<int64_t> CursorActions::mask(const ScheduleState& state, const Curso
       continue;
     }
     const PrimitiveDef& def = *d->primitive.def;
-    if ((def.cpu_only && thread_binding) || (def.gpu_only && !thread_binding)) continue;
+    if (!def.offered_on(target)) continue;
     // Check and apply on a copy: the cursor space is small enough to be exact.
     ScheduleState copy = state;
     PrimitiveResult r = check_and_apply(*d->primitive.def, copy, d->primitive.args);

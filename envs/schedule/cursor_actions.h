@@ -40,9 +40,9 @@ class CursorActions {
   static Expected<int64_t> index_of(const std::string& name);
 
   // 1 where the action is likely applicable at the cursor.
-  // `thread_binding`: a GPU target's episode, where CPU primitives (parallel) are not
-  // offered.
-  static std::vector<int64_t> mask(const ScheduleState& state, const Cursor& cursor, bool thread_binding = false);
+  // Only primitives of the episode's kind of target (no parallel on a GPU, ...).
+  static std::vector<int64_t> mask(const ScheduleState& state, const Cursor& cursor,
+                                   TargetKind target = TargetKind::kCpu);
 
   // "C.io" (stage.loop) for observations.
   static std::string describe(const ScheduleState& state, const Cursor& cursor);

@@ -93,8 +93,8 @@ Expected<Event> gpu_features(ScheduleEpisode& e) {
 
 Expected<Event> action_mask(ScheduleEpisode& e) {
   const ScheduleState& state = e.schedule->state();
-  std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor, e.thread_binding)
-                                                                      : PrimitiveActions::mask(state, e.thread_binding);
+  std::vector<int64_t> m = e.action_space == ActionSpaceKind::kCursor ? CursorActions::mask(state, e.cursor, e.target_kind)
+                                                                      : PrimitiveActions::mask(state, e.target_kind);
   int64_t n = int64_t(m.size());
   return Event(Int64Tensor{{n}, std::move(m)});
 }

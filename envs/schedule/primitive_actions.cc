@@ -11,24 +11,29 @@ namespace {
 
 constexpr int S = PrimitiveActions::kMaxStages;
 
-// One primitive's block of the flat space.
+// One block of the flat space: a primitive's `flat` or `flat_more` choices.
 struct FlatBlock {
   const PrimitiveDef* def;
+  const FlatActions* flat;
   int slots;      // per stage: leaf loops (kMaxLoops) or 1
   int per_stage;  // slots * choices
   int64_t offset;
 };
 
+// Every primitive's first block in table order, then their further blocks: a new
+// block always starts after the existing ones.
 const std::vector<FlatBlock>& blocks() {
   static const std::vector<FlatBlock> b = [] {
     std::vector<FlatBlock> out;
     int64_t offset = 0;
-    for (const PrimitiveDef* p : all_primitives()) {
-      if (p->flat.slots == ActionSlots::kNone) continue;
-      int slots = p->flat.slots == ActionSlots::kLoops ? PrimitiveActions::kMaxLoops : 1;
-      out.push_back(FlatBlock{p, slots, slots * p->flat.choices, offset});
-      offset += int64_t(S) * out.back().per_stage;
-    }
+    for (FlatActions PrimitiveDef::*which : {&PrimitiveDef::flat, &PrimitiveDef::flat_more})
+      for (const PrimitiveDef* p : all_primitives()) {
+        const FlatActions& f = p->*which;
+        if (f.slots == ActionSlots::kNone) continue;
+        int slots = f.slots == ActionSlots::kLoops ? PrimitiveActions::kMaxLoops : 1;
+        out.push_back(FlatBlock{p, &f, slots, slots * f.choices, offset});
+        offset += int64_t(S) * out.back().per_stage;
+      }
     return out;
   }();
   return b;
@@ -48,8 +53,8 @@ bool decode_index(int64_t index, Decoded* d) {
       d->block = &b;
       d->stage = int(rest / b.per_stage);
       rest %= b.per_stage;
-      d->slot = int(rest / b.def->flat.choices);
-      d->choice = int(rest % b.def->flat.choices);
+      d->slot = int(rest / b.flat->choices);
+      d->choice = int(rest % b.flat->choices);
       return true;
     }
   }
@@ -73,7 +78,7 @@ std::string PrimitiveActions::describe(int64_t index) {
   if (!decode_index(index, &d)) return "out of range";
   std::string s = fmt::format("{}(stage {}", d.block->def->name, d.stage);
   if (d.block->slots > 1) fmt::format_to(std::back_inserter(s), ", loop {}", d.slot);
-  if (d.block->def->flat.choices > 1) fmt::format_to(std::back_inserter(s), ", choice {}", d.choice);
+  if (d.block->flat->choices > 1) fmt::format_to(std::back_inserter(s), ", choice {}", d.choice);
   return s + ")";
 }
 
@@ -82,18 +87,19 @@ Expected<BoundPrimitive> PrimitiveActions::decode(const ScheduleState& state, in
   if (!decode_index(index, &d))
     return invalid_argument(fmt::format("action {} is out of range for primitives (Discrete({}))", index, size()));
   TG_RETURN_IF_ERROR(action_stage(state, d.block->def->name, d.stage).status());
-  TG_ASSIGN_OR_RETURN(PrimitiveArgs args, d.block->def->flat.make(state, d.stage, d.slot, d.choice));
+  TG_ASSIGN_OR_RETURN(PrimitiveArgs args, d.block->flat->make(state, d.stage, d.slot, d.choice));
   return BoundPrimitive{d.block->def, std::move(args)};
 }
 
-std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state, bool thread_binding) {
+std::vector<int64_t> PrimitiveActions::mask(const ScheduleState& state, TargetKind target) {
   std::vector<int64_t> m(size_t(size()), 0);
   int ns = std::min<int>(int(state.stages().size()), S);
   for (const FlatBlock& b : blocks()) {
-    if ((b.def->gpu_only && !thread_binding) || (b.def->cpu_only && thread_binding)) continue;
+    if (!b.def->offered_on(target)) continue;
     for (int si = 0; si < ns; ++si)
-      b.def->flat.mask(state, si,
-                       std::span<int64_t>(m.data() + b.offset + int64_t(si) * b.per_stage, size_t(b.per_stage)));
+      b.flat->mask(state, si,
+                       std::span<int64_t>(m.data() + b.offset + int64_t(si) * b.per_stage, size_t(b.per_stage)),
+                       target);
   }
   return m;
 }

@@ -31,10 +31,10 @@ class PrimitiveActions {
   static Expected<BoundPrimitive> decode(const ScheduleState& state, int64_t index);
 
   // 1 where the action passes cheap checks mirroring the primitives' preconditions
-  // (it may still be rejected when applied, e.g. by a whole-state invariant). GPU
-  // primitives (bind) only with `thread_binding` (a GPU target's episode), CPU ones
-  // (parallel) only without.
-  static std::vector<int64_t> mask(const ScheduleState& state, bool thread_binding = false);
+  // (it may still be rejected when applied, e.g. by a whole-state invariant), among the
+  // primitives and choices of the episode's kind of target (bind on GPUs, parallel on
+  // CPUs, ...).
+  static std::vector<int64_t> mask(const ScheduleState& state, TargetKind target = TargetKind::kCpu);
 
   // The human description of an index independent of state, e.g.
   // "split(stage 0, loop 2, choice 3)".

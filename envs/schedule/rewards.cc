@@ -64,7 +64,7 @@ Expected<double> metric_of_schedule(const std::string& metric, const ScheduleEpi
   tmp.context = e.context;
   tmp.benchmark = e.benchmark;
   tmp.target = e.target;
-  tmp.thread_binding = e.thread_binding;
+  tmp.target_kind = e.target_kind;
   TG_ASSIGN_OR_RETURN(Schedule s, Schedule::from_text(e.benchmark.program, trace));
   tmp.schedule = std::make_shared<const Schedule>(std::move(s));
   tmp.program_text = e.program_text;

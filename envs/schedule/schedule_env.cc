@@ -26,18 +26,15 @@ std::vector<Space> collect_observation_spaces() {
   return s;
 }
 
-// A GPU schedule's primitive (bind) applies only where the target binds threads, a
-// CPU schedule's (parallel) only where it does not.
+// A primitive applies only on the kinds of target it belongs to: bind and set_scope on
+// GPUs (and the accelerator), parallel on CPUs, tensorize on the accelerator.
 Status refused_on_target(const PrimitiveDef* def, const ScheduleEpisode& e) {
-  if (def != nullptr && def->gpu_only && !e.thread_binding)
-    return failed_precondition(fmt::format(
-        "{} is a GPU schedule's primitive; this episode's target is {} (reset with the target cuda to bind loops)",
-        def->name, e.target));
-  if (def != nullptr && def->cpu_only && e.thread_binding)
-    return failed_precondition(fmt::format("{} is a CPU schedule's primitive; this episode's target is {}, whose "
-                                           "loops run in parallel when bound to blockIdx / threadIdx",
-                                           def->name, e.target));
-  return Status();
+  if (def == nullptr || def->offered_on(e.target_kind)) return Status();
+  std::string kinds;
+  for (TargetKind k : {TargetKind::kCpu, TargetKind::kGpu, TargetKind::kAccelerator})
+    if (def->offered_on(k)) kinds += fmt::format("{}{}", kinds.empty() ? "" : " and ", target_kind_name(k));
+  return failed_precondition(fmt::format("{} is a primitive of {} schedules; this episode's target is {}, a {} target",
+                                         def->name, kinds, e.target, target_kind_name(e.target_kind)));
 }
 
 std::vector<Space> collect_reward_spaces() {
@@ -96,7 +93,7 @@ Expected<std::vector<Event>> ScheduleEnv::reset(const std::string& benchmark, co
   next.schedule = std::make_shared<const Schedule>(next.benchmark.program);
   next.action_space = kind;
   next.target = target;
-  next.thread_binding = (*backend)->lowering().thread_binding;
+  next.target_kind = (*backend)->lowering().kind;
   next.runner_settings = episode_.runner_settings;  // session parameters persist across resets
   next.cursor = CursorActions::normalize(next.schedule->state(), Cursor{});
   next.invalidate();

@@ -90,7 +90,7 @@ struct ScheduleEpisode {
   std::shared_ptr<const Schedule> schedule;
   ActionSpaceKind action_space = ActionSpaceKind::kPrimitives;
   std::string target = "cpu";  // the backend it compiles for and is measured on
-  bool thread_binding = false;  // the target binds loops to GPU threads (bind() applies)
+  TargetKind target_kind = TargetKind::kCpu;  // which primitives apply (PrimitiveDef::targets)
   Cursor cursor;
   std::vector<std::string> actions;  // canonical text of every applied action
   RunnerSettings runner_settings;

@@ -51,21 +51,21 @@ def test_measured_reward_is_registered_nondeterministic(service):
 
 
 def test_spaces_map_to_gymnasium_spaces(env):
-    assert isinstance(env.action_space, gymnasium.spaces.Discrete) and env.action_space.n == 2672
+    assert isinstance(env.action_space, gymnasium.spaces.Discrete) and env.action_space.n == 2888
     spaces = env.observation.spaces
     assert isinstance(spaces["features_flat"], gymnasium.spaces.Box) and spaces["features_flat"].shape == (493,)
     assert isinstance(spaces["features"], gymnasium.spaces.Sequence)
     assert isinstance(spaces["loop_nest"], gymnasium.spaces.Text)
     assert spaces["est_cycles"].shape == () and spaces["est_cycles"].dtype == np.float64
     assert spaces["peak_scratch_bytes"].dtype == np.int64
-    assert spaces["action_mask"].shape == (2672,)
+    assert spaces["action_mask"].shape == (2888,)
 
 
 def test_reset_and_step_follow_the_gymnasium_api(env):
     obs, info = env.reset(seed=0)
     assert obs.shape == (493,) and obs.dtype == np.float64
     mask = info["action_mask"]
-    assert mask.shape == (2672,) and mask.dtype == np.int8 and 0 < mask.sum() < 2672
+    assert mask.shape == (2888,) and mask.dtype == np.int8 and 0 < mask.sum() < 2888
     assert mask[env.action_space.sample(mask=mask)] == 1
     action = int(np.flatnonzero(mask)[0])
     obs2, reward, terminated, truncated, info = env.step(action)

@@ -15,7 +15,7 @@ def test_async_vector_env_on_one_managed_service():
     try:
         obs, info = vec.reset(seed=7)
         assert obs.shape == (3, 493)
-        assert info["action_mask"].shape == (3, 2672)
+        assert info["action_mask"].shape == (3, 2888)
         addresses = vec.get_attr("service_address")
         assert len(set(addresses)) == 1
         rng = np.random.default_rng(0)
