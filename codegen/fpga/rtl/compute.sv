@@ -11,6 +11,7 @@
 module compute_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -69,7 +70,7 @@ module compute_module (
   assign push_next = last && done_insn[6];
 
   dma mover (
-      .clk, .rst, .start(dma_start), .insn(cmd_head),
+      .clk, .rst, .max_outstanding, .start(dma_start), .insn(cmd_head),
       .esh(cmd_head[9:7] == 3'd0 ? 4'd2 : 4'(`ACCEL_ACC_ESH)),
       .busy(dma_busy), .last(dma_last), .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done,
       .rd_valid, .row_sram, .beat, .pad_we, .pad_addr, .rd_en(rd_en_unused), .rd_addr(rd_addr_unused));

@@ -4,6 +4,7 @@
 module load_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -41,7 +42,7 @@ module load_module (
   assign busy = dma_busy;
 
   dma mover (
-      .clk, .rst, .start, .insn(cmd_head),
+      .clk, .rst, .max_outstanding, .start, .insn(cmd_head),
       .esh(cmd_head[9:7] == 3'd1 ? 4'(`ACCEL_WGT_ESH) : 4'(`ACCEL_INP_ESH)),
       .busy(dma_busy), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid,
       .row_sram, .beat, .pad_we, .pad_addr, .rd_en(rd_en_unused), .rd_addr(rd_addr_unused));

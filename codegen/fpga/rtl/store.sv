@@ -4,6 +4,7 @@
 module store_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -37,7 +38,7 @@ module store_module (
   assign busy = dma_busy;
 
   dma mover (
-      .clk, .rst, .start, .insn(cmd_head), .esh(4'(`ACCEL_OUT_ESH)),
+      .clk, .rst, .max_outstanding, .start, .insn(cmd_head), .esh(4'(`ACCEL_OUT_ESH)),
       .busy(dma_busy), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid(1'b0),
       .row_sram(row_sram_unused), .beat(beat_unused), .pad_we(pad_we_unused), .pad_addr(pad_addr_unused), .rd_en,
       .rd_addr);
