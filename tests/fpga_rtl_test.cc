@@ -39,6 +39,23 @@ void expect_agreement(const AccelConfig& c, const std::vector<Instruction>& stre
   EXPECT_LE(std::abs(diff) * 20, f->cycles) << what << ": rtl " << r->cycles << ", fsim " << f->cycles;
   EXPECT_EQ(r->dram_read_bytes, f->dram_read_bytes) << what;
   EXPECT_EQ(r->dram_write_bytes, f->dram_write_bytes) << what;
+  std::printf("[ modules  ] %-40s", what.c_str());
+  for (int m = 0; m < 3; ++m) {
+    const ModuleCycles& b = r->modules[m];
+    std::printf(" %s %lld/%lld/%lld/%lld", module_name(Module(m)), (long long)b.busy, (long long)b.dependency_stall,
+                (long long)b.dram_stall, (long long)b.idle);
+  }
+  std::printf("\n");
+  // The per-module breakdown: busy, waiting for a token, waiting for DRAM, idle.
+  for (int m = 0; m < 3; ++m) {
+    const ModuleCycles &a = f->modules[m], &b = r->modules[m];
+    const std::string where = what + ", " + module_name(Module(m));
+    EXPECT_EQ(b.instructions, a.instructions) << where;
+    EXPECT_EQ(b.busy, a.busy) << where;
+    EXPECT_EQ(b.dependency_stall, a.dependency_stall) << where;
+    EXPECT_EQ(b.dram_stall, a.dram_stall) << where;
+    EXPECT_EQ(b.idle, a.idle) << where;
+  }
   std::printf("[ cycles   ] %-40s fsim %8lld  rtl %8lld  diff %+lld\n", what.c_str(), (long long)f->cycles,
               (long long)r->cycles, (long long)diff);
 }

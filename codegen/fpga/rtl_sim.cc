@@ -100,6 +100,7 @@ class Testbench {
       drive(2, cycle, t.st_resp_done, no_data, unused);
       t.eval();
       if (t.finished) {
+        finish_breakdown(cycle);
         if (!t.idle)
           return failed_precondition(fmt::format(
               "FINISH completed at cycle {} while another module still worked or had instructions queued: FINISH "
@@ -111,6 +112,9 @@ class Testbench {
         return result_;
       }
       if (t.insn_valid && t.insn_ready) ++next;
+      observe(0, t.ld_stat);
+      observe(1, t.cp_stat);
+      observe(2, t.st_stat);
       TG_RETURN_IF_ERROR(request(0, cycle, t.ld_req_valid, t.ld_req_write, t.ld_req_addr, t.ld_req_bytes,
                                  t.ld_req_buf));
       TG_RETURN_IF_ERROR(request(1, cycle, t.cp_req_valid, t.cp_req_write, t.cp_req_addr, t.cp_req_bytes,
@@ -168,6 +172,7 @@ class Testbench {
                                           "{}-byte image",
                                           module_name(Module(p)), cycle, addr + bytes, dram_.size()));
     int64_t transfer = (int64_t(bytes) + c_.dram_bytes_per_cycle - 1) / c_.dram_bytes_per_cycle;
+    transfer_cycles_[p] += transfer;
     Request r;
     r.write = write;
     r.issued = cycle;
@@ -190,6 +195,28 @@ class Testbench {
     }
     queue.push_back(std::move(r));
     return Status();
+  }
+
+  // A module's activity in a cycle (the RTL's stat: bit 0 waits for a token, 1 decodes,
+  // 2 iterates or drains a GEMM / ALU, 3 requests rows or waits for them, 4 writes a
+  // zero entry), counted as fsim's ModuleCycles.
+  void observe(int p, uint8_t stat) {
+    ModuleCycles& m = result_.modules[p];
+    m.dependency_stall += stat & 1;
+    m.instructions += (stat >> 1) & 1;
+    m.busy += ((stat >> 1) & 1) + ((stat >> 2) & 1) + ((stat >> 4) & 1);
+    xfer_cycles_[p] += (stat >> 3) & 1;
+  }
+
+  // Of the cycles a LOAD or STORE spent on its rows, the port's transfers are busy and
+  // the rest waited for DRAM (latency, other modules' transfers), as fsim counts them.
+  void finish_breakdown(int64_t cycles) {
+    for (int p = 0; p < 3; ++p) {
+      ModuleCycles& m = result_.modules[p];
+      m.busy += transfer_cycles_[p];
+      m.dram_stall = xfer_cycles_[p] - transfer_cycles_[p];
+      m.idle = cycles - m.busy - m.dependency_stall - m.dram_stall;
+    }
   }
 
   // An OUT entry the store module sent: it belongs to the oldest row still short of data.
@@ -229,6 +256,7 @@ class Testbench {
   std::unique_ptr<V> top_;
   std::deque<Request> queue_[3];  // each module's requests in flight, oldest first
   int64_t port_free_ = 0;
+  int64_t transfer_cycles_[3] = {}, xfer_cycles_[3] = {};
   SimulationResult result_;
 };
 

@@ -30,8 +30,9 @@ std::vector<std::string> rtl_config_files();
 // GEMM core, buffers, pipelines and queues must match a built one; DRAM latency and
 // width are the testbench's and may differ; dram_max_outstanding may be at most the
 // built design's, the limit the model's row engines are sized for). Fills cycles,
-// seconds, instructions and the DRAM byte counts (not the per-module breakdown or the
-// datapath counters: fsim's).
+// seconds, instructions, the DRAM byte counts and the per-module breakdown (observed:
+// what each module does each cycle, its rows' transfer cycles), not the datapath
+// counters (fsim's).
 // UNIMPLEMENTED without a matching model; INVALID_ARGUMENT for a malformed stream or a
 // request outside the image; FAILED_PRECONDITION when FINISH completes while a module
 // still works.

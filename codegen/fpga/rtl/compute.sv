@@ -22,6 +22,8 @@ module compute_module (
     output logic         push_prev,  // compute -> load
     output logic         push_next,  // compute -> store
     output logic         busy,
+    // what the module does this cycle: {pad, xfer, loop, start, token wait} (docs/fpga.md "RTL")
+    output logic [4:0]   stat,
     output logic         finished,
     // DRAM
     output logic         req_valid,
@@ -58,6 +60,8 @@ module compute_module (
   assign start = !busy && !cmd_empty && (!cmd_head[3] || tok_prev) && (!cmd_head[4] || tok_next);
   assign busy = dma_busy || run || drain != 0;
   assign cmd_pop = start;
+  logic dma_xfer;
+  assign stat = {pad_we, dma_xfer, run || drain != 0, start, !busy && !cmd_empty && !start};
   assign pop_prev = start && cmd_head[3];
   assign pop_next = start && cmd_head[4];
   assign dma_start = start && cmd_head[2:0] == 3'd0;
@@ -72,7 +76,7 @@ module compute_module (
   dma mover (
       .clk, .rst, .max_outstanding, .start(dma_start), .insn(cmd_head),
       .esh(cmd_head[9:7] == 3'd0 ? 4'd2 : 4'(`ACCEL_ACC_ESH)),
-      .busy(dma_busy), .last(dma_last), .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done,
+      .busy(dma_busy), .xfer(dma_xfer), .last(dma_last), .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done,
       .rd_valid, .row_sram, .beat, .pad_we, .pad_addr, .rd_en(rd_en_unused), .rd_addr(rd_addr_unused));
 
   // ---- the loop: fields of the current GEMM / ALU

@@ -16,6 +16,7 @@ module dma #(parameter int MAX_OUTSTANDING = `ACCEL_DRAM_MAX_OUTSTANDING) (
     input  logic [6:0]   max_outstanding,  // the run's limit: 1..MAX_OUTSTANDING
     output logic         busy,
     output logic         last,      // the instruction's final cycle
+    output logic         xfer,      // requesting rows or waiting for them
     // DRAM: one request per row
     output logic         req_valid,
     output logic [47:0]  req_addr,  // bytes
@@ -80,6 +81,7 @@ module dma #(parameter int MAX_OUTSTANDING = `ACCEL_DRAM_MAX_OUTSTANDING) (
   wire [6:0] limit = max_outstanding > 7'(MAX_OUTSTANDING) ? 7'(MAX_OUTSTANDING) : max_outstanding;
   assign room = 7'(in_flight) < limit;
   assign busy = state != IDLE;
+  assign xfer = state == XFER;
   assign req_valid = state == XFER && y < y_size && room;
   assign req_addr = {16'b0, dram_row} << shift;
   assign req_bytes = {16'b0, x_size} << shift;
