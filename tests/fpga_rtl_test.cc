@@ -80,12 +80,7 @@ TEST_P(FpgaRtlGemm, MatchesFsim) {
   if (!built_for(file)) GTEST_SKIP() << "no RTL model for " << file;
   Expected<AccelConfig> c = design_config(design);
   ASSERT_TRUE(c.ok());
-  for (auto [m, n, k] : {std::tuple{16, 64, 64}, std::tuple{3, 48, 32}, std::tuple{40, 16, 80}}) {
-    GemmProgramOptions o;
-    o.m = m, o.n = n - n % c->block_out, o.k = k - k % c->block_in;
-    o.slots = slots;
-    o.relu = relu;
-    o.seed = uint64_t(m * 7 + n);
+  for (const GemmProgramOptions& o : sample_gemm_options(*c, slots, relu)) {
     Expected<SampleProgram> p = make_gemm_program(*c, o);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     expect_agreement(*c, p->stream, p->dram,
