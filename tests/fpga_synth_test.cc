@@ -1,7 +1,8 @@
 // yosys synthesis of the accelerator (codegen/fpga/rtl/synth.sh) and its resource report
 // (codegen/fpga/synth_report.h): the parser on a report of known counts, and, where
 // yosys was found at configure time, a real synthesis of small-1x8x8 checked against
-// the Zynq-7020's budget (about a minute on 2 cores; docs/fpga.md "RTL").
+// the Zynq-7020's budget, and of zynq7020-1x16x16, whose DSPs are over it (about 46 s
+// and 94 s on the 2-vCPU VM; docs/fpga.md "RTL").
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -76,25 +77,43 @@ Expected<Utilization> synthesize(const std::string& name) {
 #endif
 }
 
-TEST(FpgaSynth, SmallDesignFitsTheZynq7020) {
-#ifndef TENSORGYM_YOSYS
-  GTEST_SKIP() << "yosys was not found at configure time";
-#endif
+// Synthesizes a configuration and checks its report's content; returns whether it fits.
+void check_synthesis(const std::string& name, bool* fits_part) {
   Expected<AccelConfig> c =
-      load_accel_config(std::string(TENSORGYM_SOURCE_DIR) + "/codegen/fpga/configs/small-1x8x8.json");
+      load_accel_config(std::string(TENSORGYM_SOURCE_DIR) + "/codegen/fpga/configs/" + name + ".json");
   ASSERT_TRUE(c.ok());
-  Expected<Utilization> u = synthesize("small-1x8x8");
+  Expected<Utilization> u = synthesize(name);
   ASSERT_TRUE(u.ok()) << u.status().to_string();
   const PartBudget& budget = xc7z020_budget();
-  std::printf("[ synth    ] small-1x8x8: %s\n", summary(*u, budget).c_str());
+  std::printf("[ synth    ] %s: %s\n", name.c_str(), summary(*u, budget).c_str());
   EXPECT_GT(u->logic_luts, 1000);
   EXPECT_GT(u->flip_flops, 500);
   EXPECT_GE(u->dsps, c->macs_per_cycle());  // yosys maps each int8 product to a DSP48E1
   EXPECT_GT(u->block_rams(), 0);
   const bool within = u->luts() <= 53200 && u->flip_flops <= 106400 && u->dsps <= 220 && u->block_rams() <= 140;
   EXPECT_EQ(fits(*u, budget), within);
+  EXPECT_EQ(summary(*u, budget).find("fits xc7z020: yes") != std::string::npos, within);
+  *fits_part = within;
+}
+
+TEST(FpgaSynth, SmallDesignFitsTheZynq7020) {
+#ifndef TENSORGYM_YOSYS
+  GTEST_SKIP() << "yosys was not found at configure time";
+#endif
+  bool within = false;
+  check_synthesis("small-1x8x8", &within);
   EXPECT_TRUE(within);
-  EXPECT_NE(summary(*u, budget).find("fits xc7z020: yes"), std::string::npos);
+}
+
+// The default design's 256 int8 products take 256 DSP48E1 at one per product: over the
+// Zynq-7020's 220 until two share a DSP (docs/fpga.md "Not done yet").
+TEST(FpgaSynth, DefaultDesignIsOverTheZynq7020sDsps) {
+#ifndef TENSORGYM_YOSYS
+  GTEST_SKIP() << "yosys was not found at configure time";
+#endif
+  bool within = true;
+  check_synthesis("zynq7020-1x16x16", &within);
+  EXPECT_FALSE(within);
 }
 
 }  // namespace
