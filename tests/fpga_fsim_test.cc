@@ -142,18 +142,13 @@ TEST_P(FpgaGemm, OutputIsBitExactAndCyclesDoNotDependOnData) {
   auto [file, slots, relu] = GetParam();
   Expected<AccelConfig> c = load_accel_config(kConfigs + file);
   ASSERT_TRUE(c.ok());
-  for (auto [m, n, k] : {std::tuple{16, 64, 64}, std::tuple{3, 48, 32}, std::tuple{40, 16, 80}}) {
-    GemmProgramOptions o;
-    o.m = m, o.n = n - n % c->block_out, o.k = k - k % c->block_in;
-    o.slots = slots;
-    o.relu = relu;
-    o.seed = uint64_t(m * 7 + n);
+  for (const GemmProgramOptions& o : sample_gemm_options(*c, slots, relu)) {
     Expected<SampleProgram> p = make_gemm_program(*c, o);
     ASSERT_TRUE(p.ok()) << p.status().to_string();
     std::vector<uint8_t> dram = p->dram;
     Expected<SimulationResult> r = simulate(*c, p->stream, dram);
     ASSERT_TRUE(r.ok()) << r.status().to_string() << "\n" << to_text(p->stream);
-    EXPECT_EQ(output_of(*p, dram), p->expected) << m << "x" << n << "x" << k;
+    EXPECT_EQ(output_of(*p, dram), p->expected) << o.m << "x" << o.n << "x" << o.k;
     EXPECT_EQ(r->macs, int64_t(o.m) * o.n * o.k);
     EXPECT_EQ(r->dram_write_bytes, int64_t(o.m) * o.n);
     std::vector<uint8_t> other = p->dram;

@@ -3,7 +3,8 @@
 // feeds fetch the encoded stream one instruction a cycle, holds DRAM and serves the
 // three modules' row requests by fsim's rule (docs/fpga.md "Timing"): a request of B
 // bytes issued at t completes at max(t + latency, port_free) + ceil(B / bytes per
-// cycle), first come first served, at a tie load, compute, store.
+// cycle), first come first served, at a tie load, compute, store; each module may have
+// up to dram_max_outstanding in flight.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,11 @@ std::vector<std::string> rtl_config_files();
 
 // Runs `stream` on `dram` (in place) on the RTL model built for `config`'s design (the
 // GEMM core, buffers, pipelines and queues must match a built one; DRAM latency and
-// width are the testbench's and may differ). Fills cycles, seconds, instructions and the
-// DRAM byte counts (not the per-module breakdown or the datapath counters: fsim's).
+// width are the testbench's and may differ; dram_max_outstanding may be at most the
+// built design's, the limit the model's row engines are sized for). Fills cycles,
+// seconds, instructions, the DRAM byte counts and the per-module breakdown (observed:
+// what each module does each cycle, its rows' transfer cycles), not the datapath
+// counters (fsim's).
 // UNIMPLEMENTED without a matching model; INVALID_ARGUMENT for a malformed stream or a
 // request outside the image; FAILED_PRECONDITION when FINISH completes while a module
 // still works.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "support/random.h"
@@ -118,6 +119,19 @@ std::vector<int8_t> output_of(const SampleProgram& p, const std::vector<uint8_t>
   std::vector<int8_t> out(p.expected.size());
   std::memcpy(out.data(), dram.data() + p.output_offset, out.size());
   return out;
+}
+
+std::vector<GemmProgramOptions> sample_gemm_options(const AccelConfig& config, int slots, bool relu) {
+  std::vector<GemmProgramOptions> gemms;
+  for (auto [m, n, k] : {std::array<int64_t, 3>{16, 64, 64}, {3, 48, 32}, {40, 16, 80}}) {
+    GemmProgramOptions o;
+    o.m = m, o.n = n - n % config.block_out, o.k = k - k % config.block_in;
+    o.slots = slots;
+    o.relu = relu;
+    o.seed = uint64_t(m * 7 + n);
+    gemms.push_back(o);
+  }
+  return gemms;
 }
 
 }  // namespace tensorgym::fpga

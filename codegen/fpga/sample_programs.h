@@ -34,6 +34,10 @@ struct SampleProgram {
   std::vector<int8_t> expected;
 };
 
+// The GEMMs the simulators' tests run on a configuration: 16x64x64, 3x48x32 and
+// 40x16x80, N and K rounded down to the core, with `slots` and `relu`, each its own seed.
+std::vector<GemmProgramOptions> sample_gemm_options(const AccelConfig& config, int slots, bool relu);
+
 // INVALID_ARGUMENT where the shapes are not multiples of the core or do not fit on chip.
 Expected<SampleProgram> make_gemm_program(const AccelConfig& config, const GemmProgramOptions& options);
 

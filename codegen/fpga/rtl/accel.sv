@@ -6,12 +6,19 @@
 module accel (
     input  logic         clk,
     input  logic         rst,
+    // DRAM requests each module may have in flight: 1..`ACCEL_DRAM_MAX_OUTSTANDING (AXI's
+    // outstanding transactions; the memory system sets it, as a control register would)
+    input  logic [6:0]   dram_max_outstanding,
     // instructions, in stream order; fetch takes one a cycle when its module's queue has room
     input  logic         insn_valid,
     input  logic [127:0] insn_data,
     output logic         insn_ready,
     output logic         finished,   // FINISH has completed
     output logic         idle,       // no module works and no queue holds an instruction
+    // each module's activity this cycle, for the testbench's cycle breakdown (dma.sv's stat)
+    output logic [4:0]   ld_stat,
+    output logic [4:0]   cp_stat,
+    output logic [4:0]   st_stat,
     // DRAM ports: a request per row; resp_done in the cycle it completes at the end of
     output logic         ld_req_valid,
     output logic [47:0]  ld_req_addr,
@@ -89,22 +96,28 @@ module accel (
   assign idle = !ld_busy && !cp_busy && !st_busy && empty == 3'b111;
 
   load_module load (
-      .clk, .rst, .cmd_empty(empty[0]), .cmd_head(head[0]), .cmd_pop(pop[0]), .tok_next(c2l_any),
-      .pop_next(c2l_pop), .push_next(l2c_push), .busy(ld_busy), .req_valid(ld_req_valid), .req_addr(ld_req_addr),
+      .clk, .rst, .max_outstanding(dram_max_outstanding),
+      .cmd_empty(empty[0]), .cmd_head(head[0]), .cmd_pop(pop[0]), .tok_next(c2l_any),
+      .pop_next(c2l_pop), .push_next(l2c_push), .busy(ld_busy), .stat(ld_stat),
+      .req_valid(ld_req_valid), .req_addr(ld_req_addr),
       .req_bytes(ld_req_bytes), .req_buf(ld_req_buf), .req_write(ld_req_write), .resp_done(ld_resp_done),
       .rd_valid(ld_rd_valid), .rd_data(ld_rd_data), .inp_we, .inp_waddr, .inp_wdata, .wgt_we, .wgt_waddr,
       .wgt_wdata);
 
   compute_module compute (
-      .clk, .rst, .cmd_empty(empty[1]), .cmd_head(head[1]), .cmd_pop(pop[1]), .tok_prev(l2c_any),
+      .clk, .rst, .max_outstanding(dram_max_outstanding),
+      .cmd_empty(empty[1]), .cmd_head(head[1]), .cmd_pop(pop[1]), .tok_prev(l2c_any),
       .tok_next(s2c_any), .pop_prev(l2c_pop), .pop_next(s2c_pop), .push_prev(c2l_push), .push_next(c2s_push),
-      .busy(cp_busy), .finished, .req_valid(cp_req_valid), .req_addr(cp_req_addr), .req_bytes(cp_req_bytes),
+      .busy(cp_busy), .stat(cp_stat), .finished, .req_valid(cp_req_valid), .req_addr(cp_req_addr),
+      .req_bytes(cp_req_bytes),
       .req_buf(cp_req_buf), .req_write(cp_req_write), .resp_done(cp_resp_done), .rd_valid(cp_rd_valid),
       .rd_data(cp_rd_data), .inp_raddr, .inp_rdata, .wgt_raddr, .wgt_rdata, .out_we, .out_waddr, .out_wdata);
 
   store_module store (
-      .clk, .rst, .cmd_empty(empty[2]), .cmd_head(head[2]), .cmd_pop(pop[2]), .tok_prev(c2s_any),
-      .pop_prev(c2s_pop), .push_prev(s2c_push), .busy(st_busy), .req_valid(st_req_valid), .req_addr(st_req_addr),
+      .clk, .rst, .max_outstanding(dram_max_outstanding),
+      .cmd_empty(empty[2]), .cmd_head(head[2]), .cmd_pop(pop[2]), .tok_prev(c2s_any),
+      .pop_prev(c2s_pop), .push_prev(s2c_push), .busy(st_busy), .stat(st_stat),
+      .req_valid(st_req_valid), .req_addr(st_req_addr),
       .req_bytes(st_req_bytes), .req_buf(st_req_buf), .req_write(st_req_write), .resp_done(st_resp_done),
       .wr_valid(st_wr_valid), .wr_data(st_wr_data), .out_raddr, .out_rdata);
 endmodule

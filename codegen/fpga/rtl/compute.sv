@@ -11,6 +11,7 @@
 module compute_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -21,6 +22,8 @@ module compute_module (
     output logic         push_prev,  // compute -> load
     output logic         push_next,  // compute -> store
     output logic         busy,
+    // what the module does this cycle: {pad, xfer, loop, start, token wait} (docs/fpga.md "RTL")
+    output logic [4:0]   stat,
     output logic         finished,
     // DRAM
     output logic         req_valid,
@@ -57,6 +60,8 @@ module compute_module (
   assign start = !busy && !cmd_empty && (!cmd_head[3] || tok_prev) && (!cmd_head[4] || tok_next);
   assign busy = dma_busy || run || drain != 0;
   assign cmd_pop = start;
+  logic dma_xfer;
+  assign stat = {pad_we, dma_xfer, run || drain != 0, start, !busy && !cmd_empty && !start};
   assign pop_prev = start && cmd_head[3];
   assign pop_next = start && cmd_head[4];
   assign dma_start = start && cmd_head[2:0] == 3'd0;
@@ -69,9 +74,9 @@ module compute_module (
   assign push_next = last && done_insn[6];
 
   dma mover (
-      .clk, .rst, .start(dma_start), .insn(cmd_head),
+      .clk, .rst, .max_outstanding, .start(dma_start), .insn(cmd_head),
       .esh(cmd_head[9:7] == 3'd0 ? 4'd2 : 4'(`ACCEL_ACC_ESH)),
-      .busy(dma_busy), .last(dma_last), .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done,
+      .busy(dma_busy), .xfer(dma_xfer), .last(dma_last), .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done,
       .rd_valid, .row_sram, .beat, .pad_we, .pad_addr, .rd_en(rd_en_unused), .rd_addr(rd_addr_unused));
 
   // ---- the loop: fields of the current GEMM / ALU

@@ -4,6 +4,7 @@
 module load_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -11,6 +12,8 @@ module load_module (
     output logic         pop_next,
     output logic         push_next,
     output logic         busy,
+    // what the module does this cycle: {pad, xfer, loop, start, token wait} (docs/fpga.md "RTL")
+    output logic [4:0]   stat,
     // DRAM
     output logic         req_valid,
     output logic [47:0]  req_addr,
@@ -36,14 +39,16 @@ module load_module (
 
   assign start = !dma_busy && !cmd_empty && (!cmd_head[4] || tok_next);
   assign cmd_pop = start;
+  logic dma_xfer;
+  assign stat = {pad_we, dma_xfer, 1'b0, start, !dma_busy && !cmd_empty && !start};
   assign pop_next = start && cmd_head[4];
   assign push_next = last && cur[6];
   assign busy = dma_busy;
 
   dma mover (
-      .clk, .rst, .start, .insn(cmd_head),
+      .clk, .rst, .max_outstanding, .start, .insn(cmd_head),
       .esh(cmd_head[9:7] == 3'd1 ? 4'(`ACCEL_WGT_ESH) : 4'(`ACCEL_INP_ESH)),
-      .busy(dma_busy), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid,
+      .busy(dma_busy), .xfer(dma_xfer), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid,
       .row_sram, .beat, .pad_we, .pad_addr, .rd_en(rd_en_unused), .rd_addr(rd_addr_unused));
 
   always_ff @(posedge clk) if (start) cur <= cmd_head;

@@ -25,7 +25,7 @@ function(tg_rtl_params json_file dir)
   file(READ ${json_file} json)
   set(defaults batch 1 block_in 16 block_out 16 inp_buffer_bytes 32768 wgt_buffer_bytes 262144
       acc_buffer_bytes 131072 uop_buffer_bytes 32768 gemm_pipeline_cycles 4 alu_pipeline_cycles 3
-      command_queue_depth 64)
+      command_queue_depth 64 dram_max_outstanding 8)
   while(defaults)
     list(POP_FRONT defaults key default)
     string(JSON value ERROR_VARIABLE missing GET "${json}" ${key})
@@ -57,7 +57,8 @@ function(tg_rtl_params json_file dir)
   set(text "// Generated from ${json_file} by codegen/fpga/rtl/rtl.cmake.\n`ifndef ACCEL_PARAMS_SVH\n`define ACCEL_PARAMS_SVH\n")
   foreach(pair BATCH=${batch} BLOCK_IN=${block_in} BLOCK_OUT=${block_out} INP_DEPTH=${inp_depth}
           WGT_DEPTH=${wgt_depth} ACC_DEPTH=${acc_depth} UOP_DEPTH=${uop_depth} GEMM_PIPE=${gemm_pipeline_cycles}
-          ALU_PIPE=${alu_pipeline_cycles} QUEUE_DEPTH=${command_queue_depth} INP_BITS=${inp_bits}
+          ALU_PIPE=${alu_pipeline_cycles} QUEUE_DEPTH=${command_queue_depth}
+          DRAM_MAX_OUTSTANDING=${dram_max_outstanding} INP_BITS=${inp_bits}
           WGT_BITS=${wgt_bits} ACC_BITS=${acc_bits} OUT_BITS=${out_bits} LD_BITS=${ld_bits} CP_BITS=${cp_bits}
           INP_ESH=${inp_esh} WGT_ESH=${wgt_esh} ACC_ESH=${acc_esh} OUT_ESH=${out_esh})
     string(REPLACE "=" " " pair "${pair}")

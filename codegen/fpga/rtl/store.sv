@@ -4,6 +4,7 @@
 module store_module (
     input  logic         clk,
     input  logic         rst,
+    input  logic [6:0]   max_outstanding,  // DRAM requests in flight at most (dma)
     input  logic         cmd_empty,
     input  logic [127:0] cmd_head,
     output logic         cmd_pop,
@@ -11,6 +12,8 @@ module store_module (
     output logic         pop_prev,
     output logic         push_prev,
     output logic         busy,
+    // what the module does this cycle: {pad, xfer, loop, start, token wait} (docs/fpga.md "RTL")
+    output logic [4:0]   stat,
     // DRAM
     output logic         req_valid,
     output logic [47:0]  req_addr,
@@ -32,13 +35,15 @@ module store_module (
 
   assign start = !dma_busy && !cmd_empty && (!cmd_head[3] || tok_prev);
   assign cmd_pop = start;
+  logic dma_xfer;
+  assign stat = {pad_we_unused, dma_xfer, 1'b0, start, !dma_busy && !cmd_empty && !start};
   assign pop_prev = start && cmd_head[3];
   assign push_prev = last && cur[5];
   assign busy = dma_busy;
 
   dma mover (
-      .clk, .rst, .start, .insn(cmd_head), .esh(4'(`ACCEL_OUT_ESH)),
-      .busy(dma_busy), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid(1'b0),
+      .clk, .rst, .max_outstanding, .start, .insn(cmd_head), .esh(4'(`ACCEL_OUT_ESH)),
+      .busy(dma_busy), .xfer(dma_xfer), .last, .req_valid, .req_addr, .req_bytes, .req_buf, .req_write, .resp_done, .rd_valid(1'b0),
       .row_sram(row_sram_unused), .beat(beat_unused), .pad_we(pad_we_unused), .pad_addr(pad_addr_unused), .rd_en,
       .rd_addr);
 
