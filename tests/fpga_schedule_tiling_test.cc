@@ -6,6 +6,7 @@
 
 #include "codegen/fpga/schedule_tiling.h"
 #include "tests/cuda_test_support.h"
+#include "tests/fpga_test_programs.h"
 
 namespace tensorgym::fpga {
 namespace {
@@ -13,14 +14,7 @@ namespace {
 using cuda_test::interpreter_mismatch;
 using cuda_test::scheduled;
 
-// A 3x3 convolution in VTA's blocked layout (blocks of 16, batch 1), padded, requantized.
-const char* const kConv = R"(
-input X: i8[1, 2, 6, 6, 1, 16]
-input W: i8[2, 2, 3, 3, 16, 16]
-P[n, c, h, w, b, i] = select(h >= 1 && h <= 6 && w >= 1 && w <= 6, X[n, c, h - 1, w - 1, b, i], 0) where h in 0..8, w in 0..8
-C[n, k, y, x, b, o] += i32(P[n, c, y + r, x + s, b, i]) * i32(W[k, c, r, s, o, i]) where y in 0..6, x in 0..6
-Y[n, k, y, x, b, o] = i8(max(min(C[n, k, y, x, b, o] / 64, 127), 0))
-)";
+const char* const kConv = fpga_test::kBlockedConv;
 
 // Tiles of 3 rows x 6 columns x 1 output block, one input block a step, two virtual
 // threads over the output blocks.
