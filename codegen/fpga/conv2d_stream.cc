@@ -91,12 +91,19 @@ Status check_tiling(const AccelConfig& c, const Conv2dLayer& l, const Conv2dTili
   return Status();
 }
 
-Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLayer& l, const Conv2dTiling& t,
-                                            uint64_t seed, bool with_data) {
+namespace {
+
+// The stream and its DRAM image with the data left zero, and where the tensors sit.
+struct StreamImage {
+  SampleProgram program;
+  Placement at;
+};
+
+Expected<StreamImage> make_stream(const AccelConfig& c, const Conv2dLayer& l, const Conv2dTiling& t) {
   TG_RETURN_IF_ERROR(check_tiling(c, l, t));
   const Shape sh(c, l, t);
   const Conv2dFootprint f = footprint(c, l, t);
-  const int64_t V = t.virtual_threads, B = c.batch, BI = c.block_in, BO = c.block_out;
+  const int64_t V = t.virtual_threads;
   const int64_t G = t.tile_k * t.tile_c * l.r * l.s;  // micro-ops of one GEMM kernel
   const int64_t uops = V * V * G + V;
   const Placement at = place(c, l, sh, uops);
@@ -214,11 +221,13 @@ Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLa
   Instruction finish = make_finish();
   finish.pop_next = true;
   st.push_back(finish);
-  if (!with_data) return p;
+  return StreamImage{std::move(p), at};
+}
 
-  // Random data in the blocked layouts, and the reference output.
-  Rng rng(seed);
-  for (int64_t i = 0; i < at.output; ++i) p.dram[size_t(i)] = uint8_t(rng.range(-128, 127));
+// The reference output of the input and weights in the image, in the output's layout.
+void compute_expected(const AccelConfig& c, const Conv2dLayer& l, const Placement& at, SampleProgram& p) {
+  const Shape sh(c, l, Conv2dTiling{});
+  const int64_t B = c.batch, BI = c.block_in, BO = c.block_out;
   auto input = [&](int64_t n, int64_t ch, int64_t y, int64_t x) {
     int64_t entry = ((n / B * sh.cb + ch / BI) * l.h + y) * l.w + x;
     return int32_t(int8_t(p.dram[size_t(entry * c.inp_entry_bytes() + n % B * BI + ch % BI)]));
@@ -244,7 +253,34 @@ Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLa
           int64_t entry = ((n / B * sh.kb + k / BO) * sh.oh + y) * sh.ow + x;
           p.expected[size_t(entry * c.out_entry_bytes() + n % B * BO + k % BO)] = int8_t(v);
         }
-  return p;
+}
+
+}  // namespace
+
+Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLayer& l, const Conv2dTiling& t,
+                                            uint64_t seed, bool with_data) {
+  TG_ASSIGN_OR_RETURN(StreamImage image, make_stream(c, l, t));
+  SampleProgram& p = image.program;
+  if (!with_data) return std::move(p);
+  // Random data in the blocked layouts, and the reference output.
+  Rng rng(seed);
+  for (int64_t i = 0; i < image.at.output; ++i) p.dram[size_t(i)] = uint8_t(rng.range(-128, 127));
+  compute_expected(c, l, image.at, p);
+  return std::move(p);
+}
+
+Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLayer& l, const Conv2dTiling& t,
+                                            const Conv2dData& data) {
+  TG_ASSIGN_OR_RETURN(StreamImage image, make_stream(c, l, t));
+  SampleProgram& p = image.program;
+  const int64_t input_bytes = l.n * l.c * l.h * l.w, weight_bytes = l.k * l.c * l.r * l.s;
+  if (int64_t(data.input.size()) != input_bytes || int64_t(data.weights.size()) != weight_bytes)
+    return invalid_argument(fmt::format("layer {}: {} input and {} weight bytes given; the layer has {} and {}", l.name,
+                                        data.input.size(), data.weights.size(), input_bytes, weight_bytes));
+  std::memcpy(p.dram.data(), data.input.data(), data.input.size());
+  std::memcpy(p.dram.data() + image.at.weights, data.weights.data(), data.weights.size());
+  compute_expected(c, l, image.at, p);
+  return std::move(p);
 }
 
 std::vector<Conv2dTiling> legal_tilings(const AccelConfig& c, const Conv2dLayer& l) {

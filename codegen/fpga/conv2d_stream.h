@@ -28,6 +28,7 @@ struct Conv2dLayer {
   int64_t oh() const { return (h + 2 * pad - r) / stride + 1; }
   int64_t ow() const { return (w + 2 * pad - s) / stride + 1; }
   int64_t macs() const { return n * k * oh() * ow() * c * r * s; }
+  bool operator==(const Conv2dLayer&) const = default;
 };
 
 // How the layer is cut: an output tile of tile_h x tile_w pixels and tile_k channel
@@ -57,6 +58,18 @@ Status check_tiling(const AccelConfig& config, const Conv2dLayer& layer, const C
 // zero and `expected` empty (for timing alone).
 Expected<SampleProgram> make_conv2d_program(const AccelConfig& config, const Conv2dLayer& layer,
                                             const Conv2dTiling& tiling, uint64_t seed = 1, bool with_data = true);
+
+// A layer's input and weights, int8 in the blocked layouts above, row-major: exactly
+// the elements of a program's X[N/B, C/BI, H, W, B, BI] and W[K/BO, C/BI, R, S, BO, BI]
+// in order (conv2d_program.h).
+struct Conv2dData {
+  std::vector<int8_t> input, weights;
+};
+
+// The same stream with `data` in the DRAM image and `expected` computed from it;
+// INVALID_ARGUMENT where the sizes are not the layer's.
+Expected<SampleProgram> make_conv2d_program(const AccelConfig& config, const Conv2dLayer& layer,
+                                            const Conv2dTiling& tiling, const Conv2dData& data);
 
 // The tilings check_tiling accepts (tiles dividing each dimension, 1 or 2 virtual
 // threads), for search and tests.
