@@ -160,4 +160,36 @@ Expected<Conv2dTiling> read_tiling(const ScheduleState& state, const AccelConfig
   return t;
 }
 
+Expected<std::string> schedule_text(const AccelConfig& config, const Conv2dLayer& layer, const Conv2dTiling& t) {
+  TG_RETURN_IF_ERROR(check_tiling(config, layer, t));
+  const int64_t tiles[3] = {layer.k / config.block_out / t.tile_k, layer.oh() / t.tile_h, layer.ow() / t.tile_w};
+  const char* const axes[3] = {"k", "y", "x"};
+  std::string text = fmt::format("split(Y.k, {}, ko, ki); split(Y.y, {}, yo, yi); split(Y.x, {}, xo, xi)\n",
+                                 t.tile_k, t.tile_h, t.tile_w);
+  std::string outer = "n";
+  std::string vthread;
+  for (int a = 0; a < 3; ++a) {
+    if (t.virtual_threads == 2 && vthread.empty() && tiles[a] % 2 == 0) {
+      text += fmt::format("split(Y.{}o, {}, {}v, {}t)\n", axes[a], tiles[a] / 2, axes[a], axes[a]);
+      outer += fmt::format(", {}v, {}t", axes[a], axes[a]);
+      vthread = fmt::format("bind(Y.{}v, vthread)\n", axes[a]);
+    } else {
+      outer += fmt::format(", {}o", axes[a]);
+    }
+  }
+  if (t.virtual_threads == 2 && vthread.empty())
+    return invalid_argument(fmt::format("tiling {}: no tile axis has an even number of tiles to split between two "
+                                        "virtual threads",
+                                        to_string(t)));
+  const std::string last = outer.substr(outer.rfind(' ') + 1);
+  text += fmt::format("reorder(Y, {}, ki, yi, xi, b, o)\n", outer) + vthread;
+  text += fmt::format("set_scope(C, acc_buffer); compute_at(C, Y.{})\n", last);
+  text += fmt::format("split(C.c, {}, co, ci); reorder(C, co, n, k, y, x, ci, r, s, b, o, i)\n", t.tile_c);
+  text += layer.pad > 0 ? "set_scope(P, inp_buffer); compute_at(P, C.co); pragma(P.n, dma_copy)\n"
+                        : "cache_read(X, C, XL, inp_buffer); compute_at(XL, C.co); pragma(XL.ax0, dma_copy)\n";
+  text += "cache_read(W, C, WL, wgt_buffer); compute_at(WL, C.co); pragma(WL.ax0, dma_copy)\n";
+  text += "tensorize(C.b, gemm)\n";
+  return text;
+}
+
 }  // namespace tensorgym::fpga

@@ -26,4 +26,10 @@ namespace tensorgym::fpga {
 // the schedule.
 Expected<Conv2dTiling> read_tiling(const ScheduleState& state, const AccelConfig& config);
 
+// The inverse: a schedule of that form for `tiling` of `layer`'s program (as
+// conv2d_program_text writes it: stages P (when padded), C, Y), one primitive a line.
+// Two virtual threads bind the outer half of the first tile axis (k, y, x) that has an
+// even number of tiles; INVALID_ARGUMENT where none has, or the tiling is not legal.
+Expected<std::string> schedule_text(const AccelConfig& config, const Conv2dLayer& layer, const Conv2dTiling& tiling);
+
 }  // namespace tensorgym::fpga
