@@ -22,13 +22,10 @@
 namespace tensorgym {
 namespace {
 
+using cuda_test::parsed_program;
+
 using cuda_test::cuda_backend;
 
-ProgramPtr parse(const std::string& text) {
-  Expected<Program> p = parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  return std::make_shared<const Program>(std::move(*p));
-}
 
 std::string gemm_text() { return matmul_program(0, 64, 96, 32); }
 std::string conv_text() {
@@ -51,7 +48,7 @@ bool products_hold(const GpuSketchPlan& plan, const GpuGenome& g) {
 
 TEST(GpuSketch, MutationsAndCrossoversKeepTheTilesAndTextRoundTrips) {
   for (const std::string& text : {gemm_text(), conv_text()}) {
-    GpuSketchPlan plan = make_gpu_sketch_plan(parse(text));
+    GpuSketchPlan plan = make_gpu_sketch_plan(parsed_program(text));
     Rng rng(5);
     GpuGenome a = random_gpu_genome(plan, rng), b = random_gpu_genome(plan, rng);
     int rendered = 0, changed = 0;
@@ -91,7 +88,7 @@ TEST(CudaEvolutionary, SearchesLegalGpuSchedulesThatMatchAndBeatTheDefault) {
   Expected<std::unique_ptr<Evaluator>> e = make_search_evaluator("est_gpu_time", 1, 1);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   for (const std::string& text : {gemm_text(), conv_text()}) {
-    ProgramPtr program = parse(text);
+    ProgramPtr program = parsed_program(text);
     TempProgram file(text);
     SearchSetup setup;
     setup.benchmark = file.uri();

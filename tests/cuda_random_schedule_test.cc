@@ -23,15 +23,12 @@
 namespace tensorgym {
 namespace {
 
+using cuda_test::parsed_program;
+
 using cuda_test::cuda_backend;
 using cuda_test::Family;
 using cuda_test::families;
 
-ProgramPtr parse(const std::string& text) {
-  Expected<Program> p = parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  return std::make_shared<const Program>(std::move(*p));
-}
 
 constexpr int kSchedulesPerFamily = 6;
 
@@ -39,7 +36,7 @@ TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
   const bool have_ptxas = !cuda::find_ptxas().empty();
   for (const Family& f : families()) {
     SCOPED_TRACE(f.name);
-    ProgramPtr program = parse(f.program);
+    ProgramPtr program = parsed_program(f.program);
     std::set<std::string> distinct;
     for (int seed = 0; seed < kSchedulesPerFamily; ++seed) {
       Rng rng(uint64_t(seed) * 7919 + 3);
@@ -66,7 +63,7 @@ TEST(RandomGpuSchedule, EveryFamilyLowersMatchesTheInterpreterAndAssembles) {
 }
 
 TEST(RandomGpuSchedule, ASeedGivesTheSameSchedule) {
-  ProgramPtr program = parse(families()[3].program);
+  ProgramPtr program = parsed_program(families()[3].program);
   Rng a(11), b(11);
   Expected<Schedule> first = random_gpu_schedule(program, cuda_backend().lowering(), a);
   Expected<Schedule> second = random_gpu_schedule(program, cuda_backend().lowering(), b);
@@ -83,7 +80,7 @@ TEST(RandomGpuSchedule, ReductionsGetSharedAndRegisterTiles) {
   for (const Family& f : all)
     if (f.name == "c2d" || f.name == "dep" || f.name == "t2d") programs.push_back(f.program);
   for (const std::string& text : programs) {
-    ProgramPtr program = parse(text);
+    ProgramPtr program = parsed_program(text);
     int tiled = 0, shared = 0;
     for (uint64_t seed = 1; seed <= 12; ++seed) {
       Rng rng(seed);
@@ -107,7 +104,7 @@ TEST(RandomGpuSchedule, ReductionsGetSharedAndRegisterTiles) {
 // lowers, matches the reference, is the same every time; a single sum has none.
 TEST(DefaultGpuSchedule, EveryFamilyLowersAndMatches) {
   for (const Family& f : families()) {
-    ProgramPtr program = parse(f.program);
+    ProgramPtr program = parsed_program(f.program);
     Expected<Schedule> s = default_gpu_schedule(program, cuda_backend().lowering());
     ASSERT_TRUE(s.ok()) << f.name << ": " << s.status().to_string();
     EXPECT_CONTAINS(s->trace().to_string(), "threadIdx.x");
@@ -116,13 +113,13 @@ TEST(DefaultGpuSchedule, EveryFamilyLowersAndMatches) {
     EXPECT_EQ(cuda_test::interpreter_mismatch(*program, *nest), "") << f.name;
     EXPECT_EQ(default_gpu_schedule(program, cuda_backend().lowering())->trace().to_string(), s->trace().to_string());
   }
-  Expected<Schedule> none = default_gpu_schedule(parse(norm_program(1, 8, 8)), cuda_backend().lowering());
+  Expected<Schedule> none = default_gpu_schedule(parsed_program(norm_program(1, 8, 8)), cuda_backend().lowering());
   EXPECT_EQ(none.status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST(RandomGpuSchedule, AProgramThatReducesToOneValueHasNone) {
   // The norm of one matrix: one sum over everything, a reduction across threads.
-  ProgramPtr program = parse(norm_program(1, 8, 8));
+  ProgramPtr program = parsed_program(norm_program(1, 8, 8));
   Rng rng(1);
   Expected<Schedule> s = random_gpu_schedule(program, cuda_backend().lowering(), rng);
   ASSERT_FALSE(s.ok());

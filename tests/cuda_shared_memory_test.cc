@@ -20,6 +20,8 @@
 namespace tensorgym {
 namespace {
 
+using cuda_test::parsed_program;
+
 using namespace cuda_test;
 
 const char* kSmallGemm =
@@ -46,11 +48,6 @@ Expected<LoopNest> lower_cuda(const std::string& program, const std::string& tra
   return lower(scheduled(program, trace), cuda_backend().lowering());
 }
 
-ProgramPtr parsed(const std::string& text) {
-  Expected<Program> p = parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  return std::make_shared<const Program>(std::move(*p));
-}
 
 std::vector<std::string> lines_with(const std::string& text, const std::vector<std::string>& parts) {
   std::vector<std::string> out;
@@ -81,7 +78,7 @@ TEST(CudaSharedMemory, TilesLoadedTogetherWithBarriersComputeTheGemm) {
                                       "allocate BS: f32[256] in shared {", "for BS.o in 0..4 {", "sync_threads()",
                                       "for C.ty in 0..8 bound to threadIdx.y {"}))
       << text;
-  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(kSmallGemm), *nest), "");
 
   CompileOptions options;
   options.keep_code_text = true;
@@ -109,7 +106,7 @@ TEST(CudaSharedMemory, ScopesByTheirThreeSpellingsMatchTheInterpreter) {
   Expected<LoopNest> nest = lower_cuda(kSmallGemm, local);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
   EXPECT_CONTAINS(to_string(nest->body), "allocate CL: f32[1] in local");
-  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(kSmallGemm), *nest), "");
   // The trace keeps each spelling: the scope word comes back as it went in.
   Schedule s = scheduled(kSmallGemm, kSharedTiles);
   const std::string trace = s.trace().to_string();
@@ -236,7 +233,7 @@ TEST(CudaSharedMemory, TheModelSeesBankConflictsAndThePaddingThatRemovesThem) {
   EXPECT_LE(padded.seconds, conflicted.seconds);
   Expected<LoopNest> nest = lower_cuda(gemm, tiles + "storage_align(AS.ax0, 32, 1)");
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  EXPECT_EQ(interpreter_mismatch(*parsed(gemm), *nest), "");
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(gemm), *nest), "");
 }
 
 // A vectorized loop is four neighbouring floats per thread: the tiles load and store
@@ -253,7 +250,7 @@ TEST(CudaSharedMemory, VectorizedTileLoadsAreVectorAccesses) {
       "unroll(C.yi); unroll(C.xi)";
   Expected<LoopNest> nest = lower_cuda(kSmallGemm, vectorized);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
-  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(kSmallGemm), *nest), "");
   CompileOptions options;
   options.keep_code_text = true;
   auto exe = cuda_backend().compile(*nest, options);
@@ -282,7 +279,7 @@ TEST(CudaSharedMemory, AccumulatorsComputedOutsideTheThreadLoopsAreEachThreadsOw
   Expected<LoopNest> nest = lower_cuda(kSmallGemm, outputs + "split(CL.j, 8, xi, tx)\n" + rest);
   ASSERT_TRUE(nest.ok()) << nest.status().to_string();
   EXPECT_CONTAINS(to_string(nest->body), "allocate CL: f32[1024] in local");
-  EXPECT_EQ(interpreter_mismatch(*parsed(kSmallGemm), *nest), "");
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(kSmallGemm), *nest), "");
   CompileOptions options;
   options.keep_code_text = true;
   auto exe = cuda_backend().compile(*nest, options);
@@ -329,7 +326,7 @@ TEST(CudaSharedMemory, TheExpertGpuSchedulesAreCorrect) {
     const std::string trace = read_file("datasets/ops/" + e.program + ".cuda.sched");
     Expected<LoopNest> small = lower_cuda(e.small, trace);
     ASSERT_TRUE(small.ok()) << e.program << ": " << small.status().to_string();
-    EXPECT_EQ(interpreter_mismatch(*parsed(e.small), *small), "") << e.program;
+    EXPECT_EQ(interpreter_mismatch(*parsed_program(e.small), *small), "") << e.program;
     Expected<LoopNest> full = lower_cuda(read_file("datasets/ops/" + e.program + ".tg"), trace);
     ASSERT_TRUE(full.ok()) << e.program << ": " << full.status().to_string();
     EXPECT_CONTAINS(to_string(full->body), "in shared");

@@ -17,13 +17,10 @@
 namespace tensorgym {
 namespace {
 
+using cuda_test::parsed_program;
+
 using cuda_test::cuda_backend;
 
-ProgramPtr parse(const std::string& text) {
-  Expected<Program> p = parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().to_string();
-  return std::make_shared<const Program>(std::move(*p));
-}
 
 // The family's reduction stage (the last one that reduces).
 std::string reduction_stage(const Program& p) {
@@ -54,7 +51,7 @@ std::string check(const Program& program, const Schedule& s, bool have_ptxas) {
 TEST(GpuSharedTile, RandomTilesOfEveryFamilyLowerMatchAndAssemble) {
   const bool have_ptxas = !cuda::find_ptxas().empty();
   for (const cuda_test::Family& f : cuda_test::families()) {
-    ProgramPtr program = parse(f.program);
+    ProgramPtr program = parsed_program(f.program);
     const std::string stage = reduction_stage(*program);
     if (f.name.rfind("nrm", 0) == 0) continue;  // a norm: no shared reuse
     SCOPED_TRACE(f.name);

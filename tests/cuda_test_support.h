@@ -80,6 +80,12 @@ inline const Backend& cuda_backend() {
   return **b;
 }
 
+inline ProgramPtr parsed_program(const std::string& text) {
+  Expected<Program> p = parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return std::make_shared<const Program>(std::move(*p));
+}
+
 inline Schedule scheduled(const std::string& program_text, const std::string& trace) {
   Expected<Program> p = parse_program(program_text);
   EXPECT_TRUE(p.ok()) << p.status().to_string();
