@@ -120,7 +120,8 @@ TEST_P(FpgaRtl, AluChainMatchesFsim) {
   const int32_t values[] = {-300, -129, -128, -1, 0, 1, 127, 70000, 5, -3, 2, 31, -2, 40, -70000, 1 << 30};
   for (int64_t e = 0; e < entries; ++e)
     for (int64_t l = 0; l < lanes; ++l) {
-      int32_t v = values[(e * 3 + l) % 16] * int32_t(e % 3 + 1);
+      // Wrapping, as the datapath does: 1 << 30 times 2 and 3 leave int32's range.
+      int32_t v = int32_t(uint32_t(values[(e * 3 + l) % 16]) * uint32_t(e % 3 + 1));
       std::memcpy(&dram[size_t(e * entry + l * 4)], &v, 4);
     }
   const int64_t uop_at = entries * entry;
