@@ -99,6 +99,10 @@ TEST(FpgaCompile, TheExpertSchedulesCompileAndTheirVirtualThreadsPay) {
     ASSERT_TRUE(s.ok()) << s.status().to_string();
     Expected<CompiledConv2d> compiled = compile_conv2d(s->state(), c);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    // The expert rule's tiling, as the docs' table says.
+    Expected<Conv2dTiling> rule = row_tiling(c, compiled->layer);
+    ASSERT_TRUE(rule.ok()) << rule.status().to_string();
+    EXPECT_EQ(to_string(compiled->tiling), to_string(*rule));
     ASSERT_EQ(compiled->tiling.virtual_threads, 2);
     Conv2dTiling one = compiled->tiling;
     one.virtual_threads = 1;

@@ -283,6 +283,16 @@ Expected<SampleProgram> make_conv2d_program(const AccelConfig& c, const Conv2dLa
   return std::move(p);
 }
 
+Expected<Conv2dTiling> row_tiling(const AccelConfig& c, const Conv2dLayer& l) {
+  for (int64_t th = l.oh(); th >= 1; --th) {
+    if (l.oh() % th) continue;
+    Conv2dTiling t{th, l.ow(), 1, 1, 2};
+    if (check_tiling(c, l, t).ok()) return t;
+  }
+  return invalid_argument(fmt::format("layer {}: not one whole output row fits the design: {}", l.name,
+                                      check_tiling(c, l, Conv2dTiling{1, l.ow(), 1, 1, 2}).message()));
+}
+
 std::vector<Conv2dTiling> legal_tilings(const AccelConfig& c, const Conv2dLayer& l) {
   std::vector<Conv2dTiling> out;
   if (l.n % c.batch || l.c % c.block_in || l.k % c.block_out || l.oh() <= 0 || l.ow() <= 0) return out;

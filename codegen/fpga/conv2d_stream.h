@@ -71,6 +71,11 @@ struct Conv2dData {
 Expected<SampleProgram> make_conv2d_program(const AccelConfig& config, const Conv2dLayer& layer,
                                             const Conv2dTiling& tiling, const Conv2dData& data);
 
+// The expert rule (datasets/fpga/*.fpga.sched follow it): two virtual threads, the
+// whole output width, as many output rows as fit, one output and one input channel
+// block a step. INVALID_ARGUMENT where not even one row fits.
+Expected<Conv2dTiling> row_tiling(const AccelConfig& config, const Conv2dLayer& layer);
+
 // The tilings check_tiling accepts (tiles dividing each dimension, 1 or 2 virtual
 // threads), for search and tests.
 std::vector<Conv2dTiling> legal_tilings(const AccelConfig& config, const Conv2dLayer& layer);

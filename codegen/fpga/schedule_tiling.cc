@@ -23,8 +23,7 @@ std::string loop_text(const StageSchedule& s, int loop) { return s.name() + "." 
 
 Status refuse(const std::string& why) { return failed_precondition("the fpga target cannot compile it: " + why); }
 
-// The stage computed at `consumer`'s loop `loop` that reads `tensor` (directly or as a
-// cache), with its scope; null when none.
+// A stage in `scope` computed at `consumer`'s loop `loop`; null when none.
 const StageSchedule* computed_at(const ScheduleState& state, const StageSchedule& consumer, int loop,
                                  MemoryScope scope) {
   for (const StageSchedule& s : state.stages())
