@@ -8,11 +8,15 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 #include "codegen/analysis/cost_model.h"
 #include "codegen/analysis/op_count.h"
 #include "codegen/backend/registry.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/measure_error.h"
+#include "codegen/measure/measure_job.h"
+#include "codegen/measure/provenance.h"
 #include "codegen/measure/measure_wire.h"
 #include "codegen/measure/runner.h"
 #include "datasets/registry.h"
@@ -139,15 +143,47 @@ class RunnerEvaluator : public Evaluator {
   std::unique_ptr<Runner> runner_;
 };
 
-// An analytical model as an evaluator: each candidate lowered (in parallel) and valued
-// by `model`, deterministic. GFLOP/s = flops * `gflops_per_flop_per_cost` / cost.
-class ModelEvaluator : public Evaluator {
+// Candidates valued in this process, in parallel and deterministically: each one's
+// program (parsed once) handed to value().
+class InProcessEvaluator : public Evaluator {
+ public:
+  explicit InProcessEvaluator(const EstCyclesEvaluatorOptions& options)
+      : options_(options), programs_(options.datasets) {}
+
+  bool deterministic() const override { return true; }
+
+  std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
+    std::vector<Evaluation> out(candidates.size());
+    parallel_for(candidates.size(), options_.threads, [&](size_t i) {
+      Evaluation& e = out[i];
+      Expected<ProgramCache::Entry> p = programs_.get(candidates[i]);
+      if (!p.ok()) {
+        e.status = p.status();
+        return;
+      }
+      e.flops = p->flops;
+      value(candidates[i], *p, e);
+    });
+    return out;
+  }
+
+ protected:
+  // Fills `e`'s cost (and gflops) or its status.
+  virtual void value(const Candidate& c, const ProgramCache::Entry& program, Evaluation& e) = 0;
+
+ private:
+  EstCyclesEvaluatorOptions options_;
+  ProgramCache programs_;
+};
+
+// An analytical model as an evaluator: each candidate lowered and valued by `model`.
+// GFLOP/s = flops * `gflops_per_flop_per_cost` / cost.
+class ModelEvaluator : public InProcessEvaluator {
  public:
   using Model = std::function<Expected<double>(const LoopNest& nest)>;
   ModelEvaluator(const EstCyclesEvaluatorOptions& options, std::string metric, LowerOptions lowering, Model model,
                  double gflops_per_flop_per_cost)
-      : options_(options),
-        programs_(options.datasets),
+      : InProcessEvaluator(options),
         metric_(std::move(metric)),
         lowering_(std::move(lowering)),
         model_(std::move(model)),
@@ -155,53 +191,71 @@ class ModelEvaluator : public Evaluator {
 
   std::string metric() const override { return metric_; }
   std::string target() const override { return metric_ == "est_gpu_time" ? "cuda" : ""; }
-  bool deterministic() const override { return true; }
-
-  std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
-    std::vector<Evaluation> out(candidates.size());
-    parallel_for(candidates.size(), options_.threads, [&](size_t i) { out[i] = estimate_one(candidates[i]); });
-    return out;
-  }
 
  private:
-  Evaluation estimate_one(const Candidate& c) {
-    Evaluation e;
-    Expected<ProgramCache::Entry> p = programs_.get(c);
-    if (!p.ok()) {
-      e.status = p.status();
-      return e;
-    }
-    e.flops = p->flops;
-    Expected<Schedule> s = Schedule::from_text(p->program, c.trace);
+  void value(const Candidate& c, const ProgramCache::Entry& p, Evaluation& e) override {
+    Expected<Schedule> s = Schedule::from_text(p.program, c.trace);
     if (!s.ok()) {
       e.status = Status(s.status().code(), "INSTANTIATION: schedule:" + s.status().message());
-      return e;
+      return;
     }
     Expected<LoopNest> nest = lower(*s, lowering_);
     if (!nest.ok()) {
       e.status = Status(nest.status().code(), "INSTANTIATION: lowering: " + nest.status().message());
-      return e;
+      return;
     }
     Expected<double> cost = model_(*nest);
     if (!cost.ok()) {
       e.status = Status(cost.status().code(), "INSTANTIATION: " + cost.status().message());
-      return e;
+      return;
     }
     e.cost = *cost;
     if (!(e.cost > 0)) {
       e.status = internal_error(fmt::format("{} gave {:f}", metric_, e.cost));
-      return e;
+      return;
     }
     e.gflops = e.flops * scale_ / e.cost;
-    return e;
   }
 
-  EstCyclesEvaluatorOptions options_;
-  ProgramCache programs_;
   std::string metric_;
   LowerOptions lowering_;
   Model model_;
   double scale_;
+};
+
+// A simulated target's runtime (fpga: cycles at the design's clock), each candidate
+// compiled and its timing simulated in this process: deterministic, and the number the
+// runner's measurement gives, which also checks the outputs (a stream's timing never
+// depends on its data, so the check is left to the best's episode, which validate
+// replays through the runner).
+class SimulatedEvaluator : public InProcessEvaluator {
+ public:
+  SimulatedEvaluator(const EstCyclesEvaluatorOptions& options, const Backend& backend)
+      : InProcessEvaluator(options), backend_(backend) {}
+
+  std::string metric() const override { return "runtime"; }
+  std::string target() const override { return backend_.name(); }
+
+ private:
+  void value(const Candidate& c, const ProgramCache::Entry& p, Evaluation& e) override {
+    Expected<InstantiatedJob> job = instantiate_job(p.text, c.trace, backend_.name());
+    if (!job.ok()) {
+      e.status = Status(job.status().code(), "INSTANTIATION: " + job.status().message());
+      return;
+    }
+    Expected<std::shared_ptr<const Executable>> kernel = backend_.compile(job->nest);
+    Expected<std::vector<double>> seconds =
+        kernel.ok() ? (*kernel)->time_on_device(nullptr, 0, 1, 1) : Expected<std::vector<double>>(kernel.status());
+    if (!seconds.ok()) {
+      e.status = Status(seconds.status().code(), "COMPILE: " + seconds.status().message());
+      return;
+    }
+    e.cost = seconds->front();
+    e.gflops = e.flops > 0 ? e.flops / e.cost / 1e9 : 0;
+    e.provenance_json = provenance_to_json(make_provenance(backend_.target(), RunnerSettings{}, int64_t(getpid())));
+  }
+
+  const Backend& backend_;
 };
 
 }  // namespace
@@ -250,6 +304,15 @@ Expected<std::unique_ptr<Evaluator>> make_evaluator(const EvaluatorChoice& choic
 
 Expected<std::unique_ptr<Evaluator>> make_search_evaluator(const std::string& reward, int workers, int threads,
                                                            const std::string& worker_binary, const std::string& target) {
+  // A simulated target's runtime is deterministic: simulated in this process.
+  if (Expected<const Backend*> backend = find_backend(target); backend.ok() && (*backend)->target().simulated) {
+    if (reward != "runtime")
+      return invalid_argument("the " + target + " target's schedules are valued by runtime (simulated cycles at its "
+                              "clock), not " + reward);
+    EstCyclesEvaluatorOptions est;
+    est.threads = std::max(1, workers);
+    return std::unique_ptr<Evaluator>(std::make_unique<SimulatedEvaluator>(est, **backend));
+  }
   const std::string models_target = reward == "est_gpu_time" ? "cuda" : reward == "est_cycles" ? "cpu" : "";
   if (!target.empty() && !models_target.empty() && target != models_target)
     return invalid_argument("reward " + reward + " is the " + models_target + " target's model; it cannot value " +

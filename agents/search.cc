@@ -11,7 +11,9 @@
 #include <limits>
 #include <sstream>
 
+#include "agents/knob_agents.h"
 #include "agents/serial.h"
+#include "codegen/backend/registry.h"
 #include "codegen/schedule/trace.h"
 #include "datasets/registry.h"
 #include "envs/env_context.h"
@@ -146,7 +148,12 @@ Status Search::init(const SearchSetup& setup) {
   TG_ASSIGN_OR_RETURN(benchmark_, registry.resolve(setup.benchmark));
   metric_ = setup.evaluator->metric();
   target_ = setup.evaluator->target();
-  TG_ASSIGN_OR_RETURN(agent_, make_agent(setup.agent));
+  // A target scheduled by knobs (fpga) has its own agents; primitives elsewhere.
+  if (has_schedule_knobs(target_, benchmark_.program)) {
+    TG_ASSIGN_OR_RETURN(agent_, make_knob_agent(setup.agent));
+  } else {
+    TG_ASSIGN_OR_RETURN(agent_, make_agent(setup.agent));
+  }
   rng_ = Rng(setup.seed);
   if (!setup_.make_env) {
     std::shared_ptr<EnvContext> ctx = setup.env_context;
@@ -451,8 +458,12 @@ Expected<EpisodeState> Search::best_episode_state() {
   options.target = target_;
   TG_ASSIGN_OR_RETURN(std::vector<Event> first, env->reset(benchmark_.uri, options, {}));
   (void)first;
-  // The deterministic reward of the search's target: the cpu's cost model or the GPU's.
-  const std::string model = options.target.empty() ? "est_cycles" : "est_gpu_time";
+  // The deterministic reward of the search's target: the cpu's cost model, the GPU's, or
+  // a simulated target's runtime (fpga: cycles at its clock).
+  Expected<const Backend*> backend = find_backend(options.target);
+  const std::string model = backend.ok() && (*backend)->target().simulated ? "runtime"
+                            : options.target.empty()                      ? "est_cycles"
+                                                                          : "est_gpu_time";
   StepResult r0 = env->step({}, {}, {model});
   if (!r0.error.ok()) return r0.error;
   for (size_t i = 0; i < actions.size(); ++i) {

@@ -3,9 +3,12 @@
 // it, all in a sandboxed worker process (codegen/measure/). Prints the runtime
 // (median and spread), GFLOP/s, compile time and whether the outputs were correct;
 // exit status 0 only when they were. `--emit llvm` prints the optimized LLVM IR
-// instead (compiled in this process), `--emit ptx` the PTX of the cuda target. A target
-// that cannot run here (cuda: no GPU on this machine) is lowered, checked and compiled
-// (its kernels and ptxas statistics printed), then refused with the reason.
+// instead (compiled in this process), `--emit ptx` the PTX of the cuda target, `--emit
+// fpga` the fpga target's instruction stream. A target that cannot run here (cuda: no GPU
+// on this machine) is lowered, checked and compiled (its kernels and ptxas statistics
+// printed), then refused with the reason. A simulated target (fpga) runs in the worker on
+// its simulator (`--simulator fsim|rtl`); its cycles, module utilization and instruction
+// count follow, from the same simulator run here.
 #include <fmt/format.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -50,6 +53,7 @@ struct EvalOptions {
   double atol = 0;
   std::string test_fault;
   std::string worker_binary;
+  std::string simulator;
 };
 
 // "1.234 ms", "45.6 us", "2.1 s"
@@ -80,7 +84,46 @@ Json provenance_json(const Provenance& provenance) {
   return parsed_json(out);
 }
 
-void print_json(const MeasureResult& r, const EvalOptions& o) {
+// A simulated target's counts of one run of the schedule (Executable::simulated_counts),
+// compiled and simulated in this process as the worker did.
+Expected<std::vector<NamedCount>> simulated_counts(const std::string& program_text, const std::string& schedule_text,
+                                                   const EvalOptions& o) {
+  TG_ASSIGN_OR_RETURN(InstantiatedJob job, instantiate_job(program_text, schedule_text, o.target));
+  CompileOptions options;
+  options.simulator = o.simulator;
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> kernel, job.backend->compile(job.nest, options));
+  return kernel->simulated_counts();
+}
+
+int64_t count_of(const std::vector<NamedCount>& counts, const std::string& name) {
+  for (const NamedCount& c : counts)
+    if (c.name == name) return c.value;
+  return 0;
+}
+
+// Cycles, the modules' time (busy, waiting on a dependency, on DRAM, idle), the GEMM
+// core's use, instructions and DRAM traffic.
+std::string simulated_text(const std::vector<NamedCount>& c, double seconds) {
+  const int64_t cycles = count_of(c, "cycles");
+  const double share = cycles > 0 ? 100.0 / double(cycles) : 0;
+  std::string text = fmt::format("cycles     {} ({:.0f} MHz)\n", cycles, seconds > 0 ? double(cycles) / seconds / 1e6 : 0);
+  text += fmt::format("instructions {} (load {}, compute {}, store {})\n", count_of(c, "instructions"),
+                      count_of(c, "load.instructions"), count_of(c, "compute.instructions"),
+                      count_of(c, "store.instructions"));
+  for (const char* m : {"load", "compute", "store"}) {
+    const std::string p = std::string(m) + ".";
+    text += fmt::format("{:<10} busy {:.1f}%, waiting on a dependency {:.1f}%, on DRAM {:.1f}%, idle {:.1f}%\n", m,
+                        double(count_of(c, p + "busy")) * share, double(count_of(c, p + "dependency_stall")) * share,
+                        double(count_of(c, p + "dram_stall")) * share, double(count_of(c, p + "idle")) * share);
+  }
+  text += fmt::format("GEMM core  {} MACs; issuing {:.1f}% of the cycles\n", count_of(c, "macs"),
+                      double(count_of(c, "gemm_iterations")) * share);
+  text += fmt::format("DRAM       {} bytes read, {} written\n", count_of(c, "dram_read_bytes"),
+                      count_of(c, "dram_write_bytes"));
+  return text;
+}
+
+void print_json(const MeasureResult& r, const EvalOptions& o, const std::vector<NamedCount>* simulated) {
   const bool measured = r.ok();
   Json j = Json::object();
   if (measured) {
@@ -103,10 +146,15 @@ void print_json(const MeasureResult& r, const EvalOptions& o) {
   j["error"] = measured ? Json(nullptr) : Json(measure_error_name(r.error));
   j["error_message"] = measured ? Json(nullptr) : Json(with_sources(r.error_message, o));
   j["provenance"] = provenance_json(r.provenance);
+  if (simulated) {
+    Json counts = Json::object();
+    for (const NamedCount& c : *simulated) counts[c.name] = c.value;
+    j["simulated"] = counts;
+  }
   std::cout << json_text(j) << "\n";
 }
 
-void print_human(const MeasureResult& r, const EvalOptions& o) {
+void print_human(const MeasureResult& r, const EvalOptions& o, const std::vector<NamedCount>* simulated) {
   if (!r.ok()) {
     std::cerr << "tensorgym: error: " << measure_error_name(r.error) << ": " << with_sources(r.error_message, o)
               << "\n";
@@ -115,9 +163,14 @@ void print_human(const MeasureResult& r, const EvalOptions& o) {
   const TimingStats& rt = r.runtime;
   std::string text = fmt::format("correct    yes ({} points checked, max abs error {:.3g})\n", r.checked_points,
                                  r.max_abs_error);
-  text += fmt::format("runtime    {} median (min {}, max {}, cv {:.2f}%; {} repeats of {} runs)\n",
+  if (simulated) {
+    text += fmt::format("runtime    {} simulated by {} (deterministic)\n", human_time(rt.median_s), r.provenance.clock);
+    text += simulated_text(*simulated, rt.median_s);
+  } else {
+    text += fmt::format("runtime    {} median (min {}, max {}, cv {:.2f}%; {} repeats of {} runs)\n",
                       human_time(rt.median_s), human_time(rt.min_s), human_time(rt.max_s), rt.cv * 100,
                       rt.repeat, rt.number);
+  }
   text += fmt::format("GFLOP/s    {}\n", r.flops > 0 ? fmt::format("{:.2f}", r.gflops) : "n/a (no float operations)");
   text += fmt::format("compile    {:.1f} ms{}\n", r.compile_ms, r.kernel_cache_hit ? " (cached)" : "");
   text += fmt::format("threads    {}\n", r.provenance.threads);
@@ -266,8 +319,14 @@ int run_eval(const EvalOptions& o) {
     return report_error(invalid_argument("--emit llvm: the " + (*backend)->name() + " target emits no LLVM IR"));
   if (o.emit == "ptx" && (*backend)->name() != "cuda")
     return report_error(invalid_argument("--emit ptx: the " + (*backend)->name() + " target emits no PTX"));
+  if (o.emit == "fpga" && (*backend)->name() != "fpga")
+    return report_error(
+        invalid_argument("--emit fpga: the " + (*backend)->name() + " target emits no accelerator instructions"));
+  if (!o.simulator.empty() && !(*backend)->target().simulated)
+    return report_error(invalid_argument("--simulator " + o.simulator + ": the " + (*backend)->name() +
+                                         " target runs for real (only a simulated target, fpga, takes one)"));
   if (o.emit == "llvm") return emit_llvm(*program_text, schedule_text, o);
-  if (o.emit == "ptx") return emit_code(**backend, *program_text, schedule_text, o);
+  if (o.emit == "ptx" || o.emit == "fpga") return emit_code(**backend, *program_text, schedule_text, o);
   if (!(*backend)->target().can_run) return refuse_unrunnable(**backend, *program_text, schedule_text, o);
 
   Expected<TestFault> fault = parse_fault(o.test_fault);
@@ -289,6 +348,7 @@ int run_eval(const EvalOptions& o) {
   s.check_points = o.check_points;
   s.rtol = o.rtol;
   s.atol = o.atol;
+  s.simulator = o.simulator;
 
   RunnerOptions runner_options;
   runner_options.num_workers = 1;
@@ -296,10 +356,17 @@ int run_eval(const EvalOptions& o) {
   Runner runner(runner_options);
   const MeasureResult result = runner.measure(request);
   runner.shutdown();
+  // A simulated target's counts, from the same simulator here (deterministic: the run
+  // the worker timed).
+  Expected<std::vector<NamedCount>> simulated = unimplemented("not simulated");
+  if (result.ok() && (*backend)->target().simulated) {
+    simulated = simulated_counts(*program_text, schedule_text, o);
+    if (!simulated.ok()) return report_error(simulated.status());
+  }
   if (o.json) {
-    print_json(result, o);
+    print_json(result, o, simulated.ok() ? &*simulated : nullptr);
   } else {
-    print_human(result, o);
+    print_human(result, o, simulated.ok() ? &*simulated : nullptr);
   }
   return result.ok() && result.correct ? 0 : 1;
 }
@@ -317,8 +384,13 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
   cmd->add_option("--emit", o->emit,
-                  "Print an artifact instead of measuring: llvm (the optimized LLVM IR, cpu), ptx (the PTX, cuda)")
-      ->check(CLI::IsMember({"llvm", "ptx"}));
+                  "Print an artifact instead of measuring: llvm (the optimized LLVM IR, cpu), ptx (the PTX, cuda), "
+                  "fpga (the accelerator's instruction stream)")
+      ->check(CLI::IsMember({"llvm", "ptx", "fpga"}));
+  cmd->add_option("--simulator", o->simulator,
+                  "The fpga target's simulator: fsim (the C++ cycle simulator, default) or rtl (the RTL under "
+                  "Verilator)")
+      ->check(CLI::IsMember({"fsim", "rtl"}));
   cmd->add_option("--repeat", o->repeat, "Timed samples (default 5)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--number", o->number, "Initial runs per sample; grows to reach --min-repeat-ms (default 1)")
       ->check(CLI::NonNegativeNumber);

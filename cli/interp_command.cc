@@ -40,7 +40,7 @@ void add_interp_command(CLI::App& app) {
   cmd->add_option("--program", opts->program, "Program file (.tg)")->required();
   opts->schedule.add_options(*cmd);
   cmd->add_option("--target", opts->target,
-                  "Lower the schedule for this backend (cpu, cuda) and run that nest (default: the "
+                  "Lower the schedule for this backend (cpu, cuda, fpga) and run that nest (default: the "
                   "target-independent nest)");
   cmd->add_option("--seed", opts->seed, "Seed of the random inputs");
   cmd->add_option("--rtol", opts->rtol, "Relative tolerance for float outputs (sums may be reordered)");

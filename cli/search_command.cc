@@ -283,8 +283,12 @@ int run_search(const SearchCliOptions& o) {
       std::cout << "(--verbose lists every failed trial with its schedule)\n";
     }
     if (best) {
-      std::cout << fmt::format("best: trial {}, {}, {} {}\n", best->trial, gflops_text(best->eval.gflops, s.metric()),
-                               s.metric(), cost_text(best->eval.cost, s.metric()));
+      if (best->eval.gflops > 0 || best->eval.flops > 0) {
+        std::cout << fmt::format("best: trial {}, {}, {} {}\n", best->trial, gflops_text(best->eval.gflops, s.metric()),
+                                 s.metric(), cost_text(best->eval.cost, s.metric()));
+      } else {
+        std::cout << fmt::format("best: trial {}, {} {}\n", best->trial, s.metric(), cost_text(best->eval.cost, s.metric()));
+      }
       std::cout << "schedule:\n" << best->trace;
     } else {
       std::cout << "no valid schedule found\n";
@@ -317,9 +321,10 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
   cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
   cmd->add_option("--target", o->target,
-                  "What the schedules are for: cpu or cuda (default: the reward's; runtime on cuda measures on the "
-                  "GPU where one is, est_gpu_time is cuda's model)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+                  "What the schedules are for: cpu, cuda or fpga (default: the reward's; runtime on cuda measures on "
+                  "the GPU where one is, est_gpu_time is cuda's model; on fpga runtime is simulated cycles, the "
+                  "agents choose tilings)")
+      ->check(CLI::IsMember({"cpu", "cuda", "fpga"}));
   cmd->add_option("--reward", o->reward,
                   "runtime (measured), est_cycles (the analytical model) or est_gpu_time (the cuda target's GPU "
                   "model: schedules for the GPU; agents random, greedy, beam)")

@@ -1,5 +1,7 @@
 #include "cli/search_progress.h"
 
+#include "cli/figures.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,6 +13,11 @@ namespace tensorgym::cli {
 
 std::string gflops_text(double g, const std::string& metric) {
   return fmt::format("{:.2f} {}", g, metric == "runtime" ? "GFLOP/s" : "est. GFLOP/s");
+}
+
+std::string best_text(double gflops, double cost, const std::string& metric) {
+  if (gflops > 0 || metric == "est_cycles") return gflops_text(gflops, metric);
+  return seconds_text(cost) + (metric == "runtime" ? "" : " est.");  // no float operations: the time
 }
 
 ProgressDisplay::ProgressDisplay(std::string metric, bool quiet, std::string label, double time_budget_s)
@@ -28,7 +35,7 @@ double ProgressDisplay::fraction(const SearchProgress& p) const {
 
 void ProgressDisplay::update(const SearchProgress& p) {
   if (quiet_) return;
-  const std::string best = p.has_best ? gflops_text(p.best_gflops, metric_) : "-";
+  const std::string best = p.has_best ? best_text(p.best_gflops, p.best_cost, metric_) : "-";
   if (tty_) {
     const int width = 30;
     std::string bar(size_t(double(width) * fraction(p)), '#');

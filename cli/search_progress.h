@@ -12,6 +12,9 @@ namespace tensorgym::cli {
 
 // "12.34 GFLOP/s", or "12.34 est. GFLOP/s" for the est_cycles metric.
 std::string gflops_text(double gflops, const std::string& metric);
+// The best as people read it: its GFLOP/s, or for a program without float operations
+// (int8 on the fpga target) its time ("399.2 us").
+std::string best_text(double gflops, double cost, const std::string& metric);
 
 class ProgressDisplay {
  public:

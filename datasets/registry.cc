@@ -31,6 +31,7 @@ DatasetRegistry::DatasetRegistry() {
   datasets_.push_back(make_resnet50_dataset());
   datasets_.push_back(make_bert_dataset());
   datasets_.push_back(make_mobilenetv2_dataset());
+  datasets_.push_back(make_fpga_dataset());
   datasets_.push_back(make_random_ops_dataset());
   datasets_.push_back(make_graphs_dataset());  // model graphs: listed here, resolved by resolve_graph()
   auto user = std::make_unique<UserDataset>();

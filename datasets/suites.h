@@ -20,6 +20,9 @@ std::unique_ptr<StaticDataset> make_bert_dataset();
 // benchmark://mobilenetv2-v0: the distinct depthwise and pointwise layers of
 // MobileNetV2 (mobilenetv2.cc).
 std::unique_ptr<StaticDataset> make_mobilenetv2_dataset();
+// benchmark://fpga-v0: int8 convolutions and GEMMs for the fpga target, with its expert
+// schedules (fpga_dataset.cc; the files of datasets/fpga/, embedded at build time).
+std::unique_ptr<StaticDataset> make_fpga_dataset();
 // generator://random-ops-v0: random small programs, one per seed (random_ops.cc).
 std::unique_ptr<Dataset> make_random_ops_dataset();
 

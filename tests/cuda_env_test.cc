@@ -15,12 +15,12 @@
 #include "envs/env_context.h"
 #include "envs/replay.h"
 #include "envs/schedule/cursor_actions.h"
+#include "tests/env_test_support.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
 namespace {
 
-const std::string kBinary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
 const std::string kGemm = "benchmark://ops-v0/gmm-1";  // 128 x 128 x 128
 
 // Blocks of 16 x 32 outputs, one thread each, threadIdx.x along j.
@@ -29,21 +29,8 @@ const std::vector<std::string> kBindActions = {
     "bind(C.io, blockIdx.y)",  "bind(C.jo, blockIdx.x)", "bind(C.ii, threadIdx.y)",
     "bind(C.ji, threadIdx.x)"};
 
-std::shared_ptr<EnvContext> context() {
-  static std::shared_ptr<EnvContext> ctx = [] {
-    auto c = std::make_shared<EnvContext>();
-    c->worker_binary = kBinary;
-    c->threads = 1;
-    return c;
-  }();
-  return ctx;
-}
-
-std::unique_ptr<Env> env(const std::string& name = "schedule-v0") {
-  Expected<std::unique_ptr<Env>> e = make_env(name, context());
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(*e) : nullptr;
-}
+using env_test::context;
+using env_test::env;
 
 ResetOptions on_cuda() {
   ResetOptions o;
@@ -276,7 +263,7 @@ TEST(CudaEnv, ForksAndStatesKeepTheTargetAndValidate) {
 
 TEST(CudaEnv, OverGrpcTheClientStepsTheSameEpisode) {
   client::ConnectionOptions o;
-  o.server_binary = kBinary;
+  o.server_binary = env_test::kBinary;
   o.server_args = {"--threads", "1"};
   o.call_timeout_s = 120;
   Expected<std::shared_ptr<client::Connection>> c = client::Connection::open(std::move(o));

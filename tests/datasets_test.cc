@@ -88,11 +88,12 @@ TEST(Datasets, RegistryListsTheDatasetsWithTheirSizes) {
   EXPECT_EQ(sizes["benchmark://resnet50-v0"], 21);
   EXPECT_EQ(sizes["benchmark://bert-v0"], 9);
   EXPECT_EQ(sizes["benchmark://mobilenetv2-v0"], 29);
+  EXPECT_EQ(sizes["benchmark://fpga-v0"], 13);  // ResNet-18 C2..C11 and three GEMMs, int8 and blocked
   EXPECT_EQ(sizes["generator://random-ops-v0"], -1);
   EXPECT_EQ(sizes["benchmark://user-v0"], 0);
   EXPECT_EQ(sizes["benchmark://graphs-v0"], -1);  // model graphs for memory-v0 (randwire is a family)
   EXPECT_EQ(sizes["benchmark://inline-v0"], 0);   // a cache of programs sent in jobs: never listed
-  EXPECT_EQ(sizes.size(), 8u);
+  EXPECT_EQ(sizes.size(), 9u);
   for (const Dataset* d : registry().datasets()) EXPECT_FALSE(d->description().empty()) << d->name();
 }
 
@@ -124,7 +125,7 @@ TEST(Datasets, EveryFiniteBenchmarkParsesPrintsBackAndLowers) {
       ++count;
     }
   }
-  EXPECT_EQ(count, 80 + 21 + 9 + 29);
+  EXPECT_EQ(count, 80 + 21 + 9 + 29 + 13);
 }
 
 TEST(Datasets, ResolvingTwiceGivesTheSameProgram) {
@@ -915,7 +916,7 @@ TEST(DatasetRegistry, AddDataset) {
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(local.add_dataset(std::make_unique<StaticDataset>("benchmark://mine-v0", "mine", entries)).ok());
   EXPECT_EQ(local.resolve("benchmark://mine-v0/one")->uri, "benchmark://mine-v0/one");
-  EXPECT_EQ(local.datasets().size(), 9u);
+  EXPECT_EQ(local.datasets().size(), 10u);
 }
 
 }  // namespace

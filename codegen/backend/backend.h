@@ -44,6 +44,13 @@ struct TargetInfo {
   std::string run_unavailable;
   // Whether the analytical cost model has this target's machine (Backend::machine_model).
   bool has_cost_model = false;
+  // Whether its runs are simulations of the device (fpga): runtimes are then
+  // deterministic, the same on every machine, and validated like the models' rewards.
+  bool simulated = false;
+  // What times its runs, as provenance names it: "host" (the host's clock), "device"
+  // (the GPU's events), "fsim" (a simulated target's default simulator; RunnerSettings
+  // simulator picks another).
+  std::string clock = "host";
 };
 
 struct CompileOptions {
@@ -54,6 +61,32 @@ struct CompileOptions {
   // Keep the code generator's remarks (cpu: LLVM's loop-vectorizer and full-unroll
   // remarks, what the cost model's code-generator rules predict).
   bool keep_remarks = false;
+  // A simulated target's simulator (TargetInfo::simulated; fpga: "fsim", the default,
+  // or "rtl"; INVALID_ARGUMENT for another). Real targets ignore it (the runner refuses
+  // a simulator for them).
+  std::string simulator;
+};
+
+// A named count a run reports (fpga: "cycles", "load.busy", ...).
+struct NamedCount {
+  std::string name;
+  int64_t value = 0;
+};
+
+// One integer choice of a target's schedule template (ScheduleKnobs).
+struct ScheduleKnob {
+  std::string name;             // "tile_h"
+  std::vector<int64_t> values;  // the values it may take, ascending
+};
+
+// What a device design uses of the part it is built for (fpga: yosys's synthesis of the
+// accelerator), against the part's budget.
+struct DeviceResources {
+  std::string design;  // "zynq7020-1x16x16"
+  std::string part;    // "xc7z020"
+  std::vector<NamedCount> used, available;  // by resource ("luts", "flip_flops", "dsps", ...)
+  bool fits = false;
+  std::string summary;  // one line for people
 };
 
 // A kernel a device target compiled (cuda: one PTX .entry), in launch order: its
@@ -161,6 +194,13 @@ class Executable {
     return unimplemented("this executable has no device clock: time run() on the host's");
   }
 
+  // What one run of a simulated target's executable counts (fpga: cycles, per module busy
+  // and stall cycles, instructions, DRAM bytes), by the simulator it was compiled for;
+  // deterministic. UNIMPLEMENTED for a real device, where counts are not exact.
+  virtual Expected<std::vector<NamedCount>> simulated_counts() const {
+    return unimplemented("this executable runs on real hardware: it has no simulated counts");
+  }
+
   const LoopNest& nest() const { return nest_; }
   const std::string& code_text() const { return code_text_; }  // empty unless kept
   const std::vector<std::string>& remarks() const { return remarks_; }  // empty unless kept
@@ -223,6 +263,36 @@ class Backend {
   virtual Expected<std::shared_ptr<const Executable>> library_conv2d(const Conv2dParams& params) const {
     (void)params;
     return unimplemented("target " + name() + " has no vendor convolution");
+  }
+
+  // The schedule measured rewards start from where the program cannot run unscheduled
+  // (a trace; empty: the unscheduled program): a GPU's default binding, an
+  // accelerator's smallest tiling. An error where the target cannot run the program at all.
+  virtual Expected<std::string> default_schedule(const ProgramPtr& program) const {
+    (void)program;
+    return std::string();
+  }
+
+  // A target whose schedules have one form chosen by a few integer knobs (fpga: the
+  // tiling of a tensorized convolution, as AutoTVM's templates for VTA): the knobs for
+  // `program` with the values each may take. Search agents choose among them there
+  // instead of stepping through primitives. UNIMPLEMENTED for a target scheduled
+  // primitive by primitive; FAILED_PRECONDITION for a program the target cannot run.
+  virtual Expected<std::vector<ScheduleKnob>> schedule_knobs(const ProgramPtr& program) const {
+    (void)program;
+    return unimplemented("target " + name() + " is scheduled primitive by primitive: it has no schedule knobs");
+  }
+  // The schedule (a trace) for one value of each knob, in schedule_knobs' order;
+  // INVALID_ARGUMENT naming the rule a combination breaks (a buffer it overflows).
+  virtual Expected<std::string> knob_schedule(const ProgramPtr& program, const std::vector<int64_t>& choice) const {
+    (void)program, (void)choice;
+    return unimplemented("target " + name() + " is scheduled primitive by primitive: it has no schedule knobs");
+  }
+
+  // What the target's device design uses of its part (fpga: a yosys synthesis, run once
+  // and kept). UNIMPLEMENTED for a target without a design of its own.
+  virtual Expected<DeviceResources> resources() const {
+    return unimplemented("target " + name() + " is not a device design of ours: it has no resource report");
   }
 
   // The instruction classes of generated code (cpu: LLVM's opcode names), and how many

@@ -4,6 +4,7 @@
 
 #include "codegen/cpu/cpu_backend.h"
 #include "codegen/cuda/cuda_backend.h"
+#include "codegen/fpga/fpga_backend.h"
 
 namespace tensorgym {
 namespace {
@@ -17,6 +18,7 @@ struct Registration {
 constexpr Registration kBackends[] = {
     {"cpu", cpu_backend},    // codegen/cpu: LLVM x86 + ORC JIT
     {"cuda", cuda_backend},  // codegen/cuda: LLVM NVPTX + the CUDA driver API
+    {"fpga", fpga_backend},  // codegen/fpga: the accelerator's compiler, fsim and its RTL under Verilator
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "codegen/cuda/ptx_emitter.h"
 #include "codegen/cuda/gpu_model.h"
 #include "codegen/cuda/ptxas.h"
+#include "codegen/lower/default_gpu_schedule.h"
 #include "codegen/lower/gpu_checks.h"
 #include "support/fnv.h"
 
@@ -45,6 +46,7 @@ class CudaBackend final : public Backend {
       i.run_unavailable = cuda::run_unavailable_reason();
       i.can_run = i.run_unavailable.empty();
       i.has_cost_model = false;
+      i.clock = "device";  // CUDA events around the launches
       return i;
     }();
     return info;
@@ -60,6 +62,13 @@ class CudaBackend final : public Backend {
                                           {.name = "insert_gpu_barriers", .run = insert_gpu_barriers}},
                                          /*thread_binding=*/true, TargetKind::kGpu};
     return lowering;
+  }
+
+  // One thread per output element in blocks (codegen/lower/default_gpu_schedule.h): a
+  // GPU cannot run the unscheduled program's single thread.
+  Expected<std::string> default_schedule(const ProgramPtr& program) const override {
+    TG_ASSIGN_OR_RETURN(Schedule s, default_gpu_schedule(program, lowering()));
+    return s.trace().to_string();
   }
 
   // The GPU model on the GPU the target names (TargetInfo::device's H100), for a nest a

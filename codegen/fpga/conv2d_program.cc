@@ -227,7 +227,7 @@ Expected<Epilogue> read_epilogue(const StageDef& y) {
 
 }  // namespace
 
-Expected<Conv2dLayer> recognize_conv2d(const Program& program, const AccelConfig& config) {
+Expected<Conv2dLayer> recognize_conv2d(const Program& program, const AccelConfig& config, Conv2dOperands* operands) {
   if (program.inputs.size() != 2 || program.outputs.size() != 1 || program.stages.size() < 2 ||
       program.stages.size() > 3)
     return failed_precondition(fmt::format(
@@ -267,6 +267,7 @@ Expected<Conv2dLayer> recognize_conv2d(const Program& program, const AccelConfig
     return cannot(*conv, fmt::format("computes {}x{} outputs; a {}x{} stride-{} conv of the {}x{} image padded by {} "
                                      "gives {}x{}",
                                      ys[2], ys[3], l.r, l.s, l.stride, l.h, l.w, l.pad, l.oh(), l.ow()));
+  if (operands) *operands = {x->name, w->name};
   return l;
 }
 

@@ -31,7 +31,13 @@ namespace tensorgym::fpga {
 // strides or padding across rows and columns, padding that is not symmetric or not
 // zero, an output extent that is not the layer's, a divisor that is not a power of two,
 // a clamp other than ReLU's or int8's.
-Expected<Conv2dLayer> recognize_conv2d(const Program& program, const AccelConfig& config);
+// `operands`, where given, receives the names of the inputs the conv reads as its image
+// and its weights.
+struct Conv2dOperands {
+  std::string input, weights;
+};
+Expected<Conv2dLayer> recognize_conv2d(const Program& program, const AccelConfig& config,
+                                       Conv2dOperands* operands = nullptr);
 
 // The program of that form for `layer` blocked for `config` (no comment line; the
 // padding stage only where pad > 0): recognize_conv2d's inverse.

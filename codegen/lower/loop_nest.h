@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "support/shared_vector.h"
 
 namespace tensorgym {
+
+class ScheduleState;  // codegen/schedule/schedule_state.h
 
 // A buffer passed to the function: dense, row-major, 64-byte aligned by the caller.
 struct BufferArg {
@@ -29,6 +32,10 @@ struct LoopNest {
   // The target whose own lowering passes ran (lower(state, target)); empty for the
   // target-independent nest. A backend compiles only a nest lowered for it.
   std::string target;
+  // The state lowered, kept for a target whose compiler reads the schedule as well as
+  // the nest (LoweringTarget::needs_schedule: fpga reads a convolution's tiling off it);
+  // null otherwise.
+  std::shared_ptr<const ScheduleState> schedule;
 
   // Inputs then outputs, the order in which a backend receives buffers.
   std::vector<BufferArg> args() const {

@@ -46,17 +46,20 @@ void log_pass(const LowerOptions& options, std::string_view pass, const LoopNest
 }
 
 // The outermost first loop bound by bind(), or null.
-const For* first_bound_loop(const Stmt& body) {
+// The first loop bound to a thread; `vthread` counts only where `with_vthread`.
+const For* first_bound_loop(const Stmt& body, bool with_vthread = true) {
   struct Finder : IRVisitor {
     const For* found = nullptr;
+    bool with_vthread = true;
     void visit(const For* op) override {
       if (found) return;
-      if (!op->thread_tag.empty())
+      if (!op->thread_tag.empty() && (with_vthread || op->thread_tag != "vthread"))
         found = op;
       else
         IRVisitor::visit(op);
     }
   } finder;
+  finder.with_vthread = with_vthread;
   finder.visit_stmt(body);
   return finder.found;
 }
@@ -124,15 +127,20 @@ Expected<LoopNest> lower(const ScheduleState& state, const LoweringTarget& targe
   for_target.allow_thread_binding = options.allow_thread_binding || target.thread_binding;
   for_target.allow_accelerator_scopes = options.allow_accelerator_scopes || target.kind == TargetKind::kAccelerator;
   TG_ASSIGN_OR_RETURN(LoopNest nest, lower(state, for_target));
+  if (target.needs_schedule) nest.schedule = std::make_shared<const ScheduleState>(state);
   return lower_for_target(std::move(nest), target, for_target);
 }
 
 Expected<LoopNest> lower_for_target(LoopNest nest, const LoweringTarget& target, const LowerOptions& options) {
   if (!nest.target.empty())
     return failed_precondition("the loop nest was already lowered for target " + nest.target);
+  if (target.needs_schedule && !nest.schedule)
+    return failed_precondition("the " + target.name + " target compiles from the schedule as well as the nest: "
+                               "lower the schedule for it (the nest carries no schedule)");
   if (!target.thread_binding) {
-    // A nest lowered with thread binding allowed (for another target) keeps its bound loops.
-    if (const For* bound = first_bound_loop(nest.body))
+    // A nest lowered with thread binding allowed (for another target) keeps its bound
+    // loops. An accelerator's virtual threads are its own.
+    if (const For* bound = first_bound_loop(nest.body, /*with_vthread=*/target.kind != TargetKind::kAccelerator))
       return failed_precondition("loop " + bound->name + " is bound to " + bound->thread_tag + "; the " +
                                  target.name + " target does not support thread binding");
   }

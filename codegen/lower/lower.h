@@ -35,6 +35,9 @@ struct LoweringTarget {
   bool thread_binding = false;
   // What kind of target it is: which primitives its schedules use.
   TargetKind kind = TargetKind::kCpu;
+  // Whether the target's compiler reads the schedule too (LoopNest::schedule): an
+  // accelerator whose instructions are a tiling, not the nest's loops.
+  bool needs_schedule = false;
 };
 
 struct LowerOptions {

@@ -158,6 +158,11 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   }
   const Program& program = *job->program;
   const LoopNest& nest = job->nest;
+  if (!settings.simulator.empty() && !job->backend->target().simulated)
+    return error_result(MeasureError::kInstantiation,
+                        fmt::format("runner setting simulator = '{}': the {} target runs for real (only a simulated "
+                                    "target, fpga, takes a simulator)",
+                                    settings.simulator, job->backend->name()));
 
   // ---- compile -----------------------------------------------------------------
   phase = Phase::kCompile;
@@ -173,6 +178,7 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   } else {
     CompileOptions options;
     options.keep_code_text = request.emit_code_text;
+    options.simulator = settings.simulator;
     const double t0 = now_s();
     Expected<std::shared_ptr<const Executable>> compiled = job->backend->compile(nest, options);
     const double compile_ms = (now_s() - t0) * 1e3;
@@ -309,6 +315,7 @@ std::string KernelCache::key(const MeasureRequest& request) {
   k += request.schedule;
   k += '\0';
   k += request.emit_code_text ? '1' : '0';
+  k += request.settings.simulator;
   return k;
 }
 

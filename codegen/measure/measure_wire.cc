@@ -17,6 +17,7 @@ void to_proto(const RunnerSettings& in, proto::RunnerSettings* out) {
   out->set_check_points(in.check_points);
   out->set_rtol(in.rtol);
   out->set_atol(in.atol);
+  out->set_simulator(in.simulator);
 }
 
 RunnerSettings from_proto(const proto::RunnerSettings& in) {
@@ -32,6 +33,7 @@ RunnerSettings from_proto(const proto::RunnerSettings& in) {
   out.check_points = in.check_points();
   out.rtol = in.rtol();
   out.atol = in.atol();
+  out.simulator = in.simulator();
   return out;
 }
 
@@ -48,6 +50,7 @@ void to_proto(const Provenance& in, proto::Provenance* out) {
   out->set_worker_pid(in.worker_pid);
   out->set_endpoint(in.endpoint);
   out->set_instance_id(in.instance_id);
+  out->set_clock(in.clock);
 }
 
 Provenance from_proto(const proto::Provenance& in) {
@@ -64,6 +67,7 @@ Provenance from_proto(const proto::Provenance& in) {
   out.worker_pid = in.worker_pid();
   out.endpoint = in.endpoint();
   out.instance_id = in.instance_id();
+  out.clock = in.clock();
   return out;
 }
 

@@ -24,6 +24,8 @@ struct RunnerSettings {
   int64_t check_points = 0;  // output points compared with the reference evaluator
   double rtol = 0;
   double atol = 0;
+  // A simulated target's simulator (fpga: "fsim" or "rtl"); empty: the target's own.
+  std::string simulator;
 
   bool operator==(const RunnerSettings&) const = default;
 };
@@ -76,6 +78,7 @@ struct Provenance {
   std::string target_triple;
   std::string device;            // the processor (the CPU's name for cpu)
   std::string features;          // the target's enabled features
+  std::string clock;             // what timed it: "host", "device", "fsim", "rtl" (TargetInfo::clock)
   int threads = 0;
   RunnerSettings settings;
   std::string hostname;

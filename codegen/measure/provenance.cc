@@ -26,6 +26,7 @@ Provenance make_provenance(const TargetInfo& target, const RunnerSettings& setti
   p.target_triple = target.triple;
   p.device = target.device;
   p.features = target.features;
+  p.clock = target.simulated && !settings.simulator.empty() ? settings.simulator : target.clock;
   p.threads = settings.threads;
   p.settings = settings;
   p.hostname = host_name();

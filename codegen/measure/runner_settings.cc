@@ -37,6 +37,9 @@ Expected<RunnerSettings> resolve_runner_settings(const RunnerSettings& settings)
   TG_RETURN_IF_ERROR(check_range("check_points", double(settings.check_points), double(kMaxCheckPoints)));
   TG_RETURN_IF_ERROR(check_range("rtol", settings.rtol, 1));
   TG_RETURN_IF_ERROR(check_range("atol", settings.atol, 1e30));
+  if (!settings.simulator.empty() && settings.simulator != "fsim" && settings.simulator != "rtl")
+    return invalid_argument("runner setting simulator = '" + settings.simulator +
+                            "' is not a simulator (fsim, rtl: the fpga target's)");
 
   RunnerSettings r = settings;
   if (r.number == 0) r.number = 1;
@@ -65,9 +68,9 @@ TimingOptions timing_options(const RunnerSettings& resolved) {
 std::string runner_settings_key(const RunnerSettings& s) {
   // Every field, exactly ({} prints the shortest text that reads back the same double).
   return fmt::format("number={} repeat={} min_repeat_ms={} flush_cache={} threads={} seed={} compile_timeout_s={} "
-                     "run_timeout_s={} check_points={} rtol={} atol={}",
+                     "run_timeout_s={} check_points={} rtol={} atol={} simulator={}",
                      s.number, s.repeat, s.min_repeat_ms, s.flush_cache, s.threads, s.seed, s.compile_timeout_s,
-                     s.run_timeout_s, s.check_points, s.rtol, s.atol);
+                     s.run_timeout_s, s.check_points, s.rtol, s.atol, s.simulator);
 }
 
 }  // namespace tensorgym

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "codegen/analysis/features.h"
@@ -42,6 +43,60 @@ Status other_target(const ScheduleEpisode& e, std::string_view observation, std:
                     std::string_view instead) {
   return failed_precondition(fmt::format("{} is the {} target's; this episode's target is {}{}", observation,
                                          its_target, e.target, instead.empty() ? "" : fmt::format(" ({})", instead)));
+}
+
+// The labels of fpga_cycles: the fpga executable's simulated counts, in this order.
+const std::vector<std::string>& fpga_count_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"cycles",          "instructions",   "macs",           "gemm_iterations",
+                                  "alu_iterations",  "dram_read_bytes", "dram_write_bytes"};
+    for (const char* m : {"load", "compute", "store"})
+      for (const char* c : {"instructions", "busy", "dependency_stall", "dram_stall", "idle"})
+        n.push_back(std::string(m) + "." + c);
+    return n;
+  }();
+  return names;
+}
+
+Expected<Event> fpga_cycles(ScheduleEpisode& e) {
+  if (e.target != "fpga") return other_target(e, "fpga_cycles", "fpga", "");
+  TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> exe, e.derived->target_code());
+  TG_ASSIGN_OR_RETURN(std::vector<NamedCount> counts, exe->simulated_counts());
+  Int64Tensor t{{int64_t(fpga_count_names().size())}, {}};
+  for (const std::string& name : fpga_count_names()) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const NamedCount& c) { return c.name == name; });
+    if (it == counts.end()) return internal_error("the fpga executable does not count " + name);
+    t.values.push_back(it->value);
+  }
+  return Event(std::move(t));
+}
+
+const std::vector<std::string>& fpga_resource_names() {
+  static const std::vector<std::string> names = {"luts", "flip_flops", "dsps", "bram18"};
+  return names;
+}
+
+Expected<Event> fpga_resources(ScheduleEpisode& e) {
+  if (e.target != "fpga") return other_target(e, "fpga_resources", "fpga", "");
+  TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
+  TG_ASSIGN_OR_RETURN(DeviceResources r, backend->resources());
+  auto column = [](const std::vector<NamedCount>& counts) -> Expected<Event> {
+    Int64Tensor t{{int64_t(fpga_resource_names().size())}, {}};
+    for (const std::string& name : fpga_resource_names()) {
+      auto it = std::find_if(counts.begin(), counts.end(), [&](const NamedCount& c) { return c.name == name; });
+      if (it == counts.end()) return internal_error("the fpga resource report has no " + name);
+      t.values.push_back(it->value);
+    }
+    return Event(std::move(t));
+  };
+  TG_ASSIGN_OR_RETURN(Event used, column(r.used));
+  TG_ASSIGN_OR_RETURN(Event available, column(r.available));
+  return Event(EventDict{{"design", Event(r.design)},
+                         {"part", Event(r.part)},
+                         {"used", std::move(used)},
+                         {"available", std::move(available)},
+                         {"fits", Event(r.fits)},
+                         {"summary", Event(r.summary)}});
 }
 
 // The columns of ptxas_stats, one row per kernel.
@@ -215,6 +270,32 @@ std::vector<ObservationDef> make_observations() {
                      .set_description("per kernel, in launch order: ptxas's registers per thread, shared, stack and "
                                       "spill bytes, and its launch (threads per block, blocks)"),
                  ptxas_stats});
+  obs.push_back({text("fpga_instructions",
+                      "the fpga target's instruction stream, one instruction a line, after a line naming the layer "
+                      "and its tiling (docs/fpga.md \"ISA\")"),
+                 [](ScheduleEpisode& e) -> Expected<Event> {
+                   if (e.target != "fpga") return other_target(e, "fpga_instructions", "fpga", "");
+                   TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> exe, e.derived->target_code());
+                   return Event(exe->code_text());
+                 }});
+  obs.push_back({Space::int64_box("fpga_cycles", {int64_t(fpga_count_names().size())}, 0, Space::kInf)
+                     .set_labels(fpga_count_names())
+                     .set_default(Event(Int64Tensor{{int64_t(fpga_count_names().size())},
+                                                    std::vector<int64_t>(fpga_count_names().size(), 0)}))
+                     .set_description("the fpga target's simulated run (fsim, or the RTL with runner.simulator=rtl): "
+                                      "cycles, instructions, MACs, DRAM bytes, and per module (load, compute, store) "
+                                      "its instructions and cycles busy, stalled on a dependency, stalled on DRAM "
+                                      "and idle"),
+                 fpga_cycles});
+  obs.push_back({Space::dict("fpga_resources",
+                             {Space::string("design"), Space::string("part"),
+                              Space::int64_box("used", {4}, 0, Space::kInf).set_labels(fpga_resource_names()),
+                              Space::int64_box("available", {4}, 0, Space::kInf).set_labels(fpga_resource_names()),
+                              Space::boolean("fits"), Space::string("summary")})
+                     .set_description("what yosys's synthesis of the fpga target's design uses of its part (LUTs, "
+                                      "flip-flops, DSP48E1, block RAM in 18 Kb halves) and whether it fits; the "
+                                      "first call may synthesize (a minute or two)"),
+                 fpga_resources});
   const std::vector<std::string>& opcodes = host_backend().opcode_names();
   obs.push_back({Space::int64_box("inst_count", {int64_t(opcodes.size())}, 0, Space::kInf)
                      .set_labels(opcodes)

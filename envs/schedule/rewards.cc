@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "codegen/backend/registry.h"
-#include "codegen/lower/default_gpu_schedule.h"
 #include "codegen/measure/runner_settings.h"
 #include "envs/env_context.h"
 #include "envs/schedule/metrics.h"
@@ -123,15 +122,14 @@ Expected<double> schedule_metric(const std::string& metric, ScheduleEpisode& e) 
 }
 
 Expected<double> initial_metric(const std::string& metric, const ScheduleEpisode& e) {
-  // A GPU cannot run the unscheduled program: a measured reward there starts from the
-  // default GPU schedule (codegen/lower/default_gpu_schedule.h). The models value the
+  // A GPU or an accelerator cannot run the unscheduled program: a measured reward there
+  // starts from the target's default schedule (Backend::default_schedule: a GPU's
+  // default binding, the accelerator's smallest tiling). The models value the
   // unscheduled program (est_gpu_time: one GPU thread).
   if (metric != "est_cycles" && metric != "est_gpu_time") {
     TG_ASSIGN_OR_RETURN(const Backend* backend, find_backend(e.target));
-    if (backend->lowering().thread_binding) {
-      TG_ASSIGN_OR_RETURN(Schedule baseline, default_gpu_schedule(e.benchmark.program, backend->lowering()));
-      return cached_metric("initial", metric, e, baseline.trace().to_string());
-    }
+    TG_ASSIGN_OR_RETURN(std::string baseline, backend->default_schedule(e.benchmark.program));
+    return cached_metric("initial", metric, e, baseline);
   }
   return cached_metric("initial", metric, e, "");
 }

@@ -204,8 +204,20 @@ Expected<std::vector<double>> ScheduleEnv::rewards(const std::vector<std::string
     if (!def) return invalid_argument("unknown reward space " + quote_text(n));
     last_reward_space_ = n;
     Expected<double> initial = initial_metric(def->metric, episode_);
+    // A target that runs only whole schedules (a GPU's binding, an accelerator's tiling:
+    // Backend::default_schedule) has no runtime for a state its compiler refuses yet: the
+    // measured rewards stay where they were (0) until the schedule is whole.
+    if (initial.ok() && !def->space.deterministic() && episode_.schedule->trace_length() > 0 &&
+        runs_only_whole_schedules(episode_) && !episode_.derived->target_code().ok()) {
+      out.push_back(0.0);
+      continue;
+    }
     Expected<double> scale_base = def->normalize_by_expert ? expert_metric(def->metric, episode_) : initial;
-    Expected<double> current = schedule_metric(def->metric, episode_);
+    // Where the target cannot run the unscheduled program, its default schedule stands in
+    // for it (initial_metric): an episode starts at reward 0, as on the cpu.
+    Expected<double> current = episode_.schedule->trace_length() == 0 && !def->space.deterministic()
+                                   ? initial
+                                   : schedule_metric(def->metric, episode_);
     if (!initial.ok() || !scale_base.ok() || !current.ok()) {
       const Status& st = !initial.ok() ? initial.status() : !scale_base.ok() ? scale_base.status() : current.status();
       if (first_error.ok()) first_error = Status(st.code(), "reward " + n + ": " + st.message());
@@ -231,6 +243,13 @@ Expected<std::vector<double>> ScheduleEnv::rewards(const std::vector<std::string
   }
   if (!first_error.ok()) return first_error;
   return out;
+}
+
+bool ScheduleEnv::runs_only_whole_schedules(const ScheduleEpisode& e) {
+  Expected<const Backend*> backend = find_backend(e.target);
+  if (!backend.ok()) return false;
+  Expected<std::string> baseline = (*backend)->default_schedule(e.benchmark.program);
+  return baseline.ok() && !baseline->empty();
 }
 
 StepResult ScheduleEnv::step(const std::vector<Event>& actions, const std::vector<std::string>& observations,
@@ -286,9 +305,12 @@ EpisodeState ScheduleEnv::state() const {
   auto it = cumulative_.find(last_reward_space_);
   s.reward = it == cumulative_.end() ? 0.0 : it->second;
   s.walltime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // A simulated target's measurements are deterministic too (fpga: cycles at its clock).
+  Expected<const Backend*> backend = find_backend(episode_.target);
+  const bool simulated = backend.ok() && (*backend)->target().simulated;
   for (const auto& [name, value] : cumulative_) {
     const RewardDef* def = find_schedule_reward(name);
-    if (def && def->space.deterministic()) s.deterministic_rewards[name] = value;
+    if (def && (def->space.deterministic() || simulated)) s.deterministic_rewards[name] = value;
   }
   // Where and how the current schedule's runtime was measured, if it was.
   if (episode_.derived) {
@@ -318,6 +340,11 @@ Status ScheduleEnv::set_parameter(const std::string& key, const std::string& val
   } else if (key == "runner.flush_cache") {
     if (value != "true" && value != "false") return invalid_argument("runner.flush_cache must be true or false");
     s.flush_cache = value == "true";
+  } else if (key == "runner.simulator") {
+    if (value != "fsim" && value != "rtl")
+      return invalid_argument("runner.simulator must be fsim or rtl (the fpga target's simulators), not " +
+                              quote_text(value));
+    s.simulator = value;
   } else if (key == "runner.timeout_s") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 3600));
     s.compile_timeout_s = double(v);
@@ -325,7 +352,7 @@ Status ScheduleEnv::set_parameter(const std::string& key, const std::string& val
   } else {
     return invalid_argument("unknown parameter " + quote_text(key) +
                             " (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "
-                            "runner.seed, runner.flush_cache, runner.timeout_s)");
+                            "runner.seed, runner.flush_cache, runner.timeout_s, runner.simulator)");
   }
   if (started()) episode_.invalidate();
   return Status();

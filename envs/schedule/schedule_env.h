@@ -38,6 +38,9 @@ class ScheduleEnv : public Env {
   Status apply_action(const Event& action, bool* changed);
   std::vector<Event> observe(const std::vector<std::string>& names, Status* error);
   Expected<std::vector<double>> rewards(const std::vector<std::string>& names);
+  // Whether the episode's target runs only scheduled programs (a non-empty
+  // Backend::default_schedule: cuda, fpga).
+  static bool runs_only_whole_schedules(const ScheduleEpisode& e);
   bool started() const { return episode_.schedule != nullptr; }
 
   std::shared_ptr<EnvContext> context_;

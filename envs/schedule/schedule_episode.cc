@@ -19,11 +19,13 @@ bool is_cancelled(const Expected<MeasureResult>& r) {
   return !r.ok() && r.status().code() == StatusCode::kCancelled;
 }
 
-// Lowering for a target: thread binding where the target runs bound loops (a GPU).
+// Lowering for a target: thread binding where the target runs bound loops (a GPU), the
+// on-chip scopes and virtual threads on an accelerator.
 LowerOptions lower_options(const std::string& target) {
   LowerOptions options;
   Expected<const Backend*> backend = find_backend(target);
   options.allow_thread_binding = backend.ok() && (*backend)->lowering().thread_binding;
+  options.allow_accelerator_scopes = backend.ok() && (*backend)->lowering().kind == TargetKind::kAccelerator;
   return options;
 }
 
@@ -72,7 +74,10 @@ Expected<std::shared_ptr<const LoopNest>> DerivedState::target_nest() {
     if (!backend.ok()) {
       target_nest_ = backend.status();
     } else {
-      Expected<LoopNest> lowered = lower_for_target(*generic, (*backend)->lowering(), lower_options(target_));
+      LoopNest nest = *generic;
+      // The state lives as long as the schedule it belongs to (aliasing pointer).
+      if ((*backend)->lowering().needs_schedule) nest.schedule = std::shared_ptr<const ScheduleState>(schedule_, &schedule_->state());
+      Expected<LoopNest> lowered = lower_for_target(std::move(nest), (*backend)->lowering(), lower_options(target_));
       if (lowered.ok()) {
         target_nest_ = std::shared_ptr<const LoopNest>(std::make_shared<LoopNest>(std::move(*lowered)));
       } else {
@@ -88,7 +93,10 @@ Expected<std::shared_ptr<const Executable>> DerivedState::target_code() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!target_code_) {
     Expected<const Backend*> backend = find_backend(target_);
-    target_code_ = backend.ok() ? (*backend)->compile(*nest, {.keep_code_text = true})
+    CompileOptions options;
+    options.keep_code_text = true;
+    if (backend.ok() && (*backend)->target().simulated) options.simulator = settings_.simulator;
+    target_code_ = backend.ok() ? (*backend)->compile(*nest, options)
                                 : Expected<std::shared_ptr<const Executable>>(backend.status());
   }
   return *target_code_;

@@ -152,8 +152,9 @@ class TensorGymEnv(gym.Env):
     ManagedService or a Connection; other keyword arguments go to Connection (binary,
     auth_token, auth_token_file, tls, tls_ca_file, reconnect_timeout_s, ...).
     action_mask: request the action mask each step, as info["action_mask"].
-    target: the backend episodes compile for and are measured on ("cpu", the default, or
-    "cuda"; schedule-v0 only). On cuda the default reward is est_gpu_time.
+    target: the backend episodes compile for and are measured on ("cpu", the default,
+    "cuda" or "fpga"; schedule-v0 only). On cuda the default reward is est_gpu_time; on
+    fpga runtime, simulated cycles at the design's clock (deterministic).
     """
 
     metadata = {"render_modes": ["ansi"]}
@@ -170,6 +171,8 @@ class TensorGymEnv(gym.Env):
         defaults = dict(DEFAULTS.get(env, {}))
         if target == "cuda" and env == "schedule-v0":
             defaults["reward"] = "est_gpu_time"  # est_cycles models the cpu
+        if target == "fpga" and env == "schedule-v0":
+            defaults["reward"] = "runtime"  # simulated: deterministic
         self._target = target or ""
         self.render_mode = render_mode
         self.env_name = env
@@ -308,7 +311,7 @@ class TensorGymEnv(gym.Env):
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None):
         """Starts an episode. options: "benchmark" (a URI), "action_space",
-        "max_episode_steps", "target" ("cpu", "cuda": this episode's backend), "state" (an
+        "max_episode_steps", "target" ("cpu", "cuda", "fpga": this episode's backend), "state" (an
         EpisodeState to continue from: its benchmark, action space, target and actions)."""
         super().reset(seed=seed)
         options = dict(options or {})

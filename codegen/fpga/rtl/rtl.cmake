@@ -82,7 +82,9 @@ option(TENSORGYM_SYNTH "yosys synthesis targets and tests where yosys is found" 
 if(TENSORGYM_SYNTH)
   find_program(YOSYS yosys)
 endif()
+target_compile_definitions(tg_fpga PRIVATE TENSORGYM_FPGA_RTL_GEN="${rtl_gen}" TENSORGYM_FPGA_RTL_SOURCE="${rtl_dir}")
 if(YOSYS)
+  target_compile_definitions(tg_fpga PRIVATE TENSORGYM_YOSYS=1)
   foreach(config ${TENSORGYM_RTL_CONFIGS})
     string(MAKE_C_IDENTIFIER ${config} id)
     add_custom_target(fpga_synth_${id}
