@@ -2,10 +2,12 @@
 // of both configurations (each at its own dram_max_outstanding, and the default design
 // also at 1), every ALU operation, padded loads and a STORE read back by a LOAD, the
 // DRAM image after the run is fsim's byte for byte and the cycles agree within 5%
-// (docs/fpga.md "RTL"). Skipped when the build has no RTL models.
+// (docs/fpga.md "RTL"). Skipped when the build has no RTL models; the packed-DSP
+// arithmetic's check runs without them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -268,6 +270,26 @@ TEST(FpgaRtlTiming, TwoRowsByHand) {
   r = simulate_rtl(c, two_rows, dram);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->cycles, 83);
+}
+
+// One step of the GEMM core's two-products-per-DSP chain (pair_mac in
+// codegen/fpga/rtl/compute.sv), bit for bit on every int8 x, w1, w2 and accumulators at
+// int32's edges: P = h * 2^16 + 2^15 + x * (w1 * 2^16 + w2) mod 2^48, the packed weight
+// within the DSP48E1's 25-bit port; P[47:16] is h + x * w1 wrapped to int32 and P[15:0]
+// is x * w2 + 2^15.
+TEST(FpgaRtlDsp, TwoProductsFromOneMultiplyAreExact) {
+  int64_t wrong = 0;
+  for (const uint32_t h : {0u, 1u, 0x7fffffffu, 0x80000000u, 0xffffffffu, 0x12345678u})
+    for (int x = -128; x < 128; ++x)
+      for (int w1 = -128; w1 < 128; ++w1)
+        for (int w2 = -128; w2 < 128; ++w2) {
+          const int64_t w = int64_t(w1) * 65536 + w2;
+          if (w < -(1 << 24) || w >= (1 << 24)) ++wrong;
+          const uint64_t c = (uint64_t(h) << 16) | 0x8000;
+          const uint64_t p = (c + uint64_t(int64_t(x) * w)) & ((uint64_t(1) << 48) - 1);
+          if (uint32_t(p >> 16) != h + uint32_t(x * w1) || int64_t(p & 0xffff) != x * w2 + 0x8000) ++wrong;
+        }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(FpgaRtl, MoreRequestsInFlightThanBuiltIsUnimplemented) {

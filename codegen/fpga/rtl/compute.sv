@@ -238,26 +238,66 @@ module compute_module (
     endcase
   endfunction
 
+  // Two products per DSP48E1 (25 x 18 bits signed, a pre-adder on the 25-bit port and a
+  // 48-bit post-adder): output channels o and o + 1 (weights w1, w2) share each input x,
+  // so input lane k's one multiply makes both, in a chain of BLOCK_IN DSPs per pair:
+  //   P_k = C_k + x_k * W_k,  W_k = w1_k * 2^16 + w2_k,  C_k = H_{k-1} * 2^16 + 2^15,
+  // H_{-1} o's accumulator, H_k = P_k[47:16]. Exact for every int8 input:
+  // - r = x * w1 and q = x * w2 lie in [-16256, 16384] (-128 * 127, -128 * -128), inside
+  //   [-2^15, 2^15): q needs w2's field to be 16 bits (15 do not hold 16384).
+  // - W lies in [-128 * 2^16 - 128, 127 * 2^16 + 127], inside the 25-bit port's
+  //   [-2^24, 2^24) (a 17-bit field would not fit: -128 * 2^17 - 1 < -2^24).
+  // - P_k = (H_{k-1} + r_k) * 2^16 + (q_k + 2^15) and 0 <= q_k + 2^15 < 2^16: the low
+  //   field neither borrows from nor carries into the high one, so H_k = H_{k-1} + r_k
+  //   (mod 2^32: P is mod 2^48) and P_k[15:0] = q_k + 2^15.
+  // So o gets acc + sum r_k from the chain, wrapping as fsim's int32, and o + 1 gets
+  // acc + sum P_k[15:0] - BLOCK_IN * 2^15, summed in LUTs (tests/fpga_rtl_test.cc checks
+  // one step on all 2^24 x, w1, w2).
+  function automatic logic [47:0] pair_mac(input logic [31:0] h, input logic signed [7:0] x,
+                                           input logic signed [7:0] w1, input logic signed [7:0] w2);
+    logic signed [24:0] w;
+    w = $signed({w1[7], w1, 16'b0}) + $signed({{17{w2[7]}}, w2});
+    pair_mac = $signed({h, 16'h8000}) + x * w;
+  endfunction
+
+  localparam int LOW_BITS = 16 + $clog2(BI);  // holds the sum of BI 16-bit fields
   integer b, o, k, lane;
   logic [31:0] sum;
+  logic [47:0] chain;
+  logic [LOW_BITS-1:0] low;
   logic signed [15:0] product;
   always_comb begin
     result = '0;
     sum = '0;
+    chain = '0;
+    low = '0;
     product = '0;
+    o = 0;
     k = 0;
     for (b = 0; b < B; b = b + 1)
-      for (o = 0; o < BO; o = o + 1) begin
-        if (!is_gemm) begin
+      if (!is_gemm) begin
+        for (o = 0; o < BO; o = o + 1)
           result[32 * (b * BO + o) +: 32] = alu(alu_op, a_val[32 * (b * BO + o) +: 32],
                                                 use_imm ? imm : b_val[32 * (b * BO + o) +: 32]);
-        end else if (!do_reset) begin
-          sum = a_val[32 * (b * BO + o) +: 32];
+      end else if (!do_reset) begin
+        for (o = 0; o + 1 < BO; o = o + 2) begin
+          chain = {a_val[32 * (b * BO + o) +: 32], 16'b0};
+          low = '0;
           for (k = 0; k < BI; k = k + 1) begin
-            product = $signed(inp_rdata[8 * (b * BI + k) +: 8]) * $signed(wgt_rdata[8 * (o * BI + k) +: 8]);
+            chain = pair_mac(chain[47:16], inp_rdata[8 * (b * BI + k) +: 8], wgt_rdata[8 * (o * BI + k) +: 8],
+                             wgt_rdata[8 * ((o + 1) * BI + k) +: 8]);
+            low = low + chain[15:0];
+          end
+          result[32 * (b * BO + o) +: 32] = chain[47:16];
+          result[32 * (b * BO + o + 1) +: 32] = a_val[32 * (b * BO + o + 1) +: 32] + low - BI * 32'h8000;
+        end
+        if (BO % 2 == 1) begin  // an odd BLOCK_OUT's last channel has no partner
+          sum = a_val[32 * (b * BO + BO - 1) +: 32];
+          for (k = 0; k < BI; k = k + 1) begin
+            product = $signed(inp_rdata[8 * (b * BI + k) +: 8]) * $signed(wgt_rdata[8 * ((BO - 1) * BI + k) +: 8]);
             sum = sum + {{16{product[15]}}, product};
           end
-          result[32 * (b * BO + o) +: 32] = sum;
+          result[32 * (b * BO + BO - 1) +: 32] = sum;
         end
       end
   end
