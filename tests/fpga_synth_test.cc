@@ -5,18 +5,16 @@
 // counts and times).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <map>
 
 #include "codegen/fpga/accel_config.h"
 #include "codegen/fpga/synth_report.h"
+#include "codegen/fpga/synthesize.h"
+#include "tests/env_test_support.h"
+#include "tests/test_support.h"
 
 namespace tensorgym::fpga {
 namespace {
-
-namespace fs = std::filesystem;
 
 TEST(FpgaSynthReport, ReadsTheFlattenedTopsCells) {
   const std::string report = R"(
@@ -55,28 +53,6 @@ TEST(FpgaSynthReport, ReadsTheFlattenedTopsCells) {
   EXPECT_FALSE(parse_yosys_stat("yosys said nothing useful").ok());
 }
 
-// Synthesizes configuration `name` in a directory of its own; the parsed report.
-Expected<Utilization> synthesize(const std::string& name) {
-#ifndef TENSORGYM_YOSYS
-  (void)name;
-  return unimplemented("yosys was not found at configure time");
-#else
-  const fs::path params = fs::path(TENSORGYM_BINARY_DIR) / "fpga_rtl" / name / "accel_params.svh";
-  const fs::path dir = fs::path(TENSORGYM_BINARY_DIR) / "fpga_synth_test" / name;
-  std::error_code error;
-  fs::create_directories(dir, error);
-  fs::copy_file(params, dir / "accel_params.svh", fs::copy_options::overwrite_existing, error);
-  if (error) return internal_error("cannot copy " + params.string() + ": " + error.message());
-  const std::string command = std::string(TENSORGYM_SOURCE_DIR) + "/codegen/fpga/rtl/synth.sh " + dir.string() +
-                              " " + (dir / "synth.log").string() + " > " + (dir / "stdout.txt").string() + " 2>&1";
-  if (std::system(command.c_str()) != 0) return internal_error("yosys failed: see " + (dir / "synth.log").string());
-  std::ifstream in(dir / "utilization.txt");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_yosys_stat(text.str());
-#endif
-}
-
 // Real syntheses: skipped where configure found no yosys.
 class FpgaSynth : public ::testing::Test {
  protected:
@@ -92,7 +68,7 @@ void check_synthesis(const std::string& name, bool* fits_part) {
   Expected<AccelConfig> c =
       load_accel_config(std::string(TENSORGYM_SOURCE_DIR) + "/codegen/fpga/configs/" + name + ".json");
   ASSERT_TRUE(c.ok());
-  Expected<Utilization> u = synthesize(name);
+  Expected<Utilization> u = synthesized_utilization(name);  // synthesizes unless a fresh report is there
   ASSERT_TRUE(u.ok()) << u.status().to_string();
   const PartBudget& budget = xc7z020_budget();
   std::printf("[ synth    ] %s: %s\n", name.c_str(), summary(*u, budget).c_str());
@@ -120,6 +96,30 @@ TEST_F(FpgaSynth, DefaultDesignFitsTheZynq7020) {
   bool within = false;
   check_synthesis("zynq7020-1x16x16", &within);
   EXPECT_TRUE(within);
+}
+
+// The fpga target's resource observation: the same synthesis of the default design.
+TEST_F(FpgaSynth, TheEnvironmentReportsTheDesignsResources) {
+  std::unique_ptr<Env> e = env_test::env();
+  ResetOptions on_fpga;
+  on_fpga.target = "fpga";
+  ASSERT_TRUE(e->reset("benchmark://fpga-v0/resnet18_c2", on_fpga, {}).ok());
+  StepResult r = e->step({}, {"fpga_resources"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  ASSERT_TRUE(r.observations[0].is<EventDict>());
+  std::map<std::string, Event> fields;
+  for (const auto& [k, v] : r.observations[0].as<EventDict>()) fields[k] = v;
+  EXPECT_EQ(fields["design"].as<std::string>(), "zynq7020-1x16x16");
+  EXPECT_EQ(fields["part"].as<std::string>(), "xc7z020");
+  const std::vector<int64_t>& used = fields["used"].as<Int64Tensor>().values;
+  const std::vector<int64_t>& available = fields["available"].as<Int64Tensor>().values;
+  ASSERT_EQ(used.size(), 4u);  // LUTs, flip-flops, DSP48E1, block RAM halves
+  EXPECT_EQ(available, (std::vector<int64_t>{53200, 106400, 220, 280}));
+  bool within = true;
+  for (size_t i = 0; i < used.size(); ++i) within &= used[i] > 0 && used[i] <= available[i];
+  EXPECT_EQ(fields["fits"].as<bool>(), within);
+  EXPECT_TRUE(within);
+  EXPECT_CONTAINS(fields["summary"].as<std::string>(), "fits xc7z020: yes");
 }
 
 }  // namespace

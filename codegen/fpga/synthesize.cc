@@ -1,5 +1,9 @@
 #include "codegen/fpga/synthesize.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +59,15 @@ Expected<Utilization> synthesized_utilization(const std::string& name) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   const fs::path dir = fs::path(kRtlGen) / name;
+  // And one at a time across processes (tests run side by side): an advisory lock.
+  const int lock_fd = ::open((dir / "synth.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return unavailable("no RTL parameters for configuration " + name + " (cannot open " +
+                                      (dir / "synth.lock").string() + ")");
+  ::flock(lock_fd, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }  // closing releases the lock
+  } unlock{lock_fd};
   const fs::path report = dir / "utilization.txt";
   std::error_code error;
   bool fresh = fs::exists(report, error);
