@@ -2,6 +2,8 @@
 // "fpga-v0"): ResNet-18's convolutions C2..C11 at batch 1, VTA's evaluation set, and
 // int8 GEMMs, all int8 in VTA's blocked layouts, each with its expert schedule for the
 // fpga target (<program>.fpga.sched).
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "datasets/embedded_files.h"
@@ -26,6 +28,26 @@ std::string shape_of(const std::string& text) {
   return first.substr(colon + 2, end == std::string::npos ? std::string::npos : end - colon - 2);
 }
 
+// Names in natural order: digit runs compare as numbers (resnet18_c2 before _c10).
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string x = a.substr(i, ie - i), y = b.substr(j, je - j);
+      if (x.size() != y.size()) return x.size() < y.size();  // no leading zeros in these names
+      if (x != y) return x < y;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
 }  // namespace
 
 std::unique_ptr<StaticDataset> make_fpga_dataset() {
@@ -39,6 +61,8 @@ std::unique_ptr<StaticDataset> make_fpga_dataset() {
     auto it = schedules.find(name);
     entries.push_back({name, shape_of(f.text), f.text, it == schedules.end() ? std::string() : it->second});
   }
+  std::sort(entries.begin(), entries.end(),
+            [](const SuiteEntry& x, const SuiteEntry& y) { return natural_less(x.name, y.name); });
   return std::make_unique<StaticDataset>(
       "benchmark://fpga-v0",
       "int8 convolutions (ResNet-18 C2..C11) and GEMMs in the accelerator's blocked layouts, with expert schedules "
