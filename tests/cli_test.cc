@@ -465,6 +465,43 @@ TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {
   std::filesystem::remove(schedule);
 }
 
+// The fpga target: eval runs a ResNet-18 layer on the simulator the user names, checked
+// against the reference, with cycles, module utilization and instruction counts;
+// --emit fpga prints the stream; the cpu refuses a simulator.
+TEST(CliTest, EvalRunsAResNetLayerOnTheFpgaTargetsSimulators) {
+  const std::string args = "--program " + kSource + "/datasets/fpga/resnet18_c9.tg --schedule-file " + kSource +
+                           "/datasets/fpga/resnet18_c9.fpga.sched --target fpga";
+  Result r = run("eval " + args);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "correct    yes");
+  EXPECT_CONTAINS(r.out, "simulated by fsim (deterministic)");
+  EXPECT_CONTAINS(r.out, "cycles     ");
+  EXPECT_CONTAINS(r.out, "instructions ");
+  EXPECT_CONTAINS(r.out, "compute    busy ");
+  r = run("eval " + args + " --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  Json j = parse(r.out);
+  EXPECT_TRUE(j.value("correct", false));
+  EXPECT_EQ(j["provenance"].value("clock", ""), "fsim");
+  const int64_t cycles = j["simulated"].value("cycles", int64_t(0));
+  EXPECT_GT(cycles, 0);
+  EXPECT_DOUBLE_EQ(j["runtime_s"].value("median", 0.0), double(cycles) / 100e6);
+  r = run("eval " + args + " --simulator rtl --json");
+  if (r.out.find("Verilator model") == std::string::npos) {  // a build without Verilator says so
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    Json rtl = parse(r.out);
+    EXPECT_EQ(rtl["provenance"].value("clock", ""), "rtl");
+    EXPECT_EQ(rtl["simulated"].value("cycles", int64_t(0)), cycles);  // the RTL's cycles are fsim's
+  }
+  r = run("eval " + args + " --emit fpga");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("; zynq7020-1x16x16 on fsim", 0), 0u) << r.out;
+  EXPECT_CONTAINS(r.out, "FINISH");
+  r = run("eval --program " + kSource + "/datasets/ops/gemm_128.tg --simulator rtl");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_CONTAINS(r.err, "the cpu target runs for real");
+}
+
 TEST(CliTest, InterpForTheCpuTargetChecksItsLoweringAndRunsTheTargetIndependentNest) {
   const std::string program = temp_path("vec.tg");
   write(program, "input A: f32[64, 48]\ninput B: f32[48, 40]\nC[i, j] += A[i, k] * B[k, j]\n");

@@ -292,6 +292,9 @@ std::vector<ObservationDef> make_observations() {
                               Space::int64_box("used", {4}, 0, Space::kInf).set_labels(fpga_resource_names()),
                               Space::int64_box("available", {4}, 0, Space::kInf).set_labels(fpga_resource_names()),
                               Space::boolean("fits"), Space::string("summary")})
+                     // yosys's counts are its version's; and the call is slow (the service
+                     // runs it off its fast path, as it runs measurements).
+                     .set_platform_dependent(true)
                      .set_description("what yosys's synthesis of the fpga target's design uses of its part (LUTs, "
                                       "flip-flops, DSP48E1, block RAM in 18 Kb halves) and whether it fits; the "
                                       "first call may synthesize (a minute or two)"),
