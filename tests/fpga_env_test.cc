@@ -15,6 +15,7 @@
 #include "datasets/registry.h"
 #include "envs/env_context.h"
 #include "envs/replay.h"
+#include "envs/schedule/cursor_actions.h"
 #include "tests/env_test_support.h"
 #include "tests/test_support.h"
 
@@ -190,6 +191,22 @@ TEST(FpgaEnv, TheFpgaObservationsAreTheFpgaTargets) {
   StepResult r = e->step({}, {"fpga_instructions"}, {"runtime"});
   ASSERT_FALSE(r.error.ok());
   EXPECT_CONTAINS(r.error.message(), "conv2d on the accelerator");
+}
+
+TEST(FpgaEnv, TheCursorOffersNoUnrollingOnTheAccelerator) {
+  std::unique_ptr<Env> e = env();
+  ResetOptions options = on_fpga();
+  options.action_space = "cursor";
+  ASSERT_TRUE(e->reset(kGemm, options, {}).ok());
+  StepResult mask = e->step({}, {"action_mask"}, {});
+  ASSERT_TRUE(mask.error.ok()) << mask.error.to_string();
+  Expected<int64_t> unroll = CursorActions::index_of("auto_unroll_64");
+  ASSERT_TRUE(unroll.ok());
+  EXPECT_EQ(mask.observations[0].as<Int64Tensor>().values[size_t(*unroll)], 0);
+  StepResult refused = e->step({Event(std::string("auto_unroll_64"))}, {}, {});
+  ASSERT_FALSE(refused.error.ok());
+  EXPECT_CONTAINS(refused.error.message(), "auto_unroll_64 is not offered on the fpga target (accelerator schedules");
+  EXPECT_TRUE(e->state().actions.empty());
 }
 
 }  // namespace

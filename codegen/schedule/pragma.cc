@@ -142,7 +142,7 @@ extern const PrimitiveDef kPragmaPrimitive = {
     .apply = apply,
     .flat = {ActionSlots::kLoops, int(kSteps.size()), flat, mask},
     .flat_more = {ActionSlots::kLoops, 1, flat_dma_copy, mask_dma_copy},
-    .cursor = {kCursorNames, cursor},
+    .cursor = {kCursorNames, cursor, uint8_t(TargetKind::kCpu) | uint8_t(TargetKind::kGpu)},
     .random = {3, propose},
 };
 

@@ -103,6 +103,10 @@ struct FlatActions {
 struct CursorActionsDef {
   std::span<const std::string_view> names = {};
   Expected<PrimitiveArgs> (*make)(const ScheduleState& state, int stage, int leaf_pos, int variant) = nullptr;
+  // The kinds of target (TargetKind bits) its cursor actions are offered on, within the
+  // primitive's own (pragma's auto_unroll: not the accelerator's).
+  uint8_t targets = kAnyTarget;
+  bool offered_on(TargetKind kind) const { return (targets & uint8_t(kind)) != 0; }
 };
 
 // How random schedules propose a primitive: `weight` among all, and arguments drawn

@@ -107,7 +107,7 @@ std::vector<int64_t> CursorActions::mask(const ScheduleState& state, const Curso
       continue;
     }
     const PrimitiveDef& def = *d->primitive.def;
-    if (!def.offered_on(target)) continue;
+    if (!def.offered_on(target) || !def.cursor.offered_on(target)) continue;
     // Check and apply on a copy: the cursor space is small enough to be exact.
     ScheduleState copy = state;
     PrimitiveResult r = check_and_apply(*d->primitive.def, copy, d->primitive.args);

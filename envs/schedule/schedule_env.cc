@@ -123,8 +123,14 @@ Status ScheduleEnv::apply_action(const Event& action, bool* changed) {
       return invalid_argument("a cursor action is an index or an action name");
     }
     TG_ASSIGN_OR_RETURN(CursorActions::Decision d, CursorActions::decide(episode_.schedule->state(), episode_.cursor, index));
-    if (!d.is_move) TG_RETURN_IF_ERROR(refused_on_target(d.primitive.def, episode_));
     std::string text = CursorActions::names()[size_t(index)];
+    if (!d.is_move) {
+      TG_RETURN_IF_ERROR(refused_on_target(d.primitive.def, episode_));
+      if (!d.primitive.def->cursor.offered_on(episode_.target_kind))
+        return failed_precondition(fmt::format("cursor action {} is not offered on the {} target ({} schedules "
+                                               "do not take it)",
+                                               text, episode_.target, target_kind_name(episode_.target_kind)));
+    }
     if (d.is_move) {
       *changed = d.next.stage != episode_.cursor.stage || d.next.loop != episode_.cursor.loop;
       episode_.cursor = d.next;
