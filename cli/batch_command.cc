@@ -253,11 +253,14 @@ int make_jobs(const BatchCliOptions& o) {
   if ((*dataset)->size() < 0 && o.limit < 0)
     return report_error(invalid_argument((*dataset)->name() + " is a generator without end; give --limit N"));
   const std::vector<BenchmarkInfo> benchmarks = (*dataset)->list(0, o.limit);
-  // A GPU target's jobs get random GPU schedules (blocks, threads), legal for it.
+  // A GPU target's jobs get random GPU schedules (blocks, threads), legal for it; a
+  // target scheduled by knobs (fpga: tilings), random legal knob choices.
   const Backend* gpu = nullptr;
+  const Backend* target = nullptr;
   if (!o.target.empty()) {
     Expected<const Backend*> backend = find_backend(o.target);
     if (!backend.ok()) return report_error(invalid_argument(backend.status().message()));
+    target = *backend;
     if ((*backend)->lowering().thread_binding) gpu = *backend;
   }
   std::ostringstream out;
@@ -271,7 +274,27 @@ int make_jobs(const BatchCliOptions& o) {
       // Legal means it lowers too: primitives that all apply can still ask for a
       // buffer past the caps (a cache of a whole large tensor); draw again then.
       Schedule schedule(bench->program);
-      if (gpu != nullptr) {
+      Expected<std::vector<ScheduleKnob>> knobs =
+          target ? target->schedule_knobs(bench->program) : Expected<std::vector<ScheduleKnob>>(unimplemented(""));
+      if (!knobs.ok() && knobs.status().code() != StatusCode::kUnimplemented) {
+        std::cerr << "tensorgym: skipped " << bench->uri << ": " << knobs.status().message() << "\n";
+        break;
+      }
+      if (knobs.ok()) {
+        Expected<std::string> trace = unimplemented("");
+        for (int attempt = 0; attempt < kMaxDraws && !trace.ok(); ++attempt) {
+          std::vector<int64_t> choice;
+          for (const ScheduleKnob& k : *knobs) choice.push_back(k.values[size_t(rng.below(k.values.size()))]);
+          trace = target->knob_schedule(bench->program, choice);
+        }
+        if (!trace.ok()) {
+          std::cerr << "tensorgym: skipped " << bench->uri << ": no legal knob choice in " << kMaxDraws << " draws\n";
+          break;
+        }
+        Expected<Schedule> parsed = Schedule::from_text(bench->program, *trace);
+        if (!parsed.ok()) return report_error(parsed.status());
+        schedule = std::move(*parsed);
+      } else if (gpu != nullptr) {
         Expected<Schedule> drawn = random_gpu_schedule(bench->program, gpu->lowering(), rng, kMaxDraws);
         if (!drawn.ok()) {
           std::cerr << "tensorgym: skipped " << bench->uri << ": " << drawn.status().message() << "\n";
@@ -337,7 +360,8 @@ void add_batch_command(CLI::App& app) {
       ->default_val("random:1");
   cmd->add_option("--seed", o->seed, "--make-jobs: seed of the random schedules")->default_val(0);
   cmd->add_option("--target", o->target,
-                  "--make-jobs: the jobs' backend, cpu (default) or cuda (random GPU schedules: blocks and threads)");
+                  "--make-jobs: the jobs' backend, cpu (default), cuda (random GPU schedules: blocks and threads) or "
+                  "fpga (random legal tilings)");
   cmd->add_option("--observe", o->observe, "--make-jobs: observations of each job, comma separated (names below)")
       ->delimiter(',');
   cmd->add_option("--rewards", o->rewards, "--make-jobs: rewards of each job, comma separated (names below)")

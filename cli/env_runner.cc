@@ -58,8 +58,8 @@ void EpisodeOptions::add_options(CLI::App& app) {
                  "schedule-v0: primitives or cursor; memory-v0: order, inplace or placement")
       ->default_val("primitives");
   app.add_option("--target", target,
-                 "The backend the episode compiles for and is measured on: cpu (default) or cuda (its rewards: "
-                 "est_gpu_time, or runtime where a GPU runs it)");
+                 "The backend the episode compiles for and is measured on: cpu (default), cuda (its rewards: "
+                 "est_gpu_time, or runtime where a GPU runs it) or fpga (runtime: simulated cycles)");
   app.add_option("--observe", observe, "Comma-separated observation spaces to print (names below)");
   app.add_option("--reward", reward, "Reward space (names below)");
   app.add_option("--step-observe", step_observe, "Comma-separated observations printed after every step");

@@ -500,6 +500,16 @@ TEST(CliTest, EvalRunsAResNetLayerOnTheFpgaTargetsSimulators) {
   r = run("eval --program " + kSource + "/datasets/ops/gemm_128.tg --simulator rtl");
   EXPECT_NE(r.rc, 0);
   EXPECT_CONTAINS(r.err, "the cpu target runs for real");
+  // Batch jobs for the target: random legal tilings, each job naming it.
+  r = run("batch --make-jobs --suite fpga-v0 --schedules random:2 --seed 3 --target fpga --rewards runtime");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 26);
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    Json job = parse(line);
+    EXPECT_EQ(job.value("target", ""), "fpga");
+    EXPECT_CONTAINS(job.value("actions", ""), "tensorize(C.b, gemm)");
+  }
 }
 
 TEST(CliTest, InterpForTheCpuTargetChecksItsLoweringAndRunsTheTargetIndependentNest) {
