@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/backend/registry.h"
+#include "codegen/cuda/libdevice.h"
 #include "codegen/cuda/ptxas.h"
 #include "codegen/lower/lower.h"
 #include "codegen/measure/runner.h"
@@ -241,6 +242,70 @@ TEST(CudaCodegen, ASandboxedMeasurementCompilesThenSaysItCannotRun) {
   EXPECT_CONTAINS(r.error_message, "the cuda target cannot be measured here (no GPU on this machine: ");
   EXPECT_CONTAINS(r.error_message, "): its code was generated");
   EXPECT_CONTAINS(r.code_text, ".entry tg_kernel_0(");
+}
+
+// exp, log and tanh in f32 (B) and f64 (C), a kernel each.
+const char* kMath =
+    "input A: f32[256]\n"
+    "input D: f64[256]\n"
+    "B[i] = exp(A[i]) + log(abs(A[i]) + 1.0) * tanh(A[i])\n"
+    "C[i] = exp(D[i]) + log(abs(D[i]) + 1.0) * tanh(D[i])\n";
+const char* kMathGpu =
+    "split(B.i, 32, io, ii)\nbind(B.io, blockIdx.x)\nbind(B.ii, threadIdx.x)\n"
+    "split(C.i, 32, io, ii)\nbind(C.io, blockIdx.x)\nbind(C.ii, threadIdx.x)";
+
+std::shared_ptr<const Executable> compile_math() {
+  Expected<LoopNest> nest = lower(scheduled(kMath, kMathGpu), cuda_backend().lowering());
+  EXPECT_TRUE(nest.ok()) << nest.status().to_string();
+  if (!nest.ok()) return nullptr;
+  EXPECT_EQ(interpreter_mismatch(*parsed_program(kMath), *nest), "");
+  CompileOptions options;
+  options.keep_code_text = true;
+  options.keep_remarks = true;
+  auto exe = cuda_backend().compile(*nest, options);
+  EXPECT_TRUE(exe.ok()) << exe.status().to_string();
+  return exe.ok() ? *exe : nullptr;
+}
+
+TEST(CudaCodegen, ExpLogAndTanhAreLibdevicesWhereItIsFound) {
+  if (cuda::find_libdevice().empty()) GTEST_SKIP() << "no libdevice (CUDA toolkit) on this machine";
+  auto exe = compile_math();
+  ASSERT_TRUE(exe);
+  const std::string& ptx = exe->code_text();
+  EXPECT_EQ(count(ptx, ".entry "), 2) << ptx;
+  // Inlined and resolved: no reflection or call left for ptxas, and none of the
+  // approximate path's ex2 / lg2 (libdevice's expf itself ends in ex2.approx.ftz on
+  // its reduced argument).
+  for (const char* absent : {"__nvvm_reflect", "__nv_", "call", "lg2.approx", "ex2.approx.f32"})
+    EXPECT_EQ(count(ptx, absent), 0) << absent << "\n" << ptx;
+  EXPECT_CONTAINS(ptx, ".f64");
+  ASSERT_EQ(exe->remarks().size(), 1u);
+  EXPECT_CONTAINS(exe->remarks()[0], "math: exp / log / tanh from libdevice ");
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  for (const DeviceKernel& k : exe->kernels()) EXPECT_TRUE(k.assembled) << k.name;
+}
+
+TEST(CudaCodegen, WithoutLibdeviceExpLogAndTanhAreApproximate) {
+  // A TENSORGYM_LIBDEVICE that does not load (missing, or not bitcode) means none:
+  // the approximate math.
+  const std::string junk = ::testing::TempDir() + "/cuda_codegen_test_libdevice_" + std::to_string(::getpid());
+  std::ofstream(junk) << "not bitcode";
+  ::setenv("TENSORGYM_LIBDEVICE", junk.c_str(), 1);
+  EXPECT_EQ(cuda::find_libdevice(), "");
+  std::remove(junk.c_str());
+  ::setenv("TENSORGYM_LIBDEVICE", "/nonexistent/libdevice.10.bc", 1);
+  EXPECT_EQ(cuda::find_libdevice(), "");
+  auto exe = compile_math();
+  ::unsetenv("TENSORGYM_LIBDEVICE");
+  ASSERT_TRUE(exe);
+  const std::string& ptx = exe->code_text();
+  EXPECT_CONTAINS(ptx, "ex2.approx.f32");
+  EXPECT_CONTAINS(ptx, "lg2.approx.f32");
+  EXPECT_EQ(count(ptx, "__nv_"), 0);
+  ASSERT_EQ(exe->remarks().size(), 1u);
+  EXPECT_CONTAINS(exe->remarks()[0], "approximate (ex2.approx / lg2.approx in f32): no libdevice found");
+  if (!have_ptxas()) GTEST_SKIP() << "no ptxas: the PTX was not assembled";
+  for (const DeviceKernel& k : exe->kernels()) EXPECT_TRUE(k.assembled) << k.name;
 }
 
 // A simple GPU tiling of every stage: its first spatial loop over blocks, its last

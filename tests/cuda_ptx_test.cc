@@ -7,6 +7,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include "codegen/cuda/libdevice.h"
 #include "codegen/cuda/ptx_emitter.h"
 #include "codegen/cuda/ptxas.h"
 
@@ -65,6 +66,46 @@ std::unique_ptr<llvm::Module> shared_reverse(llvm::LLVMContext& ctx) {
   b.CreateStore(b.CreateLoad(f32, b.CreateGEP(tile_type, tile, {b.getInt64(0), mirror})), b.CreateGEP(f32, data, tid));
   b.CreateRetVoid();
   return module;
+}
+
+// out[0] = <name>(out[0]) in `type` (f32 or f64): one call of a libdevice function.
+std::unique_ptr<llvm::Module> calls_libdevice(llvm::LLVMContext& ctx, const char* name, llvm::Type* type) {
+  auto module = std::make_unique<llvm::Module>("math", ctx);
+  llvm::IRBuilder<> b(ctx);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {llvm::PointerType::get(ctx, 1)}, false),
+                                   llvm::Function::ExternalLinkage, "math", module.get());
+  mark_kernel(*f);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value* x = b.CreateLoad(type, f->getArg(0));
+  b.CreateStore(b.CreateCall(module->getOrInsertFunction(name, type, type), {x}), f->getArg(0));
+  b.CreateRetVoid();
+  return module;
+}
+
+TEST(CudaPtx, LibdeviceIsLinkedOnlyWhereCalledAndItsReflectionResolved) {
+  const std::string libdevice = find_libdevice();
+  if (libdevice.empty()) GTEST_SKIP() << "no libdevice (CUDA toolkit) on this machine";
+  llvm::LLVMContext ctx;
+  for (int level : {3, 0}) {
+    for (auto [name, type] :
+         {std::pair{"__nv_tanhf", llvm::Type::getFloatTy(ctx)}, std::pair{"__nv_log", llvm::Type::getDoubleTy(ctx)}}) {
+      SCOPED_TRACE(std::string(name) + " at O" + std::to_string(level));
+      auto module = calls_libdevice(ctx, name, type);
+      Expected<std::string> ptx = emit_ptx(*module, {.opt_level = level, .libdevice = libdevice});
+      ASSERT_TRUE(ptx.ok()) << ptx.status().to_string();
+      EXPECT_EQ(ptx->find("__nvvm_reflect"), std::string::npos) << *ptx;
+      // Linked internal: inlined at O3; at O0 a .func of the module, not an extern.
+      EXPECT_EQ(ptx->find(".extern"), std::string::npos) << *ptx;
+      if (level > 0) EXPECT_EQ(ptx->find(name), std::string::npos) << *ptx;
+      // Only what is called: not every libdevice function of the same family.
+      EXPECT_EQ(module->getFunction("__nv_expf"), nullptr);
+      if (!find_ptxas().empty()) EXPECT_TRUE(assemble_ptx(*ptx, "sm_90").ok());
+    }
+  }
+  // A module that calls none of it is left as it is.
+  auto vadd = vector_add(ctx);
+  ASSERT_TRUE(emit_ptx(*vadd, {.libdevice = libdevice}).ok());
+  EXPECT_EQ(vadd->getModuleFlag("nvvm-reflect-ftz"), nullptr);
 }
 
 TEST(CudaPtx, EmitsAKernelEntryForTheArchitecture) {

@@ -11,6 +11,7 @@
 #include "codegen/cuda/cudnn_conv.h"
 #include "codegen/cuda/cuda_executable.h"
 #include "codegen/cuda/launch_plan.h"
+#include "codegen/cuda/libdevice.h"
 #include "codegen/cuda/nvptx_emitter.h"
 #include "codegen/cuda/ptx_emitter.h"
 #include "codegen/cuda/gpu_model.h"
@@ -35,6 +36,8 @@ class CudaBackend final : public Backend {
       i.triple = "nvptx64-nvidia-cuda";
       i.device = "sm_90";
       i.compiler_version = TENSORGYM_LLVM_VERSION;  // NVPTX comes from the same LLVM as the CPU's code
+      // Which exp / log / tanh the kernels get (as this process first found it).
+      i.features = cuda::find_libdevice().empty() ? "" : "+libdevice";
       i.num_cores = 1;
       // The fields that change generated code, each followed by a separator byte.
       uint64_t h = kFnvOffset;
@@ -105,8 +108,15 @@ class CudaBackend final : public Backend {
     const std::string arch = options.device.empty() ? target().device : options.device;
     llvm::LLVMContext context;
     llvm::Module module("tensorgym_cuda", context);
-    TG_ASSIGN_OR_RETURN(cuda::KernelModule kernels, cuda::emit_kernels(nest, module));
-    TG_ASSIGN_OR_RETURN(std::string ptx, cuda::emit_ptx(module, {.arch = arch}));
+    // Precise math where libdevice is found, else PTX's approximate instructions.
+    const std::string libdevice = cuda::find_libdevice();
+    TG_ASSIGN_OR_RETURN(cuda::KernelModule kernels, cuda::emit_kernels(nest, module, !libdevice.empty()));
+    TG_ASSIGN_OR_RETURN(std::string ptx, cuda::emit_ptx(module, {.arch = arch, .libdevice = libdevice}));
+    std::vector<std::string> remarks;
+    if (options.keep_remarks)
+      remarks.push_back(libdevice.empty() ? "math: exp / log / tanh approximate (ex2.approx / lg2.approx in f32): "
+                                            "no libdevice found"
+                                          : "math: exp / log / tanh from libdevice " + libdevice);
 
     std::vector<DeviceKernel> out;
     for (const cuda::KernelSpec& k : kernels.kernels) {
@@ -145,7 +155,7 @@ class CudaBackend final : public Backend {
     TG_ASSIGN_OR_RETURN(cuda::LaunchPlan plan, cuda::make_launch_plan(nest, out));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return std::shared_ptr<const Executable>(std::make_shared<cuda::CudaExecutable>(
-        nest, std::move(ptx), options.keep_code_text, std::move(out), std::move(plan), ms));
+        nest, std::move(ptx), options.keep_code_text, std::move(out), std::move(plan), ms, std::move(remarks)));
   }
 };
 

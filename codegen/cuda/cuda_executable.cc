@@ -55,9 +55,11 @@ class CudaExecutable::DeviceBuffers {
 };
 
 CudaExecutable::CudaExecutable(const LoopNest& nest, std::string ptx, bool keep_code_text,
-                               std::vector<DeviceKernel> kernels, LaunchPlan plan, double compile_ms)
+                               std::vector<DeviceKernel> kernels, LaunchPlan plan, double compile_ms,
+                               std::vector<std::string> remarks)
     : ptx_(std::move(ptx)), plan_(std::move(plan)) {
   nest_ = nest;
+  remarks_ = std::move(remarks);
   if (keep_code_text) code_text_ = ptx_;
   kernels_ = std::move(kernels);
   compile_ms_ = compile_ms;

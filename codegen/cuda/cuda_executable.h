@@ -22,7 +22,7 @@ class CudaExecutable final : public Executable {
   // `ptx` is always kept (the module is loaded from it); code_text() only when
   // `keep_code_text`.
   CudaExecutable(const LoopNest& nest, std::string ptx, bool keep_code_text, std::vector<DeviceKernel> kernels,
-                 LaunchPlan plan, double compile_ms);
+                 LaunchPlan plan, double compile_ms, std::vector<std::string> remarks = {});
   ~CudaExecutable() override;
 
   // A device failure is printed to stderr and ends the process (in a worker: a crash

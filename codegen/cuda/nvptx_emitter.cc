@@ -41,8 +41,8 @@ struct HostFrame {
 
 class KernelEmitter {
  public:
-  KernelEmitter(const LoopNest& nest, llvm::Module& module)
-      : nest_(nest), mod_(module), ctx_(module.getContext()), b_(ctx_) {
+  KernelEmitter(const LoopNest& nest, llvm::Module& module, bool libdevice_math)
+      : nest_(nest), mod_(module), ctx_(module.getContext()), b_(ctx_), libdevice_math_(libdevice_math) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(true);  // a*b + c may become one FMA, as nvcc's default
     b_.setFastMathFlags(fmf);
@@ -59,6 +59,7 @@ class KernelEmitter {
   llvm::Module& mod_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
+  const bool libdevice_math_;
   Status error_;
   KernelModule result_;
   std::vector<HostFrame> host_;
@@ -517,8 +518,9 @@ class KernelEmitter {
     return phi;
   }
 
-  // NVPTX has no libm: exp, log and tanh use PTX's approximate ex2 / lg2 (as nvcc's
-  // fast-math intrinsics do), in f32; f64 arguments go through f32.
+  // NVPTX has no libm: exp, log and tanh call libdevice where it is found (precise, in
+  // the argument's type), else use PTX's approximate ex2 / lg2 (as nvcc's fast-math
+  // intrinsics do) in f32, f64 arguments going through f32.
   llvm::Value* emit_call(const Call* op) {
     llvm::Value* x = emit_expr(op->args[0]);
     switch (op->op) {
@@ -531,6 +533,13 @@ class KernelEmitter {
       case CallOp::kTanh: break;
     }
     llvm::Type* type = x->getType();
+    if (libdevice_math_ && (type->isFloatTy() || type->isDoubleTy())) {
+      const bool f32 = type->isFloatTy();
+      const char* name = op->op == CallOp::kExp   ? (f32 ? "__nv_expf" : "__nv_exp")
+                         : op->op == CallOp::kLog ? (f32 ? "__nv_logf" : "__nv_log")
+                                                  : (f32 ? "__nv_tanhf" : "__nv_tanh");
+      return b_.CreateCall(mod_.getOrInsertFunction(name, type, type), {x});
+    }
     llvm::Value* f = b_.CreateFPCast(x, b_.getFloatTy());
     auto exp = [&](llvm::Value* v) {
       return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
@@ -554,9 +563,9 @@ class KernelEmitter {
 
 }  // namespace
 
-Expected<KernelModule> emit_kernels(const LoopNest& nest, llvm::Module& module) {
+Expected<KernelModule> emit_kernels(const LoopNest& nest, llvm::Module& module, bool libdevice_math) {
   if (nest.target != "cuda") return failed_precondition("the loop nest was not lowered for the cuda target");
-  return KernelEmitter(nest, module).emit();
+  return KernelEmitter(nest, module, libdevice_math).emit();
 }
 
 }  // namespace tensorgym::cuda

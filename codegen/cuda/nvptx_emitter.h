@@ -46,7 +46,9 @@ struct KernelModule {
 // buffers are per-block arrays (addrspace 3) with barriers as bar.sync, and other
 // buffers allocated inside a kernel are per-thread allocas (each thread's own part of
 // one allocated outside its thread loops: gpu_private_buffers.h).
+// exp / log / tanh call libdevice (__nv_expf, __nv_exp, ...: emit_ptx links it) where
+// `libdevice_math`, else use PTX's approximate ex2 / lg2 in f32.
 // INTERNAL when the nest holds what the cuda target's checks should have refused.
-Expected<KernelModule> emit_kernels(const LoopNest& nest, llvm::Module& module);
+Expected<KernelModule> emit_kernels(const LoopNest& nest, llvm::Module& module, bool libdevice_math = false);
 
 }  // namespace tensorgym::cuda

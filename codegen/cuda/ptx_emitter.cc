@@ -19,6 +19,8 @@
 #include <memory>
 #include <mutex>
 
+#include "codegen/cuda/libdevice.h"
+
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
 void LLVMInitializeNVPTXTarget();
@@ -91,6 +93,7 @@ Expected<std::string> emit_ptx(llvm::Module& module, const PtxOptions& options) 
   if (!machine) return internal_error("cannot make an NVPTX target machine for " + options.arch);
   module.setTargetTriple(kNvptxTriple);
   module.setDataLayout(machine->createDataLayout());
+  if (!options.libdevice.empty()) TG_RETURN_IF_ERROR(link_libdevice(module, options.libdevice));
 
   std::string verify_errors;
   llvm::raw_string_ostream verify_stream(verify_errors);
