@@ -74,7 +74,7 @@ TEST(FpgaIsa, EncodingRoundTrips) {
       if (i.opcode == Opcode::kGemm) {
         i.wgt_out = uint32_t(rng.below(1 << 10)), i.wgt_in = uint32_t(rng.below(1 << 10));
       } else {
-        i.alu_op = AluOp(rng.below(6));
+        i.alu_op = AluOp(rng.below(7));
         i.use_imm = rng.chance(0.5);
         i.imm = int32_t(rng.range(-32768, 32767));
       }
@@ -131,6 +131,22 @@ TEST(FpgaIsa, MalformedStreamsAreRefusedWithTheInstruction) {
   EXPECT_NE(message({make_store(0, 0, 2, 4, 2), make_finish()}).find("x_stride"), std::string::npos);
   EXPECT_NE(message({make_finish(), make_finish()}).find("before the end"), std::string::npos);
   EXPECT_TRUE(check_stream(c, {make_load(Buffer::kInp, 0, 0, 1, 1, 1), make_finish()}).ok());
+  // REQ's immediate holds only a shift (bits 0..4) and ReLU (bit 5).
+  for (int32_t imm : {64, -1, 1000}) {
+    Instruction req = make_alu(AluOp::kRequant, 0, 1, 1, 1);
+    req.use_imm = true;
+    req.imm = imm;
+    std::string why = message({req, make_finish()});
+    EXPECT_NE(why.find("instruction 0 (ALU REQ"), std::string::npos) << why;
+    EXPECT_NE(why.find("0..63"), std::string::npos) << why;
+  }
+  Instruction req = make_alu(AluOp::kRequant, 0, 1, 1, 1);
+  req.use_imm = true;
+  req.imm = requant_imm(31, true);
+  EXPECT_EQ(req.imm, 63);
+  EXPECT_TRUE(check_stream(c, {req, make_finish()}).ok());
+  EXPECT_NE(to_string(req).find("ALU REQ uop 0..1 iter 1x1 dst 0,0 imm 63 (shift 31 relu)"), std::string::npos)
+      << to_string(req);
 }
 
 class FpgaGemm : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
@@ -251,7 +267,8 @@ TEST(FpgaAlu, EveryOperationMatchesItsDefinition) {
   for (Case k : {Case{AluOp::kMin, false, 0}, Case{AluOp::kMax, false, 0}, Case{AluOp::kAdd, false, 0},
                  Case{AluOp::kShr, false, 0}, Case{AluOp::kMul, false, 0}, Case{AluOp::kClip, false, 0},
                  Case{AluOp::kShr, true, 2}, Case{AluOp::kShr, true, -3}, Case{AluOp::kClip, true, 127},
-                 Case{AluOp::kMax, true, 0}, Case{AluOp::kAdd, true, -32768}}) {
+                 Case{AluOp::kMax, true, 0}, Case{AluOp::kAdd, true, -32768}, Case{AluOp::kRequant, false, 0},
+                 Case{AluOp::kRequant, true, 35}}) {
     // DRAM: two accumulator entries (a, b), the micro-op, the output entry.
     std::vector<uint8_t> dram(size_t(3 * c.acc_entry_bytes()), 0);
     std::memcpy(dram.data(), a, sizeof a);
@@ -281,10 +298,94 @@ TEST(FpgaAlu, EveryOperationMatchesItsDefinition) {
         case AluOp::kShr: want = y >= 0 ? x >> std::min(y, 31) : int32_t(uint32_t(x) << -y); break;
         case AluOp::kMul: want = int32_t(int64_t(x) * y); break;
         case AluOp::kClip: want = x > y ? y : x < -y - 1 ? -y - 1 : x; break;
+        case AluOp::kRequant: want = std::clamp(x >> (y & 31), y & 32 ? 0 : -128, 127); break;
       }
       EXPECT_EQ(int8_t(dram[size_t(uop_at + c.out_entry_bytes() + l)]), int8_t(want))
           << alu_op_name(k.op) << " lane " << l << " a " << x << " b " << y;
     }
+  }
+}
+
+// Runs ALU instructions of one shape (micro-op 0: dst 0, src 1) over two accumulator entries
+// (a, b) on the small design; returns the eight output bytes of entry 0 and the cycles.
+std::pair<std::vector<int8_t>, int64_t> run_alu_steps(const std::vector<Instruction>& steps, const int32_t (&a)[8],
+                                                      const int32_t (&b)[8]) {
+  const AccelConfig c = small_config();
+  std::vector<uint8_t> dram(size_t(3 * c.acc_entry_bytes()), 0);
+  std::memcpy(dram.data(), a, sizeof a);
+  std::memcpy(dram.data() + c.acc_entry_bytes(), b, sizeof b);
+  uint32_t uop = *encode(Uop{0, 1, 0});
+  const int64_t uop_at = 2 * c.acc_entry_bytes();
+  std::memcpy(dram.data() + uop_at, &uop, 4);
+  std::vector<Instruction> s = {make_load(Buffer::kAcc, 0, 0, 1, 2, 2),
+                                make_load(Buffer::kUop, 0, uint32_t(uop_at / 4), 1, 1, 1)};
+  s.insert(s.end(), steps.begin(), steps.end());
+  s.back().push_next = true;
+  Instruction store = make_store(0, uint32_t(uop_at / c.out_entry_bytes() + 1), 1, 1, 1);
+  store.pop_prev = true;
+  store.push_prev = true;
+  Instruction finish = make_finish();
+  finish.pop_next = true;
+  s.push_back(store);
+  s.push_back(finish);
+  Expected<SimulationResult> r = simulate(c, s, dram);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  std::vector<int8_t> out(8);
+  std::memcpy(out.data(), dram.data() + uop_at + c.out_entry_bytes(), 8);
+  return {out, r.ok() ? r->cycles : -1};
+}
+
+Instruction alu_imm(AluOp op, int32_t imm) {
+  Instruction i = make_alu(op, 0, 1, 1, 1);
+  i.use_imm = true;
+  i.imm = imm;
+  return i;
+}
+
+// REQ against values worked out by hand: floor shifts of negatives, shift 0 and 31,
+// saturation at both ends, with and without ReLU.
+TEST(FpgaAlu, RequantByHand) {
+  const int32_t a[8] = {INT32_MIN, INT32_MAX, -1, 1000, -1000, 255, -257, 40};
+  const int32_t none[8] = {};
+  struct Case {
+    int shift;
+    bool relu;
+    std::vector<int8_t> want;
+  };
+  for (const Case& k : {Case{0, false, {-128, 127, -1, 127, -128, 127, -128, 40}},
+                        Case{0, true, {0, 127, 0, 127, 0, 127, 0, 40}},
+                        Case{3, false, {-128, 127, -1, 125, -125, 31, -33, 5}},
+                        Case{3, true, {0, 127, 0, 125, 0, 31, 0, 5}},
+                        Case{31, false, {-1, 0, -1, 0, -1, 0, -1, 0}},
+                        Case{31, true, {0, 0, 0, 0, 0, 0, 0, 0}}}) {
+    std::vector<int8_t> out = run_alu_steps({alu_imm(AluOp::kRequant, requant_imm(k.shift, k.relu))}, a, none).first;
+    EXPECT_EQ(out, k.want) << "shift " << k.shift << (k.relu ? " relu" : "");
+  }
+  // An accumulator operand: bits 0..5 of each lane, the rest ignored (lane 1's 0xffffff80
+  // is shift 0 without ReLU, lane 2's is shift 3).
+  const int32_t b[8] = {35, int32_t(0xffffff80u), 3 | (1 << 20), 35, 3, 0, 32, 1};
+  Instruction from_acc = make_alu(AluOp::kRequant, 0, 1, 1, 1);
+  EXPECT_EQ(run_alu_steps({from_acc}, a, b).first, (std::vector<int8_t>{0, 127, -1, 125, -125, 127, 0, 20}));
+}
+
+// REQ is SHR, CLIP 127 and (ReLU) MAX 0 in one pass: the same bytes on int32's edges and
+// a spread of values for every immediate, in the cycles of any one ALU pass.
+TEST(FpgaAlu, RequantEqualsShiftClipRelu) {
+  Rng rng(7);
+  for (int round = 0; round < 64; ++round) {
+    int32_t a[8];
+    const int32_t edges[8] = {INT32_MIN, INT32_MAX, -1, 0, 127 << 5, -(129 << 5), (128 << 5) - 1, -(128 << 5)};
+    for (int l = 0; l < 8; ++l) a[l] = round == 0 ? edges[l] : int32_t(uint32_t(rng.next())) >> (round % 32);
+    const int32_t none[8] = {};
+    for (int shift = 0; shift < 32; ++shift)
+      for (bool relu : {false, true}) {
+        std::vector<Instruction> chain = {alu_imm(AluOp::kShr, shift), alu_imm(AluOp::kClip, 127)};
+        if (relu) chain.push_back(alu_imm(AluOp::kMax, 0));
+        auto want = run_alu_steps(chain, a, none);
+        auto got = run_alu_steps({alu_imm(AluOp::kRequant, requant_imm(shift, relu))}, a, none);
+        EXPECT_EQ(got.first, want.first) << "round " << round << " shift " << shift << (relu ? " relu" : "");
+        EXPECT_EQ(got.second, run_alu_steps({alu_imm(AluOp::kShr, shift)}, a, none).second);
+      }
   }
 }
 

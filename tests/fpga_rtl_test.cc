@@ -142,7 +142,7 @@ TEST_P(FpgaRtl, AluChainMatchesFsim) {
   for (Step k : {Step{AluOp::kAdd, false, 0}, Step{AluOp::kMul, false, 0}, Step{AluOp::kShr, true, 3},
                  Step{AluOp::kMax, false, 0}, Step{AluOp::kShr, false, 0}, Step{AluOp::kMin, true, 1000},
                  Step{AluOp::kShr, true, -2}, Step{AluOp::kClip, false, 0}, Step{AluOp::kAdd, true, -32768},
-                 Step{AluOp::kMul, true, -7}, Step{AluOp::kClip, true, 127}}) {
+                 Step{AluOp::kMul, true, -7}, Step{AluOp::kClip, true, 127}, Step{AluOp::kRequant, true, 33}}) {
     Instruction a = make_alu(k.op, 0, 2, 1, 2);
     a.dst_in = 2;
     a.src_in = 0;
@@ -160,6 +160,63 @@ TEST_P(FpgaRtl, AluChainMatchesFsim) {
   finish.pop_next = true;
   s.push_back(finish);
   expect_agreement(*c, s, dram, label + "ALU chain");
+}
+
+// REQ on int32 extremes, with every kind of operand: immediates that cover shift 0 and
+// 31 with and without ReLU, and accumulator operands whose bits above 5 are set (ignored).
+TEST_P(FpgaRtl, RequantMatchesFsim) {
+  const AccelConfig* c = &config;
+  const int64_t entry = c->acc_entry_bytes(), lanes = c->batch * c->block_out, entries = 10;
+  std::vector<uint8_t> dram(size_t(entries * entry + 64 + 16 * c->out_entry_bytes()), 0);
+  const int32_t values[] = {INT32_MIN, INT32_MAX, -1, 0,   1000, -1000,  255,     -257,
+                            127,       128,       -128, -129, 70000, -70000, 1 << 30, 5};
+  for (int64_t e = 0; e < entries; ++e)
+    for (int64_t l = 0; l < lanes; ++l) {
+      // Entries 8 and 9 are the operands: a shift and ReLU per lane under high garbage bits.
+      int32_t v = e < 8 ? values[(e * 3 + l) % 16] : int32_t(uint32_t((l * 7 + e * 13) % 64) | (l % 2 ? 0xa5a5a500u : 0));
+      std::memcpy(&dram[size_t(e * entry + l * 4)], &v, 4);
+    }
+  const int64_t uop_at = entries * entry;
+  for (int u = 0; u < 8; ++u) {  // dst u, src 8 or 9
+    uint32_t bits = *encode(Uop{uint32_t(u), uint32_t(8 + u % 2), 0});
+    std::memcpy(&dram[size_t(uop_at + u * 4)], &bits, 4);
+  }
+  std::vector<Instruction> s = {make_load(Buffer::kAcc, 0, 0, 1, uint32_t(entries), uint32_t(entries)),
+                                make_load(Buffer::kUop, 0, uint32_t(uop_at / 4), 1, 8, 8)};
+  const int32_t imms[] = {0, 32, 3, 35, 31, 63};
+  for (uint32_t e = 0; e < 8; ++e) {
+    Instruction a = make_alu(AluOp::kRequant, e, e + 1, 1, 1);
+    a.use_imm = e < 6;
+    a.imm = e < 6 ? imms[e] : 0;
+    s.push_back(a);
+  }
+  s.back().push_next = true;
+  const uint32_t out_at = uint32_t((uop_at + 64) / c->out_entry_bytes());
+  Instruction store = make_store(0, out_at, 1, 8, 8);
+  store.pop_prev = true;
+  store.push_prev = true;
+  s.push_back(store);
+  // Then, once that is stored, every entry again and entry 1 three times back to back
+  // (forwarded), stored beside it.
+  Instruction all = make_alu(AluOp::kRequant, 0, 8, 1, 1);
+  all.use_imm = true;
+  all.imm = 36;
+  all.pop_next = true;
+  s.push_back(all);
+  Instruction again = make_alu(AluOp::kRequant, 1, 2, 1, 3);
+  again.use_imm = true;
+  again.imm = 1;
+  again.push_next = true;
+  s.push_back(again);
+  store.dram_base = out_at + 8;
+  s.push_back(store);
+  Instruction finish = make_finish();
+  finish.pop_next = true;
+  s.push_back(finish);
+  ASSERT_TRUE(check_stream(*c, s).ok()) << check_stream(*c, s).message();
+  expect_agreement(*c, s, dram, label + "REQ");
+  std::vector<uint8_t> by_fsim = dram, by_rtl = dram;
+  EXPECT_EQ(simulate_rtl(*c, s, by_rtl)->cycles, simulate(*c, s, by_fsim)->cycles);  // cycle-exact, not within 5%
 }
 
 // Padded loads of INP and ACC; GEMM and ALU bring the pads into OUT and STORE shows them.

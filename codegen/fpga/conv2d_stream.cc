@@ -196,18 +196,11 @@ Expected<StreamImage> make_stream(const AccelConfig& c, const Conv2dLayer& l, co
             gemm.push_prev = step + V < steps;  // the slot is free for a later step
             st.push_back(gemm);
           }
-          Instruction shr = over_slot(make_alu(AluOp::kShr, 0, 1, 1, 1), acc_slot);
-          shr.use_imm = true, shr.imm = l.shift;
-          st.push_back(shr);
-          Instruction clip = over_slot(make_alu(AluOp::kClip, 0, 1, 1, 1), acc_slot);
-          clip.use_imm = true, clip.imm = 127;
-          st.push_back(clip);
-          if (l.relu) {
-            Instruction relu = over_slot(make_alu(AluOp::kMax, 0, 1, 1, 1), acc_slot);
-            relu.use_imm = true;
-            st.push_back(relu);
-          }
-          st.back().push_next = true;
+          // Shift, clamp to int8 and ReLU in one pass over the tile's accumulators.
+          Instruction req = over_slot(make_alu(AluOp::kRequant, 0, 1, 1, 1), acc_slot);
+          req.use_imm = true, req.imm = requant_imm(l.shift, l.relu);
+          req.push_next = true;
+          st.push_back(req);
           for (int64_t ko = 0; ko < t.tile_k; ++ko) {
             Instruction store = make_store(uint32_t(acc_slot * f.acc + ko * t.tile_h * t.tile_w),
                                            uint32_t(at.output / c.out_entry_bytes() +

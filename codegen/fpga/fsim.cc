@@ -177,6 +177,10 @@ class Datapath {
         int32_t low = ~s;  // -s - 1
         return a > s ? s : a < low ? low : a;
       }
+      case AluOp::kRequant: {  // SHR (s & 31), CLIP 127, and MAX 0 if bit 5
+        int32_t v = a >> (s & 31), low = s & 32 ? 0 : -128;
+        return v > 127 ? 127 : v < low ? low : v;
+      }
     }
     return a;
   }

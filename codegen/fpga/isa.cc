@@ -107,9 +107,12 @@ const char* alu_op_name(AluOp op) {
     case AluOp::kShr: return "SHR";
     case AluOp::kMul: return "MUL";
     case AluOp::kClip: return "CLIP";
+    case AluOp::kRequant: return "REQ";
   }
   return "?";
 }
+
+int32_t requant_imm(int shift, bool relu) { return (shift & 31) | (relu ? 32 : 0); }
 
 const char* module_name(Module m) {
   switch (m) {
@@ -202,7 +205,7 @@ Expected<Instruction> decode(EncodedInstruction e) {
       for (const Field& f : kGemmFields) i.*f.member = get(b, f.offset, f.width);
     } else {
       uint32_t alu = get(b, kAluOpOffset, 3);
-      if (alu > uint32_t(AluOp::kClip)) return invalid_argument(fmt::format("ALU operation {} does not exist", alu));
+      if (alu > uint32_t(AluOp::kRequant)) return invalid_argument(fmt::format("ALU operation {} does not exist", alu));
       i.alu_op = AluOp(alu);
       i.use_imm = get(b, kUseImmOffset, 1);
       i.imm = int32_t(int16_t(uint16_t(get(b, kImmOffset, kImmBits))));
@@ -269,6 +272,9 @@ std::string to_string(const Instruction& i) {
         if (i.reset) s += " reset";
       } else {
         s += i.use_imm ? fmt::format(" imm {}", i.imm) : fmt::format(" src {},{}", i.src_out, i.src_in);
+        // REQ's immediate packs two fields; spell them out for the reader.
+        if (i.alu_op == AluOp::kRequant && i.use_imm && i.imm >= 0 && i.imm < 64)
+          s += fmt::format(" (shift {}{})", i.imm & 31, i.imm & 32 ? " relu" : "");
       }
       return s + flags_text(i);
     }
@@ -313,6 +319,9 @@ Status check_stream(const AccelConfig& c, const std::vector<Instruction>& stream
       if (i.iter_out == 0 || i.iter_in == 0) return fail("a loop of no iterations");
       if (i.opcode == Opcode::kAlu && i.alu_op == AluOp::kClip && i.use_imm && i.imm < 0)
         return fail("CLIP's bound is negative");
+      // Bits above REQ's two fields would be ignored silently: refuse them.
+      if (i.opcode == Opcode::kAlu && i.alu_op == AluOp::kRequant && i.use_imm && (i.imm < 0 || i.imm > 63))
+        return fail(fmt::format("REQ's immediate {} is outside 0..63 (the shift in bits 0..4, ReLU in bit 5)", i.imm));
     }
     Module m = module_of(i);
     if (m == Module::kLoad && (i.pop_prev || i.push_prev)) return fail("the load module has no previous module");

@@ -25,13 +25,18 @@ enum class Opcode : uint8_t { kLoad = 0, kStore = 1, kGemm = 2, kFinish = 3, kAl
 enum class Buffer : uint8_t { kUop = 0, kWgt = 1, kInp = 2, kAcc = 3, kOut = 4 };
 // ALU operations on int32 lanes: dst = op(dst, src), src an accumulator or the immediate.
 // kShr shifts right arithmetically (a negative amount shifts left); kClip saturates to
-// [-src - 1, src] (src = 127: int8's range); ReLU is kMax with 0.
-enum class AluOp : uint8_t { kMin = 0, kMax = 1, kAdd = 2, kShr = 3, kMul = 4, kClip = 5 };
+// [-src - 1, src] (src = 127: int8's range); ReLU is kMax with 0. kRequant is the output
+// stage in one pass: clamp(dst >> shift, lo, 127), shift = src bits [4:0] (arithmetic),
+// lo = 0 if src bit 5 (ReLU) else -128, higher bits ignored; an immediate lies in 0..63.
+// It equals SHR shift, CLIP 127 and (ReLU) MAX 0.
+enum class AluOp : uint8_t { kMin = 0, kMax = 1, kAdd = 2, kShr = 3, kMul = 4, kClip = 5, kRequant = 6 };
 enum class Module : uint8_t { kLoad = 0, kCompute = 1, kStore = 2 };
 
 const char* opcode_name(Opcode op);   // "LOAD"
 const char* buffer_name(Buffer b);    // "INP"
 const char* alu_op_name(AluOp op);    // "MAX"
+// The immediate of a REQ: the shift (0..31) in bits [4:0], ReLU in bit 5.
+int32_t requant_imm(int shift, bool relu);
 const char* module_name(Module m);    // "load"
 
 // The ISA's address ranges (the widths of the micro-op fields).

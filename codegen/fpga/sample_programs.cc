@@ -78,19 +78,11 @@ Expected<SampleProgram> make_gemm_program(const AccelConfig& c, const GemmProgra
     gemm.src_out = 1;
     gemm.wgt_out = 1;
     st.push_back(gemm);
-    Instruction shr = make_alu(AluOp::kShr, ub, ue, 1, 1);
-    shr.use_imm = true;
-    shr.imm = o.shift;
-    st.push_back(shr);
-    Instruction clip = make_alu(AluOp::kClip, ub, ue, 1, 1);
-    clip.use_imm = true;
-    clip.imm = 127;
-    st.push_back(clip);
-    if (o.relu) {
-      Instruction relu = make_alu(AluOp::kMax, ub, ue, 1, 1);
-      relu.use_imm = true;
-      st.push_back(relu);
-    }
+    // The output stage in one pass: shift, clamp to int8, ReLU.
+    Instruction req = make_alu(AluOp::kRequant, ub, ue, 1, 1);
+    req.use_imm = true;
+    req.imm = requant_imm(o.shift, o.relu);
+    st.push_back(req);
     st.back().push_prev = nb + S < NB;  // the weight slot is free
     st.back().push_next = true;
 

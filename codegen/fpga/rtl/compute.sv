@@ -222,18 +222,29 @@ module compute_module (
   function automatic logic [31:0] alu(input logic [2:0] op, input logic [31:0] a, input logic [31:0] s);
     logic signed [31:0] sa, ss;
     logic [32:0] neg;
+    logic [31:0] q;  // a >>> s[4:0]: one shifter for SHR and REQ
+    logic above, below;
+    logic [31:0] req;
     sa = a;
     ss = s;
     neg = 33'd0 - {s[31], s};
+    q = sa >>> s[4:0];
+    // REQ's bounds by bits, not comparators: q > 127, and q < 0 (ReLU) or q < -128.
+    above = !q[31] && |q[30:7];
+    below = q[31] && (s[5] || !(&q[30:7]));
+    // The result lies in [-128, 127]: bits 31..7 are one sign bit (1 only for -128 or an
+    // unsaturated negative q), so only eight bits are chosen.
+    req = {{25{below ? !s[5] : q[31]}}, above ? 7'h7f : below ? 7'h00 : q[6:0]};
     case (op)
       3'd0: alu = sa < ss ? a : s;                       // MIN
       3'd1: alu = sa > ss ? a : s;                       // MAX
       3'd2: alu = a + s;                                 // ADD (wraps)
       3'd3:                                              // SHR (negative: left), clamped at 31
-        if (!ss[31]) alu = ss > 31 ? sa >>> 31 : sa >>> ss[4:0];
+        if (!ss[31]) alu = ss > 31 ? sa >>> 31 : q;
         else alu = neg > 31 ? a << 31 : a << neg[4:0];
       3'd4: alu = a * s;                                 // MUL (wraps)
       3'd5: alu = sa > ss ? s : sa < $signed(~s) ? ~s : a;  // CLIP to [-s - 1, s]
+      3'd6: alu = req;                                   // REQ: s[4:0] shift, s[5] ReLU
       default: alu = a;
     endcase
   endfunction
