@@ -217,4 +217,51 @@ Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view 
   return c;
 }
 
+Comparison compare_written_with_evaluator(ProgramEvaluator& evaluator, std::string_view output,
+                                          const HostBuffer& actual, Tolerance tol, int64_t max_points, uint64_t seed,
+                                          int64_t* written) {
+  Comparison c;
+  c.shape = actual.shape();
+  if (written) *written = 0;
+  auto fail = [&](std::string why) {
+    c.match = false;
+    c.error = std::move(why);
+    return c;
+  };
+  if (!evaluator.status().ok()) return fail("evaluator: " + evaluator.status().to_string());
+  const Program& program = evaluator.program();
+  if (!program.find_stage(output) && !program.find_input(output))
+    return fail("no tensor named " + std::string(output));
+  const DataType dtype = program.dtype_of(output);
+  const std::vector<int64_t> shape = program.shape_of(output);
+  if (dtype != actual.dtype() || shape != actual.shape())
+    return fail("expected " + dtype.str() + dims_text(shape) + ", got " + actual.describe());
+  // NaN marks an element never written, so only float outputs can be told apart.
+  if (!dtype.is_float()) return fail("written elements of " + std::string(output) + " need a float output");
+
+  std::vector<int64_t> done;
+  for (int64_t i = 0, n = actual.num_elements(); i < n; ++i)
+    if (!std::isnan(element(actual, i))) done.push_back(i);
+  if (written) *written = int64_t(done.size());
+  if (done.empty()) return fail("no element of " + std::string(output) + " written");
+  std::vector<int64_t> points;
+  if (int64_t(done.size()) <= max_points) {
+    points = done;
+  } else {
+    points.push_back(done.front());
+    uint64_t state = seed;
+    for (int64_t k = 0; k < max_points; ++k)
+      points.push_back(done[size_t((unsigned __int128)splitmix64(state) * done.size() >> 64)]);
+    points.push_back(done.back());
+  }
+  for (int64_t flat : points) {
+    double magnitude = -1;
+    Expected<double> e = evaluator.value_at(output, unravel(flat, shape), tol.sum_allowance > 0 ? &magnitude : nullptr);
+    if (!e.ok()) return fail("evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " +
+                             e.status().to_string());
+    accumulate(c, flat, *e, element(actual, flat), false, tol, magnitude);
+  }
+  return c;
+}
+
 }  // namespace tensorgym

@@ -87,4 +87,13 @@ Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual,
 Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual,
                                   Tolerance tolerance, int64_t max_points, uint64_t seed);
 
+// For a run with sampled blocks (InterpreterOptions::sample_blocks) into a NaN-filled
+// float output: compares with the evaluator only the elements that are not NaN (those
+// the run wrote), all of them when at most `max_points`, else the first and the last
+// written plus `max_points` drawn with `seed`. `written`, when given, gets their
+// count. A non-float output, or one with no element written, is a mismatch.
+Comparison compare_written_with_evaluator(ProgramEvaluator& evaluator, std::string_view output,
+                                          const HostBuffer& actual, Tolerance tolerance, int64_t max_points,
+                                          uint64_t seed, int64_t* written = nullptr);
+
 }  // namespace tensorgym

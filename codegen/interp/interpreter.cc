@@ -1,11 +1,17 @@
 #include "codegen/interp/interpreter.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "codegen/ir/ir_printer.h"
+#include "codegen/ir/ir_visitor.h"
+#include "codegen/lower/gpu_launch.h"
+#include "support/random.h"
 
 namespace tensorgym {
 
@@ -194,6 +200,8 @@ using scalar_semantics::wrap_int;
 
 #define TG_INTERP_OPS(X)                                                                 \
   X(Halt) X(Mov) X(Jump) X(JumpIfZero) X(If) X(LoopBegin) X(LoopEnd) X(Alloc)          \
+  /* sampled block loops (InterpreterOptions::sample_blocks) */                         \
+  X(SampleCount) X(SamplePick) X(SampleCheck)                                           \
   /* i32 fast paths */                                                                  \
   X(AddI32) X(SubI32) X(MulI32)                                                         \
   /* any integer type (wrapped with bits / is_signed) */                                \
@@ -248,6 +256,61 @@ struct ScopeVar {
 
 bool is_i32(DataType t) { return t.code == TypeCode::kInt && t.bits == 32 && t.lanes == 1; }
 
+// Stores and loads by buffer name, and the names allocated, within a statement.
+struct NameUses : IRVisitor {
+  std::map<std::string, int64_t> stores, loads;
+  std::set<std::string> allocated;
+  void visit(const Store* op) override {
+    ++stores[op->name];
+    IRVisitor::visit(op);
+  }
+  void visit(const Load* op) override {
+    ++loads[op->name];
+    IRVisitor::visit(op);
+  }
+  void visit(const Allocate* op) override {
+    allocated.insert(op->name);
+    IRVisitor::visit(op);
+  }
+};
+
+// The kernels whose blocks may be sampled: each global buffer they store to is a nest
+// output that nothing outside the kernel stores to or loads (so no other statement
+// sees the blocks left out, and every written point is final).
+std::set<const For*> sampleable_kernels(const LoopNest& nest) {
+  std::set<const For*> kernels;
+  if (!nest.body.defined()) return kernels;
+  std::set<std::string> outputs;
+  for (const BufferArg& o : nest.outputs) outputs.insert(o.name);
+  NameUses all;
+  all.visit_stmt(nest.body);
+  for_each_kernel(nest.body, [&](const For* kernel) {
+    NameUses in;
+    in.IRVisitor::visit(kernel);
+    bool writes_output = false, ok = true;
+    for (const auto& [name, count] : in.stores) {
+      if (in.allocated.count(name)) continue;  // its own local or shared buffer
+      writes_output = true;
+      ok = ok && outputs.count(name) && all.stores[name] == count && all.loads[name] == in.loads[name];
+    }
+    if (ok && writes_output) kernels.insert(kernel);
+  });
+  return kernels;
+}
+
+// Iteration k of the n (< extent) sampled ones: 0 and extent - 1 at the ends, and in
+// between one random iteration of each of n - 2 equal stretches of [1, extent - 1),
+// so the picks are distinct.
+int64_t sample_pick(int64_t k, int64_t n, int64_t extent, uint64_t seed, uint64_t salt) {
+  if (n >= extent) return k;
+  if (k == 0) return 0;
+  if (k == n - 1) return extent - 1;
+  const int64_t inner = n - 2, span = extent - 2;
+  const int64_t lo = 1 + (k - 1) * span / inner, hi = 1 + k * span / inner;
+  Rng rng(seed * 0x9e3779b97f4a7c15ull + salt * 1000003ull + uint64_t(k));
+  return lo + int64_t(rng.below(uint64_t(hi - lo)));
+}
+
 }  // namespace
 
 struct CompiledNest::Impl {
@@ -275,6 +338,13 @@ class Compiler {
     const LoopNest& nest = m_->nest;
     for (const BufferArg& arg : nest.inputs) TG_RETURN_IF_ERROR(add_arg(arg, true));
     for (const BufferArg& arg : nest.outputs) TG_RETURN_IF_ERROR(add_arg(arg, false));
+    if (m_->options.sample_blocks > 0) {
+      sampleable_ = sampleable_kernels(nest);
+      written_ = new_reg();
+      zero_ = new_reg();
+      one_ = new_reg();
+      m_->initial_regs[size_t(one_)].i = 1;
+    }
     if (body.defined()) TG_RETURN_IF_ERROR(stmt(body));
     emit(kHalt, nullptr);
     return Status();
@@ -594,27 +664,14 @@ class Compiler {
         const For* f = s.as<For>();
         if (!is_i32(f->min.type()) || !is_i32(f->extent.type()))
           return invalid_argument("loop " + f->name + " needs i32 min and extent");
-        int rmin, rext;
-        TG_RETURN_IF_ERROR(expr(f->min, &rmin));
-        TG_RETURN_IF_ERROR(expr(f->extent, &rext));
-        const int var = new_reg(), end = new_reg();
-        const int begin = here();
-        Instr& b = emit(kLoopBegin, f);
-        b.dst = var;
-        b.a = rmin;
-        b.b = rext;
-        b.aux = end;
-        const int body_start = here();
-        var_scope_.push_back({f->name, var, DataType::i32()});
-        Status st = stmt(f->body);
-        var_scope_.pop_back();
-        TG_RETURN_IF_ERROR(st);
-        Instr& e = emit(kLoopEnd, f);
-        e.dst = var;
-        e.aux = end;
-        e.target = body_start;
-        m_->code[size_t(begin)].target = here();
-        return Status();
+        const bool kernel = !in_kernel_ && is_launch_loop(f);
+        if (kernel) {
+          in_kernel_ = true;
+          sampling_ = sampleable_.count(f) > 0;
+        }
+        Status st = (sampling_ && parse_gpu_tag(f->thread_tag).dim == GpuDim::kBlock) ? sampled_loop(f) : loop(f);
+        if (kernel) in_kernel_ = sampling_ = false;
+        return st;
       }
       case NodeKind::kStore: {
         const Store* st = s.as<Store>();
@@ -638,10 +695,18 @@ class Compiler {
         } else {
           op = t.bits == 8 ? kStore8 : t.bits == 16 ? kStore16 : t.bits == 32 ? kStore32 : kStore64;
         }
+        const bool to_output = info.alloc_index < 0;
         Instr& in = emit(op, st);
         in.a = idx;
         in.b = val;
         in.aux = buf;
+        if (sampling_ && to_output) {
+          Instr& count = emit(kAddInt, st);
+          count.dst = count.a = written_;
+          count.b = one_;
+          count.bits = 64;
+          count.is_signed = 1;
+        }
         return Status();
       }
       case NodeKind::kAllocate: {
@@ -701,7 +766,77 @@ class Compiler {
     }
   }
 
+  Status loop(const For* f) {
+    int rmin, rext;
+    TG_RETURN_IF_ERROR(expr(f->min, &rmin));
+    TG_RETURN_IF_ERROR(expr(f->extent, &rext));
+    const int var = new_reg(), end = new_reg();
+    const int begin = here();
+    Instr& b = emit(kLoopBegin, f);
+    b.dst = var;
+    b.a = rmin;
+    b.b = rext;
+    b.aux = end;
+    const int body_start = here();
+    var_scope_.push_back({f->name, var, DataType::i32()});
+    Status st = stmt(f->body);
+    var_scope_.pop_back();
+    TG_RETURN_IF_ERROR(st);
+    Instr& e = emit(kLoopEnd, f);
+    e.dst = var;
+    e.aux = end;
+    e.target = body_start;
+    m_->code[size_t(begin)].target = here();
+    return Status();
+  }
+
+  // A blockIdx loop of a sampled kernel: a counter k over the n sampled iterations,
+  // the loop variable picked from k, and after each iteration a check that it stored
+  // at least one output element (written_ counts output stores).
+  Status sampled_loop(const For* f) {
+    int rmin, rext;
+    TG_RETURN_IF_ERROR(expr(f->min, &rmin));
+    TG_RETURN_IF_ERROR(expr(f->extent, &rext));
+    const int var = new_reg(), n = new_reg(), k = new_reg(), end = new_reg(), saved = new_reg();
+    Instr& c = emit(kSampleCount, f);
+    c.dst = n;
+    c.a = rext;
+    const int begin = here();
+    Instr& b = emit(kLoopBegin, f);
+    b.dst = k;
+    b.a = zero_;
+    b.b = n;
+    b.aux = end;
+    const int body_start = here();
+    Instr& p = emit(kSamplePick, f);
+    p.dst = var;
+    p.a = k;
+    p.b = rext;
+    p.aux = n;
+    p.target = rmin;  // not a jump: the loop's min
+    Instr& mv = emit(kMov, f);
+    mv.dst = saved;
+    mv.a = written_;
+    var_scope_.push_back({f->name, var, DataType::i32()});
+    Status st = stmt(f->body);
+    var_scope_.pop_back();
+    TG_RETURN_IF_ERROR(st);
+    Instr& chk = emit(kSampleCheck, f);
+    chk.dst = var;
+    chk.a = written_;
+    chk.b = saved;
+    Instr& e = emit(kLoopEnd, f);
+    e.dst = k;
+    e.aux = end;
+    e.target = body_start;
+    m_->code[size_t(begin)].target = here();
+    return Status();
+  }
+
   CompiledNest::Impl* m_;
+  std::set<const For*> sampleable_;
+  bool in_kernel_ = false, sampling_ = false;
+  int written_ = -1, zero_ = -1, one_ = -1;  // registers of block sampling
   std::vector<ScopeVar> var_scope_;
   std::vector<std::pair<std::string, int>> buffer_scope_;
   int64_t allocated_bytes_ = 0;
@@ -714,6 +849,12 @@ class Compiler {
 [[gnu::noinline, gnu::cold]] Status loop_overflow(const IRNode* node) {
   const For* f = static_cast<const For*>(node);
   return invalid_argument("loop " + f->name + " runs past the i32 range");
+}
+
+[[gnu::noinline, gnu::cold]] Status silent_block(const IRNode* node, int64_t block) {
+  const For* f = static_cast<const For*>(node);
+  return failed_precondition(fmt::format("sampled block {} = {} (loop {}) stored no output element", f->thread_tag,
+                                         block, f->name));
 }
 
 }  // namespace
@@ -822,6 +963,26 @@ Status CompiledNest::Impl::execute(int64_t* steps_out) {
         }
         break;
       }
+      case kSampleCount: {
+        const int64_t extent = R[in.a].i;
+        R[in.dst].i = extent <= 0 ? 0 : std::min(extent, options.sample_blocks);
+        break;
+      }
+      case kSamplePick: {
+        const int64_t lo = R[in.target].i, extent = R[in.b].i;
+        if (lo + extent - 1 > std::numeric_limits<int32_t>::max()) {
+          status = loop_overflow(origin[size_t(&in - code)]);
+          goto done;
+        }
+        R[in.dst].i = lo + sample_pick(R[in.a].i, R[in.aux].i, extent, options.sample_seed, uint64_t(&in - code));
+        break;
+      }
+      case kSampleCheck:
+        if (R[in.a].i == R[in.b].i) {
+          status = silent_block(origin[size_t(&in - code)], R[in.dst].i);
+          goto done;
+        }
+        break;
       case kAlloc: {
         HostBuffer& storage = allocations[size_t(buffers[size_t(in.aux)].alloc_index)];
         steps += storage.num_elements() / 64;

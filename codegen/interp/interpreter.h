@@ -38,6 +38,16 @@ struct InterpreterOptions {
   int64_t max_steps = int64_t(1) << 31;
   // Cap on the bytes of all Allocate nodes together (each gets its own storage).
   int64_t max_allocation_bytes = int64_t(1) << 30;
+  // Block sampling (0: every block runs). With N > 0, each loop bound to blockIdx.*
+  // of a kernel that may be sampled runs min(N, extent) of its iterations: the first,
+  // the last, and random ones in between (one per equal stretch, from sample_seed and
+  // the loop). Exact for the points those blocks write, since blocks of one launch do
+  // not synchronize. A kernel may be sampled when every global buffer it stores to is
+  // a nest output that no other statement of the nest reads or writes; other kernels
+  // run whole (their writes feed later kernels). A sampled block iteration that
+  // stores no output element is an error (FAILED_PRECONDITION): it would pass unseen.
+  int64_t sample_blocks = 0;
+  uint64_t sample_seed = 1;
 };
 
 // Runs `nest` once. `inputs` and `outputs` follow nest.inputs / nest.outputs in
