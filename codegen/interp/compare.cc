@@ -175,45 +175,70 @@ Comparison compare_buffers(const HostBuffer& expected, const HostBuffer& actual,
   return c;
 }
 
-Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual,
-                                  Tolerance tol, int64_t max_points, uint64_t seed) {
-  Comparison c;
-  c.shape = actual.shape();
-  auto fail = [&](std::string why) {
-    c.match = false;
-    c.error = std::move(why);
-    return c;
-  };
-  if (!evaluator.status().ok()) return fail("evaluator: " + evaluator.status().to_string());
+namespace {
+
+// The checks both comparisons with the evaluator start with: a named tensor of the
+// buffer's dtype and shape. Empty when they hold, else why not.
+std::string mismatched_output(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual) {
+  if (!evaluator.status().ok()) return "evaluator: " + evaluator.status().to_string();
   const Program& program = evaluator.program();
-  if (!program.find_stage(output) && !program.find_input(output))
-    return fail("no tensor named " + std::string(output));
+  if (!program.find_stage(output) && !program.find_input(output)) return "no tensor named " + std::string(output);
   const DataType dtype = program.dtype_of(output);
   const std::vector<int64_t> shape = program.shape_of(output);
   if (dtype != actual.dtype() || shape != actual.shape())
-    return fail("expected " + dtype.str() + dims_text(shape) + ", got " + actual.describe());
+    return "expected " + dtype.str() + dims_text(shape) + ", got " + actual.describe();
+  return "";
+}
 
-  const int64_t n = actual.num_elements();
+// `max_points` of the indices 0..n-1 (all when there are no more): the first, the last
+// and random ones from `seed`.
+std::vector<int64_t> pick_points(int64_t n, int64_t max_points, uint64_t seed) {
   std::vector<int64_t> points;
   if (n <= max_points) {
     points.reserve(size_t(n));
     for (int64_t i = 0; i < n; ++i) points.push_back(i);
-  } else {
-    points.reserve(size_t(max_points) + 2);
-    points.push_back(0);
-    uint64_t state = seed;
-    for (int64_t k = 0; k < max_points; ++k)
-      points.push_back(int64_t((unsigned __int128)splitmix64(state) * uint64_t(n) >> 64));
-    points.push_back(n - 1);
+    return points;
   }
-  const bool exact = !dtype.is_float();
+  points.reserve(size_t(max_points) + 2);
+  points.push_back(0);
+  uint64_t state = seed;
+  for (int64_t k = 0; k < max_points; ++k)
+    points.push_back(int64_t((unsigned __int128)splitmix64(state) * uint64_t(n) >> 64));
+  points.push_back(n - 1);
+  return points;
+}
+
+// Each point of `actual` against the evaluator's value there, into `c`; false (with
+// c.error) when the evaluator fails.
+bool compare_points(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual,
+                    const std::vector<int64_t>& points, Tolerance tol, Comparison& c) {
+  const std::vector<int64_t>& shape = actual.shape();
+  const bool exact = !actual.dtype().is_float();
   for (int64_t flat : points) {
     double magnitude = -1;
     Expected<double> e = evaluator.value_at(output, unravel(flat, shape), tol.sum_allowance > 0 ? &magnitude : nullptr);
-    if (!e.ok()) return fail("evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " +
-                             e.status().to_string());
+    if (!e.ok()) {
+      c.match = false;
+      c.error = "evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " + e.status().to_string();
+      return false;
+    }
     accumulate(c, flat, *e, element(actual, flat), exact, tol, magnitude);
   }
+  return true;
+}
+
+}  // namespace
+
+Comparison compare_with_evaluator(ProgramEvaluator& evaluator, std::string_view output, const HostBuffer& actual,
+                                  Tolerance tol, int64_t max_points, uint64_t seed) {
+  Comparison c;
+  c.shape = actual.shape();
+  if (std::string why = mismatched_output(evaluator, output, actual); !why.empty()) {
+    c.match = false;
+    c.error = std::move(why);
+    return c;
+  }
+  compare_points(evaluator, output, actual, pick_points(actual.num_elements(), max_points, seed), tol, c);
   return c;
 }
 
@@ -228,39 +253,17 @@ Comparison compare_written_with_evaluator(ProgramEvaluator& evaluator, std::stri
     c.error = std::move(why);
     return c;
   };
-  if (!evaluator.status().ok()) return fail("evaluator: " + evaluator.status().to_string());
-  const Program& program = evaluator.program();
-  if (!program.find_stage(output) && !program.find_input(output))
-    return fail("no tensor named " + std::string(output));
-  const DataType dtype = program.dtype_of(output);
-  const std::vector<int64_t> shape = program.shape_of(output);
-  if (dtype != actual.dtype() || shape != actual.shape())
-    return fail("expected " + dtype.str() + dims_text(shape) + ", got " + actual.describe());
+  if (std::string why = mismatched_output(evaluator, output, actual); !why.empty()) return fail(std::move(why));
   // NaN marks an element never written, so only float outputs can be told apart.
-  if (!dtype.is_float()) return fail("written elements of " + std::string(output) + " need a float output");
-
+  if (!actual.dtype().is_float()) return fail("written elements of " + std::string(output) + " need a float output");
   std::vector<int64_t> done;
   for (int64_t i = 0, n = actual.num_elements(); i < n; ++i)
     if (!std::isnan(element(actual, i))) done.push_back(i);
   if (written) *written = int64_t(done.size());
   if (done.empty()) return fail("no element of " + std::string(output) + " written");
-  std::vector<int64_t> points;
-  if (int64_t(done.size()) <= max_points) {
-    points = done;
-  } else {
-    points.push_back(done.front());
-    uint64_t state = seed;
-    for (int64_t k = 0; k < max_points; ++k)
-      points.push_back(done[size_t((unsigned __int128)splitmix64(state) * done.size() >> 64)]);
-    points.push_back(done.back());
-  }
-  for (int64_t flat : points) {
-    double magnitude = -1;
-    Expected<double> e = evaluator.value_at(output, unravel(flat, shape), tol.sum_allowance > 0 ? &magnitude : nullptr);
-    if (!e.ok()) return fail("evaluating " + std::string(output) + dims_text(unravel(flat, shape)) + ": " +
-                             e.status().to_string());
-    accumulate(c, flat, *e, element(actual, flat), false, tol, magnitude);
-  }
+  std::vector<int64_t> points = pick_points(int64_t(done.size()), max_points, seed);
+  for (int64_t& p : points) p = done[size_t(p)];
+  compare_points(evaluator, output, actual, points, tol, c);
   return c;
 }
 
