@@ -254,58 +254,6 @@ TEST(FpgaTiming, TheDramPortIsShared) {
   EXPECT_EQ(r->of(Module::kCompute).dram_stall, 290 - 3 - 128);
 }
 
-TEST(FpgaAlu, EveryOperationMatchesItsDefinition) {
-  const AccelConfig c = small_config();  // 8 lanes
-  const int lanes = c.batch * c.block_out;
-  const int32_t a[8] = {-300, -129, -128, -1, 0, 1, 127, 70000};
-  const int32_t b[8] = {5, -3, 0, 2, -1, 31, 127, -2};
-  struct Case {
-    AluOp op;
-    bool imm;
-    int32_t value;
-  };
-  for (Case k : {Case{AluOp::kMin, false, 0}, Case{AluOp::kMax, false, 0}, Case{AluOp::kAdd, false, 0},
-                 Case{AluOp::kShr, false, 0}, Case{AluOp::kMul, false, 0}, Case{AluOp::kClip, false, 0},
-                 Case{AluOp::kShr, true, 2}, Case{AluOp::kShr, true, -3}, Case{AluOp::kClip, true, 127},
-                 Case{AluOp::kMax, true, 0}, Case{AluOp::kAdd, true, -32768}, Case{AluOp::kRequant, false, 0},
-                 Case{AluOp::kRequant, true, 35}}) {
-    // DRAM: two accumulator entries (a, b), the micro-op, the output entry.
-    std::vector<uint8_t> dram(size_t(3 * c.acc_entry_bytes()), 0);
-    std::memcpy(dram.data(), a, sizeof a);
-    std::memcpy(dram.data() + c.acc_entry_bytes(), b, sizeof b);
-    uint32_t uop = *encode(Uop{0, 1, 0});
-    const int64_t uop_at = 2 * c.acc_entry_bytes();
-    std::memcpy(dram.data() + uop_at, &uop, 4);
-    Instruction alu = make_alu(k.op, 0, 1, 1, 1);
-    alu.use_imm = k.imm;
-    alu.imm = k.value;
-    alu.push_next = true;
-    Instruction store = make_store(0, uint32_t(uop_at / c.out_entry_bytes() + 1), 1, 1, 1);
-    store.pop_prev = true;
-    store.push_prev = true;
-    Instruction finish = make_finish();
-    finish.pop_next = true;
-    std::vector<Instruction> s = {make_load(Buffer::kAcc, 0, 0, 1, 2, 2),
-                                  make_load(Buffer::kUop, 0, uint32_t(uop_at / 4), 1, 1, 1), alu, store, finish};
-    Expected<SimulationResult> r = simulate(c, s, dram);
-    ASSERT_TRUE(r.ok()) << r.status().to_string();
-    for (int l = 0; l < lanes; ++l) {
-      int32_t x = a[l], y = k.imm ? k.value : b[l], want = 0;
-      switch (k.op) {
-        case AluOp::kMin: want = std::min(x, y); break;
-        case AluOp::kMax: want = std::max(x, y); break;
-        case AluOp::kAdd: want = x + y; break;
-        case AluOp::kShr: want = y >= 0 ? x >> std::min(y, 31) : int32_t(uint32_t(x) << -y); break;
-        case AluOp::kMul: want = int32_t(int64_t(x) * y); break;
-        case AluOp::kClip: want = x > y ? y : x < -y - 1 ? -y - 1 : x; break;
-        case AluOp::kRequant: want = std::clamp(x >> (y & 31), y & 32 ? 0 : -128, 127); break;
-      }
-      EXPECT_EQ(int8_t(dram[size_t(uop_at + c.out_entry_bytes() + l)]), int8_t(want))
-          << alu_op_name(k.op) << " lane " << l << " a " << x << " b " << y;
-    }
-  }
-}
-
 // Runs ALU instructions of one shape (micro-op 0: dst 0, src 1) over two accumulator entries
 // (a, b) on the small design; returns the eight output bytes of entry 0 and the cycles.
 std::pair<std::vector<int8_t>, int64_t> run_alu_steps(const std::vector<Instruction>& steps, const int32_t (&a)[8],
@@ -333,6 +281,42 @@ std::pair<std::vector<int8_t>, int64_t> run_alu_steps(const std::vector<Instruct
   std::vector<int8_t> out(8);
   std::memcpy(out.data(), dram.data() + uop_at + c.out_entry_bytes(), 8);
   return {out, r.ok() ? r->cycles : -1};
+}
+
+TEST(FpgaAlu, EveryOperationMatchesItsDefinition) {
+  const AccelConfig c = small_config();  // 8 lanes
+  const int lanes = c.batch * c.block_out;
+  const int32_t a[8] = {-300, -129, -128, -1, 0, 1, 127, 70000};
+  const int32_t b[8] = {5, -3, 0, 2, -1, 31, 127, -2};
+  struct Case {
+    AluOp op;
+    bool imm;
+    int32_t value;
+  };
+  for (Case k : {Case{AluOp::kMin, false, 0}, Case{AluOp::kMax, false, 0}, Case{AluOp::kAdd, false, 0},
+                 Case{AluOp::kShr, false, 0}, Case{AluOp::kMul, false, 0}, Case{AluOp::kClip, false, 0},
+                 Case{AluOp::kShr, true, 2}, Case{AluOp::kShr, true, -3}, Case{AluOp::kClip, true, 127},
+                 Case{AluOp::kMax, true, 0}, Case{AluOp::kAdd, true, -32768}, Case{AluOp::kRequant, false, 0},
+                 Case{AluOp::kRequant, true, 35}}) {
+    Instruction alu = make_alu(k.op, 0, 1, 1, 1);
+    alu.use_imm = k.imm;
+    alu.imm = k.value;
+    const std::vector<int8_t> out = run_alu_steps({alu}, a, b).first;
+    for (int l = 0; l < lanes; ++l) {
+      int32_t x = a[l], y = k.imm ? k.value : b[l], want = 0;
+      switch (k.op) {
+        case AluOp::kMin: want = std::min(x, y); break;
+        case AluOp::kMax: want = std::max(x, y); break;
+        case AluOp::kAdd: want = x + y; break;
+        case AluOp::kShr: want = y >= 0 ? x >> std::min(y, 31) : int32_t(uint32_t(x) << -y); break;
+        case AluOp::kMul: want = int32_t(int64_t(x) * y); break;
+        case AluOp::kClip: want = x > y ? y : x < -y - 1 ? -y - 1 : x; break;
+        case AluOp::kRequant: want = std::clamp(x >> (y & 31), y & 32 ? 0 : -128, 127); break;
+      }
+      EXPECT_EQ(out[size_t(l)], int8_t(want))
+          << alu_op_name(k.op) << " lane " << l << " a " << x << " b " << y;
+    }
+  }
 }
 
 Instruction alu_imm(AluOp op, int32_t imm) {

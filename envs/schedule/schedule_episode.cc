@@ -76,7 +76,8 @@ Expected<std::shared_ptr<const LoopNest>> DerivedState::target_nest() {
     } else {
       LoopNest nest = *generic;
       // The state lives as long as the schedule it belongs to (aliasing pointer).
-      if ((*backend)->lowering().needs_schedule) nest.schedule = std::shared_ptr<const ScheduleState>(schedule_, &schedule_->state());
+      if ((*backend)->lowering().needs_schedule)
+        nest.schedule = std::shared_ptr<const ScheduleState>(schedule_, &schedule_->state());
       Expected<LoopNest> lowered = lower_for_target(std::move(nest), (*backend)->lowering(), lower_options(target_));
       if (lowered.ok()) {
         target_nest_ = std::shared_ptr<const LoopNest>(std::make_shared<LoopNest>(std::move(*lowered)));
