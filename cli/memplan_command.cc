@@ -4,7 +4,9 @@
 //     [--plan-out FILE] [--lifetimes-out FILE] [--plot FILE.svg] [--json]
 //   Plans the memory of a model graph or an offset-only instance with each planner
 //   and prints, per planner, the arena bytes, the live lower bound (lb_live, for the
-//   planner's order), the ratio and the time taken. Every plan is verified. A plan
+//   planner's order), the ratio, the proven gap (arena over the best lower bound the
+//   planner proved, minus 1: 0 is optimal for that order; `exact` proves more than
+//   lb_live) and the time taken. Every plan is verified. A plan
 //   over --memory-limit is reported infeasible (exit status 2 when no planner fits).
 //   --plan-out writes the smallest plan as CSV `id,offset`; --lifetimes-out writes
 //   the buffers it was made for as `id,lower,upper,size` (for a graph: the buffers of
@@ -52,6 +54,7 @@ struct Row {
   std::string planner;
   Status status;
   int64_t arena = 0, lb_live = 0, lb_op = 0;
+  int64_t lower_bound = 0;  // proven: lb_live, raised by the planner's proofs
   double seconds = 0;
   std::string order;
   bool inplace = false;
@@ -159,6 +162,7 @@ int run(const Options& o) {
         row.arena = plan->arena;
         row.lb_live = plan->layout.lb_live;
         row.lb_op = plan->layout.lb_op;
+        row.lower_bound = plan->lower_bound;
         row.seconds = plan->seconds;
         row.order = plan->order_name;
         row.inplace = plan->inplace;
@@ -178,6 +182,7 @@ int run(const Options& o) {
         row.status = plan.status();
       } else {
         row.arena = plan->arena;
+        row.lower_bound = plan->lower_bound;
         row.instance = inst;
         row.offsets = plan->offsets;
       }
@@ -227,6 +232,9 @@ int run(const Options& o) {
       p["arena"] = r.arena;
       p["lb_live"] = r.lb_live;
       p["ratio"] = ratio(r.arena, r.lb_live);
+      p["lower_bound"] = r.lower_bound;
+      p["gap"] = ratio(r.arena, r.lower_bound) - 1;
+      p["proven_optimal"] = r.arena <= r.lower_bound;
       p["seconds"] = r.seconds;
       p["alignment"] = r.instance.alignment;
       if (bench->is_graph()) {
@@ -251,7 +259,8 @@ int run(const Options& o) {
     } else {
       text += fmt::format(": {} buffers\n", bench->instance->buffers.size());
     }
-    text += fmt::format("{:<26} {:>14} {:>14} {:>8} {:>9}  {}\n", "planner", "arena", "lb_live", "ratio", "seconds",
+    text += fmt::format("{:<26} {:>14} {:>14} {:>8} {:>8} {:>9}  {}\n", "planner", "arena", "lb_live", "ratio", "gap",
+                        "seconds",
                         bench->is_graph() ? "order, in-place" : "");
     for (const Row& r : rows) {
       if (!r.status.ok()) {
@@ -260,8 +269,8 @@ int run(const Options& o) {
                                                                               : "error: " + r.status.message());
         continue;
       }
-      text += fmt::format("{:<26} {:>14} {:>14} {:>8.4f} {:>9.3f}  {}\n", r.planner, r.arena, r.lb_live,
-                          ratio(r.arena, r.lb_live), r.seconds,
+      text += fmt::format("{:<26} {:>14} {:>14} {:>8.4f} {:>8.4f} {:>9.3f}  {}\n", r.planner, r.arena, r.lb_live,
+                          ratio(r.arena, r.lb_live), ratio(r.arena, r.lower_bound) - 1, r.seconds,
                           bench->is_graph() ? r.order + ", " + (r.inplace ? "on" : "off") : "");
     }
     if (best) {

@@ -203,7 +203,8 @@ const std::vector<std::string>& offset_planner_names() {
                                                  "usmp_greedy_by_size",
                                                  "usmp_greedy_by_conflicts",
                                                  "hill_climb",
-                                                 "search"};
+                                                 "search",
+                                                 "exact"};
   return names;
 }
 
@@ -252,7 +253,7 @@ Expected<OffsetPlan> plan_offsets(const std::string& planner, const Instance& in
       plan.offsets = place_in_order(instance, conflicts, order, GapChoice::kTop);
     } else if (planner == "hill_climb") {
       plan.offsets = hill_climb(instance, conflicts, options);
-    } else if (planner == "search") {
+    } else if (planner == "search" || planner == "exact") {
       // Start from the better of the best-fit plans; search from there.
       Offsets start = place_in_order(instance, conflicts, size_order(instance), GapChoice::kBestFit);
       Offsets temporal = place_in_order(instance, conflicts, temporal_order(instance), GapChoice::kBestFit);
@@ -260,9 +261,11 @@ Expected<OffsetPlan> plan_offsets(const std::string& planner, const Instance& in
       OffsetSearchOptions so;
       so.time_limit_s = options.time_limit_s;
       so.memory_limit = options.memory_limit;
+      so.node_budget = planner == "search";
       OffsetSearchResult r = search_offsets(instance, start, so);
       plan.offsets = std::move(r.offsets);
       plan.proven_optimal = r.proven_optimal;
+      plan.lower_bound = r.lower_bound;
     } else {
       std::string known;
       for (const std::string& n : offset_planner_names()) known += (known.empty() ? "" : ", ") + n;
@@ -270,11 +273,10 @@ Expected<OffsetPlan> plan_offsets(const std::string& planner, const Instance& in
     }
   }
   plan.arena = arena_size(instance, plan.offsets);
-  if (!plan.proven_optimal) {
-    int64_t largest = 0;
-    for (const Buffer& b : instance.buffers) largest = std::max(largest, b.size);
-    plan.proven_optimal = plan.arena <= std::max(peak_live_bytes(instance), largest);
-  }
+  int64_t largest = 0;
+  for (const Buffer& b : instance.buffers) largest = std::max(largest, b.size);
+  plan.lower_bound = std::max({plan.lower_bound, peak_live_bytes(instance), largest});
+  plan.proven_optimal = plan.proven_optimal || plan.arena <= plan.lower_bound;
   return plan;
 }
 

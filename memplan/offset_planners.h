@@ -1,7 +1,10 @@
 // Offset planners: given an Instance, an offset for every buffer. The standard ones
 // are reimplemented from their published descriptions (TFLite's arena and GPU
 // shared-object planners, XLA's global decreasing-size best-fit heap, TVM USMP's
-// greedy and hill-climb algorithms); `search` is our own (memplan/offset_search.h).
+// greedy and hill-climb algorithms); `search` and `exact` are our own
+// (memplan/offset_search.h): the same search, `search` within a node budget that
+// scales with the time limit (repeatable), `exact` until it proves the optimum or the
+// time limit ends (then with a proven gap: OffsetPlan::lower_bound).
 // See docs/memory_planning.md for what each does and how it compares.
 #pragma once
 
@@ -25,16 +28,17 @@ struct OffsetPlan {
   Offsets offsets;
   int64_t arena = 0;
   bool proven_optimal = false;  // the arena equals a lower bound
+  int64_t lower_bound = 0;      // no plan is smaller: the live bound, or a proof's
 };
 
 // naive, greedy_by_size, first_fit, greedy_by_breadth, best_fit_spatial,
 // best_fit_temporal, best_fit_best, usmp_greedy_by_size, usmp_greedy_by_conflicts,
-// hill_climb, search.
+// hill_climb, search, exact.
 const std::vector<std::string>& offset_planner_names();
 
-// Runs a planner by name; INVALID_ARGUMENT for an unknown name. Deterministic: the
-// same instance and options give the same offsets (the search stops on node counts,
-// and the time limit only cuts it short).
+// Runs a planner by name; INVALID_ARGUMENT for an unknown name. Deterministic except
+// `exact` cut short by its time limit: the same instance and options give the same
+// offsets (`search` stops on node counts, and the time limit only cuts it short).
 Expected<OffsetPlan> plan_offsets(const std::string& planner, const Instance& instance,
                                   const OffsetPlannerOptions& options = {});
 

@@ -108,6 +108,12 @@ class Fit {
     min_offset_.assign(n, 0);
     floor_.assign(size_t(s.sections), 0);
     seen_.assign(size_t(s.sections), 0);
+    head_stamp_.assign(size_t(s.sections), 0);
+    forced_stamp_.assign(size_t(s.sections), 0);
+    run_stamp_.assign(size_t(s.sections), 0);
+    head_.assign(size_t(s.sections), -1);
+    next_.assign(n, -1);
+    reach_.assign(size_t(s.sections) + 1, 0);
     total_ = s.section_total;
     cuts_.assign(size_t(std::max(0, s.sections - 1)), 0);
     for (size_t k = 0; k < n; ++k)
@@ -199,6 +205,9 @@ class Fit {
       if (c.offset + s_.size[size_t(b)] > capacity_) continue;
       Outcome o = place_and_recurse(part, b, c.offset, c.rank);
       if (o != Outcome::kNotFound) return o;
+      // Nothing still to place overlaps b in time: b constrains no one, and every
+      // alternative here would leave b below the offsets still to come.
+      if (hatless(b)) break;
     }
     return Outcome::kNotFound;
   }
@@ -245,7 +254,7 @@ class Fit {
     for (int j = s_.first[size_t(b)]; j + 1 < s_.last[size_t(b)]; ++j)
       if (--cuts_[size_t(j)] == 0 && j + 1 > part.lo && j + 1 < part.hi) new_cuts.push_back(j + 1);
     Outcome o = Outcome::kNotFound;
-    if (consistent(part, off)) {
+    if (consistent(part, off) && levels_coverable(part, off, rank)) {
       if (new_cuts.empty()) {
         o = search(part, off, rank);
       } else {
@@ -271,11 +280,115 @@ class Fit {
     return o;
   }
 
+  bool hatless(int b) const {
+    for (int o : s_.overlaps[size_t(b)])
+      if (offset_[size_t(o)] < 0) return false;
+    return true;
+  }
+
   // Every buffer still to place goes above both the last offset and the floor of
   // each section it spans, and the ones in one section are stacked.
   bool consistent(const Part& part, int64_t off) const {
     for (int j = part.lo; j < part.hi; ++j)
       if (total_[size_t(j)] > 0 && std::max(off, floor_[size_t(j)]) + total_[size_t(j)] > capacity_) return false;
+    return true;
+  }
+
+  // Every section j sits at a level e_j = max(off, floor_j); the lowest buffer still
+  // to place there lands at e_j or above, and a rise must fit in j's slack
+  // (capacity - e_j - total_j). Where it cannot, some buffer still to place fills j at
+  // exactly e_j. At the lowest level f a rise is at least the smallest buffer still to
+  // place (the one it sits on is placed at f or above) or a member's minimum offset
+  // above f; at higher levels only a slack of 0 forces it. The buffers that will sit
+  // at one level L are pairwise disjoint in time, have minimum offsets <= L and lie in
+  // runs of sections whose floors are <= L: per level, a sweep over each run checks
+  // that they can fill the run's forced sections.
+  bool levels_coverable(const Part& part, int64_t off, int rank) {
+    int64_t f = INT64_MAX;
+    for (int j = part.lo; j < part.hi; ++j)
+      if (total_[size_t(j)] > 0) f = std::min(f, std::max(off, floor_[size_t(j)]));
+    if (f == INT64_MAX) return true;
+    cands_.clear();
+    int64_t min_size = INT64_MAX;
+    for (int r : part.ranks) {
+      const int b = order_[size_t(r)];
+      if (offset_[size_t(b)] >= 0) continue;
+      min_size = std::min(min_size, s_.size[size_t(b)]);
+      cands_.push_back({min_offset_[size_t(b)], r});
+    }
+    forced_.clear();
+    for (int j = part.lo; j < part.hi; ++j) {
+      if (total_[size_t(j)] == 0) continue;
+      const int64_t e = std::max(off, floor_[size_t(j)]);
+      const int64_t slack = capacity_ - e - total_[size_t(j)];
+      if (slack == 0 || (e == f && rise_exceeds(j, slack, min_size, f))) forced_.push_back({e, j});
+    }
+    if (forced_.empty()) return true;
+    std::sort(cands_.begin(), cands_.end(), [](const Candidate& x, const Candidate& y) { return x.offset < y.offset; });
+    std::sort(forced_.begin(), forced_.end());
+    ++stamp_;
+    const int64_t lists = stamp_;  // candidate lists grow with the level
+    deferred_.clear();
+    auto add = [&](int r) {
+      const int b = order_[size_t(r)];
+      const size_t first = size_t(s_.first[size_t(b)]);
+      if (head_stamp_[first] != lists) {
+        head_stamp_[first] = lists;
+        head_[first] = -1;
+      }
+      next_[size_t(b)] = head_[first];
+      head_[first] = b;
+    };
+    size_t ci = 0;
+    for (size_t k = 0; k < forced_.size();) {
+      const int64_t level = forced_[k].first;
+      size_t group_end = k;
+      while (group_end < forced_.size() && forced_[group_end].first == level) ++group_end;
+      if (level > off) {
+        for (int r : deferred_) add(r);
+        deferred_.clear();
+      }
+      for (; ci < cands_.size() && cands_[ci].offset <= level; ++ci) {
+        // At the current offset only higher ranks may follow (ties in preorder).
+        if (level == off && cands_[ci].rank < rank) {
+          deferred_.push_back(cands_[ci].rank);
+        } else {
+          add(cands_[ci].rank);
+        }
+      }
+      const int64_t mark = ++stamp_;
+      for (size_t g = k; g < group_end; ++g) forced_stamp_[size_t(forced_[g].second)] = mark;
+      auto in_run = [&](int j) { return total_[size_t(j)] > 0 && std::max(off, floor_[size_t(j)]) <= level; };
+      for (size_t g = k; g < group_end; ++g) {
+        const int j = forced_[g].second;
+        if (run_stamp_[size_t(j)] == mark) continue;  // its run was swept
+        int lo = j, hi = j + 1;
+        while (lo > part.lo && in_run(lo - 1)) --lo;
+        while (hi < part.hi && in_run(hi)) ++hi;
+        for (int i = lo; i <= hi; ++i) reach_[size_t(i)] = 0;
+        reach_[size_t(lo)] = 1;
+        for (int i = lo; i < hi; ++i) {
+          run_stamp_[size_t(i)] = mark;
+          if (!reach_[size_t(i)]) continue;
+          if (forced_stamp_[size_t(i)] != mark) reach_[size_t(i + 1)] = 1;
+          if (head_stamp_[size_t(i)] != lists) continue;
+          for (int b = head_[size_t(i)]; b >= 0; b = next_[size_t(b)])
+            if (s_.last[size_t(b)] <= hi) reach_[size_t(s_.last[size_t(b)])] = 1;
+        }
+        if (!reach_[size_t(hi)]) return false;
+      }
+      k = group_end;
+    }
+    return true;
+  }
+
+  // At the lowest level f: whether the least rise of section j's lowest buffer (the
+  // smallest buffer still to place, or a member's minimum offset above f) exceeds its
+  // slack.
+  bool rise_exceeds(int j, int64_t slack, int64_t min_size, int64_t f) const {
+    if (slack >= min_size) return false;
+    for (int m : s_.members[size_t(j)])
+      if (offset_[size_t(m)] < 0 && min_offset_[size_t(m)] > f && min_offset_[size_t(m)] - f <= slack) return false;
     return true;
   }
 
@@ -290,6 +403,13 @@ class Fit {
   std::vector<std::pair<int, int64_t>> undo_floor_;
   std::vector<int64_t> seen_;
   int64_t stamp_ = 0;
+  // Scratch of levels_coverable: candidates by first section, forced sections by
+  // level, reachability.
+  std::vector<int64_t> head_stamp_, forced_stamp_, run_stamp_;
+  std::vector<int> head_, next_, deferred_;
+  std::vector<Candidate> cands_;
+  std::vector<std::pair<int64_t, int>> forced_;
+  std::vector<char> reach_;
   int64_t nodes_left_ = 0;
   Clock::time_point deadline_;
 };
@@ -351,14 +471,15 @@ OffsetSearchResult search_offsets(const Instance& instance, const Offsets& initi
   }
   // Node budgets scale with the time limit so results do not depend on the machine's
   // speed until the time limit cuts in: about 50,000 nodes per second of limit.
-  const int64_t total_nodes = std::max<int64_t>(options.initial_nodes, int64_t(options.time_limit_s * 50000));
+  const int64_t total_nodes = options.node_budget
+                                  ? std::max<int64_t>(options.initial_nodes, int64_t(options.time_limit_s * 50000))
+                                  : INT64_MAX / 4;
   bool first = true;
   int64_t tried = lo;  // capacities below this were proven infeasible or given up
   while (tried < r.arena && remaining() > 0) {
     // First the lower bound itself (often the optimum), then bisection between what
     // was given up or proven infeasible and the best plan found.
     int64_t capacity = first ? tried : tried + (r.arena - tried) / 2;
-    if (!first && capacity <= tried) break;
     if (options.memory_limit > 0 && capacity > options.memory_limit && !first) break;
     const double share = first ? 0.35 : 0.3;
     const int64_t nodes = std::max<int64_t>(options.initial_nodes, int64_t(double(total_nodes) * share));

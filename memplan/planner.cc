@@ -71,6 +71,7 @@ Expected<GraphPlan> plan_graph(const Graph& graph, const GraphPlanOptions& optio
   rest.time_limit_s = std::max(0.1, options.time_limit_s - spent);
   TG_ASSIGN_OR_RETURN(OffsetPlan offsets, plan_instance(plan.layout.instance, options.planner, rest));
   plan.offsets = std::move(offsets.offsets);
+  plan.lower_bound = offsets.lower_bound;
   Expected<int64_t> verified = verify_graph_plan(graph, plan.decisions, plan.offsets, options.alignment);
   if (!verified.ok())
     return internal_error("planner " + options.planner + " produced an invalid plan: " + verified.status().message());

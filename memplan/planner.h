@@ -35,6 +35,7 @@ struct GraphPlan {
   GraphLayout layout;
   Offsets offsets;
   int64_t arena = 0;
+  int64_t lower_bound = 0;  // for this order and in-place choice: lb_live or a proof's
   std::string order_name;
   bool inplace = false;
   double seconds = 0;
@@ -42,7 +43,7 @@ struct GraphPlan {
 
 // naive, greedy_by_size, first_fit, greedy_by_breadth, best_fit_spatial,
 // best_fit_temporal, best_fit_best, usmp_greedy_by_size, usmp_greedy_by_conflicts,
-// hill_climb, best.
+// hill_climb, best, exact.
 const std::vector<std::string>& memplan_planner_names();
 
 // Plans the graph; the result is verified before it is returned (INTERNAL if a

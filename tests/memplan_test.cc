@@ -152,7 +152,7 @@ TEST(OffsetPlanners, EveryPlannerGivesVerifiedDeterministicPlansOnRandomInstance
       ASSERT_TRUE(arena.ok()) << arena.status().to_string();
       EXPECT_EQ(*arena, a->arena);
       EXPECT_GE(a->arena, lb);
-      if (p == "search") continue;  // bounded by nodes, but the time limit may cut it on a slow machine
+      if (p == "search" || p == "exact") continue;  // the time limit may cut them short
       Expected<OffsetPlan> b = plan_offsets(p, inst, options);
       EXPECT_EQ(a->offsets, b->offsets) << "not deterministic";
     }
