@@ -1,5 +1,7 @@
 #include "memplan/offset_search.h"
 
+#include "memplan/sweep_fit.h"
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -431,10 +433,13 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
   std::vector<std::vector<int>> orders;
   for (const std::string& keys : preorderings()) orders.push_back(preorder(s, instance, keys));
   // Round robin over the preorderings with a growing node budget: one of them often
-  // finds a plan quickly where another wanders.
+  // finds a plan quickly where another wanders. Each round also gives the time sweep
+  // (sweep_fit.h) a restart of its own, with 16 times the budget in placements (each
+  // costs about as much less than a search node): it finds plans on tight instances,
+  // and proves nothing.
   int64_t budget = std::max<int64_t>(1000, int64_t(s.buffers.size()) * 4);
   int64_t spent = 0;
-  while (true) {
+  for (uint64_t round = 0;; ++round) {
     for (const std::vector<int>& order : orders) {
       Fit fit(s, order, capacity, instance.alignment);
       int64_t used = 0;
@@ -450,6 +455,11 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
       if (o == Outcome::kNotFound) return FitResult::kInfeasible;  // exhausted: a proof
       if (spent >= node_limit || Clock::now() > deadline) return FitResult::kGaveUp;
     }
+    int64_t used = 0;
+    const bool found = sweep_fit(instance, capacity, budget * 16, deadline, round, offsets, &used);
+    *nodes += used;
+    if (found) return FitResult::kFound;
+    if (Clock::now() > deadline) return FitResult::kGaveUp;
     budget *= 2;
   }
 }

@@ -1,6 +1,7 @@
 // The exact offset planner: optimal against brute force on small instances, its
 // proven gap never below the true gap, time limits honoured on hard and on large
-// instances; and the generator of strip tilings with known optima.
+// instances; the time sweep's plans; and the generator of strip tilings with known
+// optima.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "memplan/offset_planners.h"
 #include "memplan/strip_tiling.h"
+#include "memplan/sweep_fit.h"
 #include "memplan/verify.h"
 #include "support/random.h"
 #include "tests/test_support.h"
@@ -65,6 +67,13 @@ int64_t brute_force_optimum(const Instance& inst) {
   return best;
 }
 
+Expected<StripTiling> strip_tiling(uint64_t seed, int buffers) {
+  StripTilingOptions o;
+  o.seed = seed;
+  o.buffers = buffers;
+  return make_strip_tiling(o);
+}
+
 TEST(ExactPlanner, IsOptimalAgainstBruteForceAndProvesBoundsAboveTheLiveBound) {
   OffsetPlannerOptions options;
   options.time_limit_s = 10;
@@ -90,10 +99,7 @@ TEST(ExactPlanner, IsOptimalAgainstBruteForceAndProvesBoundsAboveTheLiveBound) {
 TEST(ExactPlanner, ProvenGapIsNeverBelowTheTrueGap) {
   // Cut short at every limit from nothing up: the bound never passes the optimum.
   for (uint64_t seed = 1; seed <= 6; ++seed) {
-    StripTilingOptions o;
-    o.seed = seed;
-    o.buffers = 300;
-    Expected<StripTiling> t = make_strip_tiling(o);
+    Expected<StripTiling> t = strip_tiling(seed, 300);
     ASSERT_TRUE(t.ok());
     for (double limit : {0.0, 0.05, 0.3}) {
       OffsetPlannerOptions options;
@@ -162,6 +168,47 @@ TEST(ExactPlanner, HonoursItsTimeLimitOnHardAndOnLargeInstances) {
     EXPECT_TRUE(verify_offsets(t->instance, plan->offsets).ok());
     EXPECT_LE(plan->lower_bound, t->optimum);
   }
+}
+
+TEST(SweepFit, TilesStripsExactlyAndOnlyReturnsValidPlans) {
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Expected<StripTiling> t = strip_tiling(seed, 80);
+    ASSERT_TRUE(t.ok());
+    Offsets offsets;
+    int64_t nodes = 0;
+    // Without slack anywhere the sweep is complete; these need under 400,000 placements.
+    ASSERT_TRUE(sweep_fit(t->instance, t->optimum, 4000000, far, 0, &offsets, &nodes)) << "seed " << seed;
+    EXPECT_EQ(*verify_offsets(t->instance, offsets), t->optimum);
+    EXPECT_GT(nodes, 0);
+    // Below the optimum there is nothing to find.
+    EXPECT_FALSE(sweep_fit(t->instance, t->optimum - 1024, 100000, far, 0, &offsets, &nodes));
+  }
+  // With slack, whatever it returns fits the capacity (it may give up).
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Instance inst = small_instance(seed);
+    inst.alignment = 1 + int64_t(seed % 2);
+    for (int64_t extra : {0, 1, 3}) {
+      const int64_t capacity = peak_live_bytes(inst) + extra;
+      for (uint64_t restart : {0, 1, 2}) {
+        Offsets offsets;
+        if (!sweep_fit(inst, capacity, 10000, far, restart, &offsets, nullptr)) continue;
+        ++found;
+        Expected<int64_t> arena = verify_offsets(inst, offsets);
+        ASSERT_TRUE(arena.ok()) << arena.status().to_string();
+        EXPECT_LE(*arena, capacity);
+      }
+    }
+  }
+  EXPECT_GT(found, 100);
+  // Past its size it leaves the instance to the offset-ordered search.
+  StripTilingOptions big;
+  big.buffers = int(kMaxSweepBuffers) + 100;
+  big.initial_pieces = 20;
+  Expected<StripTiling> t = make_strip_tiling(big);
+  Offsets offsets;
+  EXPECT_FALSE(sweep_fit(t->instance, t->optimum, 1000000, far, 0, &offsets, nullptr));
 }
 
 TEST(StripTiling, IsAPerfectTilingWithItsWitnessAndRepeatsBySeed) {
