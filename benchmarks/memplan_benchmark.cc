@@ -6,7 +6,8 @@
 // 1. Speed: every greedy planner on a 20,000-buffer instance shaped like a model
 //    graph's (short lifetimes, some long ones), median of 3 runs.
 // 2. graphs-v0: arena / lb_live of best_fit_best in program order without in-place,
-//    and of `best` (order search, in-place, offset search), with the reduction.
+//    and of `best` (order search, in-place, offset search), with the reduction; the
+//    same on random mixed-block graphs (seeds 0-7, and held-out seeds from 1,000,000).
 // 3. Offset-only instances (MiniMalloc's eleven "challenging" ones when DIR has
 //    them): arena / peak live bytes of the greedy planners and of `best` within the
 //    time limit (60 s by default), and how many `best` brings within 1.10.
@@ -73,14 +74,14 @@ void speed() {
   fmt::print("\n");
 }
 
-void graphs(double time_limit) {
-  fmt::print("## graphs-v0 (fp32, batch 1, 64-byte alignment)\n\n");
+void graphs(const std::string& title, const std::vector<std::string>& names, double time_limit) {
+  fmt::print("## {} (fp32, batch 1, 64-byte alignment)\n\n", title);
   fmt::print(
       "| graph | best_fit_best, program order, no in-place: arena (MiB) | / lb_live | best: arena (MiB) | / lb_live "
       "| order, aliases | reduction | best seconds |\n|---|---|---|---|---|---|---|---|\n");
   double total_reduction = 0;
   int n = 0;
-  for (const std::string& name : graphs_v0_names()) {
+  for (const std::string& name : names) {
     Expected<GraphBenchmark> b = resolve_graph("benchmark://graphs-v0/" + name);
     if (!b.ok()) continue;
     GraphPlanOptions base;
@@ -177,7 +178,16 @@ int main(int argc, char** argv) {
     }
   }
   if (do_speed) speed();
-  if (do_graphs) graphs(graph_time);
+  if (do_graphs) {
+    graphs("graphs-v0", graphs_v0_names(), graph_time);
+    // Random mixed-block graphs: seeds 0-7 where the planners were developed, and
+    // seeds from 1,000,000 held out.
+    for (uint64_t first : {uint64_t(0), uint64_t(1000000)}) {
+      std::vector<std::string> names;
+      for (uint64_t seed = first; seed < first + 8; ++seed) names.push_back(fmt::format("mixed_{}", seed));
+      graphs(first ? "graphs-v0 mixed, held-out seeds" : "graphs-v0 mixed, seeds 0-7", names, graph_time);
+    }
+  }
   if (do_instances) instances(dir, time_limit);
   return 0;
 }

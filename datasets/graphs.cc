@@ -57,17 +57,21 @@ Expected<Graph> generate(std::string_view full_uri, std::string_view name) {
   if (base == "bert_base_128" || base == "bert_base_384") {
     return bert_base_graph(size ? int64_t(size) : (base == "bert_base_128" ? 128 : 384));
   }
-  if (base.rfind("randwire_ws_", 0) == 0) {
+  // The seeded families: PREFIX<seed>.
+  for (const auto& [prefix, generator] : {std::pair{std::string_view("randwire_ws_"), &randwire_ws_graph},
+                                          std::pair{std::string_view("mixed_"), &mixed_graph}}) {
+    if (base.rfind(prefix, 0) != 0) continue;
     uint64_t seed = 0;
-    if (!parse_u64(base.substr(12), &seed))
-      return not_found("benchmark URI " + quote_uri(full_uri) + ": randwire_ws_<seed> needs a decimal seed");
-    if (size && size < 32) return invalid_argument("randwire_ws needs an input size of at least 32");
-    return randwire_ws_graph(seed, int64_t(size));
+    if (!parse_u64(base.substr(prefix.size()), &seed))
+      return not_found(fmt::format("benchmark URI {}: {}<seed> needs a decimal seed", quote_uri(full_uri), prefix));
+    if (size && size < 32)
+      return invalid_argument(fmt::format("{} needs an input size of at least 32", prefix.substr(0, prefix.size() - 1)));
+    return generator(seed, int64_t(size));
   }
   std::string known;
   for (const std::string& n : graphs_v0_names()) known += (known.empty() ? "" : ", ") + n;
   return not_found("no graph " + quote_uri(full_uri) + " in " + kDatasetUri + " (the graphs are " + known +
-                   ", randwire_ws_<seed>; add @SIZE for another input size)");
+                   ", randwire_ws_<seed>, mixed_<seed>; add @SIZE for another input size)");
 }
 
 class GraphsDataset : public Dataset {
@@ -75,9 +79,9 @@ class GraphsDataset : public Dataset {
   std::string name() const override { return kDatasetUri; }
   std::string description() const override {
     return "model graphs for memory planning (memory-v0, tensorgym memplan): MobileNetV2, ResNet-50, BERT-base, "
-           "Inception-v3, randomly wired networks";
+           "Inception-v3, randomly wired networks, random mixed-block networks";
   }
-  // Unbounded: randwire_ws_<seed> is a family, one graph per seed.
+  // Unbounded: randwire_ws_<seed> and mixed_<seed> are families, one graph per seed.
   int64_t size() const override { return -1; }
   std::vector<BenchmarkInfo> list(int64_t offset, int64_t limit) const override {
     int64_t begin = 0, end = 0;
@@ -90,10 +94,14 @@ class GraphsDataset : public Dataset {
     for (int64_t i = begin; i < end; ++i) {
       if (i < int64_t(fixed.size())) {
         out.push_back({name() + "/" + fixed[size_t(i)], shapes[size_t(i)]});
-      } else {
-        const int64_t seed = i - int64_t(fixed.size());
-        out.push_back(
-            {fmt::format("{}/randwire_ws_{}", name(), seed), fmt::format("image 1x3x224x224, seed {}", seed)});
+      } else {  // the two families, interleaved
+        const int64_t k = i - int64_t(fixed.size()), seed = k / 2;
+        if (k % 2 == 0) {
+          out.push_back(
+              {fmt::format("{}/randwire_ws_{}", name(), seed), fmt::format("image 1x3x224x224, seed {}", seed)});
+        } else {
+          out.push_back({fmt::format("{}/mixed_{}", name(), seed), fmt::format("image 1x3x128x128, seed {}", seed)});
+        }
       }
     }
     return out;

@@ -5,8 +5,9 @@
 //
 //   benchmark://graphs-v0/NAME[@SIZE]  generated model graphs (fp32, batch 1):
 //       mobilenet_v2 (224), resnet50 (224), bert_base_128, bert_base_384,
-//       inception_v3 (299), randwire_ws_<seed> (224). `@SIZE` replaces the input size
-//       (the image side, or BERT's sequence length), e.g. resnet50@64.
+//       inception_v3 (299), randwire_ws_<seed> (224), mixed_<seed> (128). `@SIZE`
+//       replaces the input size (the image side, or BERT's sequence length), e.g.
+//       resnet50@64.
 //   file:///path/model.onnx             an ONNX model (datasets/onnx_import.h)
 //   file:///path/instance.csv           an offset-only instance, `id,lower,upper,size`
 #pragma once
@@ -46,6 +47,9 @@ Expected<Graph> inception_v3_graph(int64_t size = 0);
 // Randomly wired network (Xie et al., 2019, small regime): three stages of 32 nodes
 // wired by a Watts-Strogatz graph (K = 4, P = 0.75) drawn from `seed`.
 Expected<Graph> randwire_ws_graph(uint64_t seed, int64_t size = 0);
+// Random but realistic graphs for training (datasets/graphs_mixed.cc): stages of
+// residual, branchy and attention blocks drawn from `seed`.
+Expected<Graph> mixed_graph(uint64_t seed, int64_t size = 0);
 
 // The named graphs of graphs-v0 (randwire_ws_0 stands for its family).
 const std::vector<std::string>& graphs_v0_names();

@@ -229,6 +229,41 @@ TEST(Graphs, GraphsV0ResolveWithTheirShapes) {
   EXPECT_NE(r1->ops.size() * 1000 + r1->tensors.size(), r2->ops.size() * 1000 + r2->tensors.size());
 }
 
+TEST(Graphs, MixedGraphsRepeatBySeedAndDrawEveryKindOfBlock) {
+  std::map<std::string, int> kinds;
+  int attention = 0, branchy = 0, residual = 0;
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Expected<GraphBenchmark> g = resolve_graph("benchmark://graphs-v0/mixed_" + std::to_string(seed));
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    EXPECT_TRUE(g->graph->validate().ok());
+    EXPECT_EQ(g->graph->tensors[0].shape, (std::vector<int64_t>{1, 3, 128, 128}));
+    std::map<std::string, int> count;
+    for (const GraphOp& op : g->graph->ops) ++count[op.type];
+    attention += count["softmax"] > 0;
+    branchy += count["concat"] > 0;
+    residual += count["add"] > 0;
+    Expected<Graph> again = mixed_graph(seed);
+    ASSERT_TRUE(again.ok());
+    ASSERT_EQ(again->ops.size(), g->graph->ops.size());
+    for (size_t i = 0; i < again->ops.size(); ++i) EXPECT_EQ(again->ops[i].type, g->graph->ops[i].type);
+  }
+  EXPECT_GT(attention, 0);
+  EXPECT_GT(branchy, 0);
+  EXPECT_GT(residual, 0);
+  EXPECT_NE(mixed_graph(1)->ops.size() * 1000 + mixed_graph(1)->tensors.size(),
+            mixed_graph(2)->ops.size() * 1000 + mixed_graph(2)->tensors.size());
+  EXPECT_EQ(resolve_graph("benchmark://graphs-v0/mixed_x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(resolve_graph("benchmark://graphs-v0/mixed_1@16").status().code(), StatusCode::kInvalidArgument);
+  // Listed after the fixed graphs, interleaved with the randomly wired ones.
+  std::unique_ptr<Dataset> d = make_graphs_dataset();
+  const std::vector<BenchmarkInfo> listed = d->list(5, 4);
+  ASSERT_EQ(listed.size(), 4u);
+  EXPECT_EQ(listed[0].uri, "benchmark://graphs-v0/randwire_ws_0");
+  EXPECT_EQ(listed[1].uri, "benchmark://graphs-v0/mixed_0");
+  EXPECT_EQ(listed[3].uri, "benchmark://graphs-v0/mixed_1");
+}
+
 TEST(Graphs, UriErrorsAndTheRegistryRejectsGraphs) {
   EXPECT_EQ(resolve_graph("benchmark://graphs-v0/vgg").status().code(), StatusCode::kNotFound);
   EXPECT_CONTAINS(resolve_graph("benchmark://graphs-v0/vgg").status().message(), "mobilenet_v2");
@@ -424,6 +459,18 @@ TEST(ArenaExecution, BertInceptionAndRandWire) {
   check_arena_execution(*bert_base_graph(8, 2));
   check_arena_execution(*resolve_graph("benchmark://graphs-v0/inception_v3@75")->graph);
   check_arena_execution(*resolve_graph("benchmark://graphs-v0/randwire_ws_3@32")->graph);
+}
+
+TEST(ArenaExecution, MixedGraphs) {
+  std::set<std::string> types;
+  for (uint64_t seed : {1, 2, 5}) {
+    Expected<Graph> g = mixed_graph(seed, 32);
+    ASSERT_TRUE(g.ok());
+    for (const GraphOp& op : g->ops) types.insert(op.type);
+    check_arena_execution(*g);
+  }
+  // Between them: attention, branches and residual sums.
+  for (const char* type : {"softmax", "concat", "add", "layernorm"}) EXPECT_TRUE(types.count(type)) << type;
 }
 
 TEST(ArenaExecution, AnOverlappingPlanCorruptsTheOutputs) {
