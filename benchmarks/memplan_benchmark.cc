@@ -8,7 +8,9 @@
 // 2. graphs-v0: arena / lb_live of best_fit_best in program order without in-place,
 //    and of `best` (order search, in-place, offset search), with the reduction; the
 //    same on random mixed-block graphs (seeds 0-7, and held-out seeds from 1,000,000).
-// 3. Offset-only instances (MiniMalloc's eleven "challenging" ones when DIR has
+// 3. Order agents (random, evolutionary; agents/order_agents.h) on mixed graphs,
+//    development and held-out seeds, against best fit in program order.
+// 4. Offset-only instances (MiniMalloc's eleven "challenging" ones when DIR has
 //    them): arena / peak live bytes of the greedy planners and of `best` within the
 //    time limit (60 s by default), and how many `best` brings within 1.10.
 #include <fmt/format.h>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/order_agents.h"
 #include "datasets/graphs.h"
 #include "datasets/lifetimes_csv.h"
 #include "memplan/offset_planners.h"
@@ -108,6 +111,46 @@ void graphs(const std::string& title, const std::vector<std::string>& names, dou
                100 * total_reduction / n);
 }
 
+// memory-v0's order decision on random mixed-block graphs: the baseline agents
+// (memory arena with every legal in-place reuse, best fit) against XLA's best fit in
+// program order, and `best`. Arenas as a fraction of the baseline's.
+void order_agents(const std::string& title, uint64_t first, double time_limit) {
+  fmt::print("## Order agents, {} (200 trials each, in-place on, best_fit_best offsets)\n\n", title);
+  fmt::print(
+      "| graph | best_fit_best, program order, no in-place (MiB) | program order, in-place | random | evolutionary "
+      "| best |\n|---|---|---|---|---|---|\n");
+  double sums[4] = {0, 0, 0, 0};
+  int n = 0;
+  for (uint64_t seed = first; seed < first + 8; ++seed) {
+    Expected<Graph> g = mixed_graph(seed);
+    if (!g.ok()) continue;
+    GraphPlanOptions base;
+    base.planner = "best_fit_best";
+    Expected<GraphPlan> baseline = plan_graph(*g, base);
+    GraphPlanOptions best;
+    best.planner = "best";
+    best.time_limit_s = time_limit;
+    Expected<GraphPlan> ours = plan_graph(*g, best);
+    OrderSearchOptions o;
+    o.trials = 200;
+    o.agent = "random";
+    Expected<OrderSearchResult> random = search_order(*g, o);
+    o.agent = "evolutionary";
+    Expected<OrderSearchResult> evolutionary = search_order(*g, o);
+    if (!baseline.ok() || !ours.ok() || !random.ok() || !evolutionary.ok()) continue;
+    const double b = double(baseline->arena);
+    const double r[4] = {double(random->program_order_arena) / b, double(random->arena) / b,
+                         double(evolutionary->arena) / b, double(ours->arena) / b};
+    for (int k = 0; k < 4; ++k) sums[k] += r[k];
+    ++n;
+    fmt::print("| mixed_{} | {:.2f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |\n", seed, b / double(1 << 20), r[0], r[1], r[2],
+               r[3]);
+  }
+  if (n)
+    fmt::print("| mean | | {:.3f} | {:.3f} | {:.3f} | {:.3f} |\n\n", sums[0] / n, sums[1] / n, sums[2] / n,
+               sums[3] / n);
+}
+
 void instances(const std::string& dir, double time_limit) {
   std::vector<std::string> files;
   std::error_code ec;
@@ -187,6 +230,8 @@ int main(int argc, char** argv) {
       for (uint64_t seed = first; seed < first + 8; ++seed) names.push_back(fmt::format("mixed_{}", seed));
       graphs(first ? "graphs-v0 mixed, held-out seeds" : "graphs-v0 mixed, seeds 0-7", names, graph_time);
     }
+    order_agents("mixed seeds 0-7", 0, graph_time);
+    order_agents("held-out mixed seeds from 1,000,000", 1000000, graph_time);
   }
   if (do_instances) instances(dir, time_limit);
   return 0;
