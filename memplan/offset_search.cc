@@ -1,10 +1,10 @@
 #include "memplan/offset_search.h"
 
-#include "memplan/sweep_fit.h"
-
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+
+#include "memplan/sweep_fit.h"
 
 namespace tensorgym {
 namespace {
