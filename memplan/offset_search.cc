@@ -13,9 +13,15 @@ using Clock = std::chrono::steady_clock;
 
 // The buffers of an instance cut into sections: the intervals between consecutive
 // lifetime endpoints. Buffers with size 0 are left out (they go at offset 0).
+//
+// Sizes are rounded up to the alignment: with every offset aligned, a buffer keeps
+// the next one in its stack at least that far up, so the search works on the rounded
+// sizes against the capacity rounded up (a relaxation, exact but for the end of the
+// topmost buffer), and checks the true end of each buffer it places.
 struct Sweep {
   std::vector<int> buffers;  // instance indices of the buffers searched
-  std::vector<int64_t> size;
+  std::vector<int64_t> size;       // rounded up to the alignment
+  std::vector<int64_t> true_size;  // as given
   std::vector<int> first, last;            // sections [first, last) per buffer
   std::vector<std::vector<int>> overlaps;  // by local index
   std::vector<int64_t> section_total;      // sum of sizes per section
@@ -30,7 +36,8 @@ Sweep make_sweep(const Instance& inst) {
     const Buffer& b = inst.buffers[i];
     if (b.size == 0) continue;
     s.buffers.push_back(int(i));
-    s.size.push_back(b.size);
+    s.size.push_back(align_up(b.size, inst.alignment));
+    s.true_size.push_back(b.size);
     points.push_back(b.lower);
     points.push_back(b.upper);
   }
@@ -46,7 +53,7 @@ Sweep make_sweep(const Instance& inst) {
     const int hi = int(std::lower_bound(points.begin(), points.end(), b.upper) - points.begin());
     s.first.push_back(lo);
     s.last.push_back(hi);
-    for (int j = lo; j < hi; ++j) s.section_total[size_t(j)] += b.size;
+    for (int j = lo; j < hi; ++j) s.section_total[size_t(j)] += s.size[k];
   }
   s.members.resize(size_t(s.sections));
   for (size_t k = 0; k < s.buffers.size(); ++k)
@@ -101,7 +108,7 @@ enum class Outcome { kFound, kNotFound, kLimit };
 class Fit {
  public:
   Fit(const Sweep& s, const std::vector<int>& order, int64_t capacity, int64_t alignment)
-      : s_(s), order_(order), capacity_(capacity), alignment_(alignment) {
+      : s_(s), order_(order), capacity_(align_up(capacity, alignment)), true_capacity_(capacity), alignment_(alignment) {
     const size_t n = s.buffers.size();
     rank_.assign(n, 0);
     for (size_t r = 0; r < n; ++r) rank_[size_t(order[r])] = int(r);
@@ -127,8 +134,8 @@ class Fit {
     deadline_ = deadline;
     for (int64_t t : total_)
       if (t > capacity_) return Outcome::kNotFound;
-    for (int64_t z : s_.size)
-      if (z > capacity_) return Outcome::kNotFound;
+    for (int64_t z : s_.true_size)
+      if (z > true_capacity_) return Outcome::kNotFound;
     Part all;
     for (size_t r = 0; r < order_.size(); ++r) all.ranks.push_back(int(r));
     all.lo = 0;
@@ -204,7 +211,7 @@ class Fit {
       // Dominance: another buffer would fit entirely below this one.
       if (c.offset >= min_height) break;
       const int b = order_[size_t(c.rank)];
-      if (c.offset + s_.size[size_t(b)] > capacity_) continue;
+      if (c.offset + s_.true_size[size_t(b)] > true_capacity_) continue;
       Outcome o = place_and_recurse(part, b, c.offset, c.rank);
       if (o != Outcome::kNotFound) return o;
       // Nothing still to place overlaps b in time: b constrains no one, and every
@@ -396,7 +403,8 @@ class Fit {
 
   const Sweep& s_;
   const std::vector<int>& order_;
-  const int64_t capacity_;
+  const int64_t capacity_;       // rounded up to the alignment, as the sizes
+  const int64_t true_capacity_;  // as asked
   const int64_t alignment_;
   std::vector<int> rank_;
   std::vector<int64_t> offset_, solution_, min_offset_, floor_, total_;

@@ -23,7 +23,7 @@ namespace {
 Instance small_instance(uint64_t seed) {
   Rng rng(seed);
   Instance inst;
-  const int n = int(rng.range(3, 7));
+  const int n = int(rng.range(3, 8));
   for (int i = 0; i < n; ++i) {
     Buffer b;
     b.id = std::to_string(i);
@@ -78,7 +78,7 @@ TEST(ExactPlanner, IsOptimalAgainstBruteForceAndProvesBoundsAboveTheLiveBound) {
   OffsetPlannerOptions options;
   options.time_limit_s = 10;
   int above_live = 0;
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
     const Instance inst = small_instance(seed);
     SCOPED_TRACE("seed " + std::to_string(seed));
     const int64_t optimum = brute_force_optimum(inst);
@@ -93,7 +93,7 @@ TEST(ExactPlanner, IsOptimalAgainstBruteForceAndProvesBoundsAboveTheLiveBound) {
     above_live += optimum > std::max(peak_live_bytes(inst), largest);
   }
   // The proofs were exercised: some optima lie above the live bound.
-  EXPECT_GE(above_live, 5);
+  EXPECT_GE(above_live, 20);
 }
 
 TEST(ExactPlanner, ProvenGapIsNeverBelowTheTrueGap) {
