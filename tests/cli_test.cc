@@ -3,7 +3,8 @@
 // names are checked before any work and listed in --help, text output rounds figures
 // while --json keeps them whole, run --json says when an episode terminated, validate
 // shows progress and stops at --timeout, search explains its failed trials, serve on a
-// port in use says one clean line, and the README's commands use what they name.
+// port in use says one clean line, the README's commands use what they name, and
+// memplan's exact planner reports a proven gap and writes a plan that verifies.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -522,6 +523,42 @@ TEST(CliTest, InterpForTheCpuTargetChecksItsLoweringAndRunsTheTargetIndependentN
   EXPECT_NE(r.rc, 0);
   EXPECT_CONTAINS(r.err, "does not support thread binding");
   std::filesystem::remove(program);
+}
+
+}  // namespace
+}  // namespace tensorgym
+
+namespace tensorgym {
+namespace {
+
+TEST(CliTest, MemplanExactProvesABoundAboveTheLiveBoundAndWritesAVerifiedPlan) {
+  // At alignment 2 the three buffers live together at time 1 (7 bytes) cannot share
+  // fewer than 9: x and y take 4 bytes each in a stack, z 1 more.
+  const std::string csv = temp_path("gap.csv"), plan = temp_path("gap.plan.csv");
+  write(csv, "id,lower,upper,size\nx,0,2,3\ny,1,3,3\nz,0,3,1\n");
+  Result r = run("memplan --lifetimes " + csv + " --alignment 2 --planner exact --time-limit 5 --json --plan-out " +
+                 plan);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Json p = parse(r.out)["planners"][0];
+  EXPECT_EQ(p["planner"], "exact");
+  EXPECT_EQ(p["arena"], 9);
+  EXPECT_EQ(p["lb_live"], 7);
+  EXPECT_EQ(p["lower_bound"], 9);
+  EXPECT_EQ(p["gap"], 0.0);
+  EXPECT_EQ(p["proven_optimal"], true);
+  Result v = run("memplan --verify " + plan + " --lifetimes " + csv);
+  EXPECT_EQ(v.rc, 0) << v.err;
+  EXPECT_CONTAINS(v.out, "valid: arena 9");
+  // Text: the gap column; a greedy planner's gap is measured against the live bound.
+  Result t = run("memplan --lifetimes " + csv + " --alignment 2 --planner naive");
+  EXPECT_CONTAINS(t.out, "gap");
+  // A bad line is named with its number, and nothing is planned.
+  write(csv, "id,lower,upper,size\nx,0,2,3\ny,3,1,3\n");
+  Result bad = run("memplan --lifetimes " + csv + " --planner exact");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_CONTAINS(bad.err, "gap.csv:3:");
+  std::filesystem::remove(csv);
+  std::filesystem::remove(plan);
 }
 
 }  // namespace
