@@ -1,6 +1,7 @@
 #include "codegen/interp/interpreter.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <map>
 #include <set>
@@ -770,24 +771,8 @@ class Compiler {
     int rmin, rext;
     TG_RETURN_IF_ERROR(expr(f->min, &rmin));
     TG_RETURN_IF_ERROR(expr(f->extent, &rext));
-    const int var = new_reg(), end = new_reg();
-    const int begin = here();
-    Instr& b = emit(kLoopBegin, f);
-    b.dst = var;
-    b.a = rmin;
-    b.b = rext;
-    b.aux = end;
-    const int body_start = here();
-    var_scope_.push_back({f->name, var, DataType::i32()});
-    Status st = stmt(f->body);
-    var_scope_.pop_back();
-    TG_RETURN_IF_ERROR(st);
-    Instr& e = emit(kLoopEnd, f);
-    e.dst = var;
-    e.aux = end;
-    e.target = body_start;
-    m_->code[size_t(begin)].target = here();
-    return Status();
+    const int var = new_reg();
+    return counted_loop(f, var, rmin, rext, [&] { return loop_body(f, var); });
   }
 
   // A blockIdx loop of a sampled kernel: a counter k over the n sampled iterations,
@@ -797,40 +782,55 @@ class Compiler {
     int rmin, rext;
     TG_RETURN_IF_ERROR(expr(f->min, &rmin));
     TG_RETURN_IF_ERROR(expr(f->extent, &rext));
-    const int var = new_reg(), n = new_reg(), k = new_reg(), end = new_reg(), saved = new_reg();
+    const int var = new_reg(), n = new_reg(), k = new_reg(), saved = new_reg();
     Instr& c = emit(kSampleCount, f);
     c.dst = n;
     c.a = rext;
+    return counted_loop(f, k, zero_, n, [&]() -> Status {
+      Instr& p = emit(kSamplePick, f);
+      p.dst = var;
+      p.a = k;
+      p.b = rext;
+      p.aux = n;
+      p.target = rmin;  // not a jump: the loop's min
+      Instr& mv = emit(kMov, f);
+      mv.dst = saved;
+      mv.a = written_;
+      TG_RETURN_IF_ERROR(loop_body(f, var));
+      Instr& chk = emit(kSampleCheck, f);
+      chk.dst = var;
+      chk.a = written_;
+      chk.b = saved;
+      return Status();
+    });
+  }
+
+  // kLoopBegin / kLoopEnd around what `body` emits, counting `counter` from `lo` for
+  // `count` iterations.
+  Status counted_loop(const For* f, int counter, int lo, int count, const std::function<Status()>& body) {
+    const int end = new_reg();
     const int begin = here();
     Instr& b = emit(kLoopBegin, f);
-    b.dst = k;
-    b.a = zero_;
-    b.b = n;
+    b.dst = counter;
+    b.a = lo;
+    b.b = count;
     b.aux = end;
     const int body_start = here();
-    Instr& p = emit(kSamplePick, f);
-    p.dst = var;
-    p.a = k;
-    p.b = rext;
-    p.aux = n;
-    p.target = rmin;  // not a jump: the loop's min
-    Instr& mv = emit(kMov, f);
-    mv.dst = saved;
-    mv.a = written_;
-    var_scope_.push_back({f->name, var, DataType::i32()});
-    Status st = stmt(f->body);
-    var_scope_.pop_back();
-    TG_RETURN_IF_ERROR(st);
-    Instr& chk = emit(kSampleCheck, f);
-    chk.dst = var;
-    chk.a = written_;
-    chk.b = saved;
+    TG_RETURN_IF_ERROR(body());
     Instr& e = emit(kLoopEnd, f);
-    e.dst = k;
+    e.dst = counter;
     e.aux = end;
     e.target = body_start;
     m_->code[size_t(begin)].target = here();
     return Status();
+  }
+
+  // The loop's statements, with its variable in scope as `var`.
+  Status loop_body(const For* f, int var) {
+    var_scope_.push_back({f->name, var, DataType::i32()});
+    Status st = stmt(f->body);
+    var_scope_.pop_back();
+    return st;
   }
 
   CompiledNest::Impl* m_;
