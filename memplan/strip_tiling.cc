@@ -38,8 +38,11 @@ Expected<StripTiling> make_strip_tiling(const StripTilingOptions& o) {
   if (o.granule <= 0 || o.width <= 0 || o.width % o.granule != 0)
     return invalid_argument("strip tiling: width must be a positive multiple of granule");
   if (o.buffers < 1 || o.buffers > 1000000) return invalid_argument("strip tiling: buffers must be in [1, 1000000]");
-  if (o.initial_pieces < 1 || o.max_run < 1 || o.max_new_pieces < 1 || o.max_run > 64 || o.max_new_pieces > 64)
+  if (o.initial_pieces < 1 || o.max_new_pieces < 1 || o.max_run > 64 || o.max_new_pieces > 64)
     return invalid_argument("strip tiling: piece counts must be in [1, 64]");
+  // Cuts move only if a run of two pieces can end, and a piece can be cut in two.
+  if (o.max_run < 2 || o.max_new_pieces < 2)
+    return invalid_argument("strip tiling: max_run and max_new_pieces must be at least 2");
   const int64_t granules = o.width / o.granule;
   if (granules < std::max<int64_t>({o.initial_pieces, o.max_new_pieces, 2}))
     return invalid_argument("strip tiling: too few granules for the pieces");

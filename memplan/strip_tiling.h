@@ -20,8 +20,8 @@ struct StripTilingOptions {
   int64_t width = 1 << 20;     // the optimum arena, in bytes
   int64_t granule = 1024;      // every cut is a multiple of this (width a multiple too)
   int initial_pieces = 6;      // pieces at time 0
-  int max_run = 4;             // pieces ending together at one event, at most
-  int max_new_pieces = 4;      // pieces replacing them, at most
+  int max_run = 4;             // pieces ending together at one event, at most (>= 2)
+  int max_new_pieces = 4;      // pieces replacing them, at most (>= 2)
 };
 
 struct StripTiling {

@@ -241,6 +241,12 @@ TEST(StripTiling, IsAPerfectTilingWithItsWitnessAndRepeatsBySeed) {
   bad.granule = 64;
   EXPECT_CONTAINS(make_strip_tiling(bad).status().message(), "too few granules");
   bad = StripTilingOptions();
+  bad.max_run = 1;  // could never move a cut between one-granule pieces
+  EXPECT_CONTAINS(make_strip_tiling(bad).status().message(), "max_run");
+  bad = StripTilingOptions();
+  bad.max_new_pieces = 1;  // would merge pieces until one is left
+  EXPECT_CONTAINS(make_strip_tiling(bad).status().message(), "max_new_pieces");
+  bad = StripTilingOptions();
   bad.buffers = 0;
   EXPECT_EQ(make_strip_tiling(bad).status().code(), StatusCode::kInvalidArgument);
 }
