@@ -228,10 +228,7 @@ void GraphBuilder::mark_output(int tensor) { graph_.tensors[size_t(tensor)].kind
 Expected<Graph> GraphBuilder::finish() {
   if (!error_.ok()) return error_;
   TG_RETURN_IF_ERROR(graph_.finalize());
-  for (GraphOp& op : graph_.ops) {
-    TG_ASSIGN_OR_RETURN(OpProgram p, op_program(graph_, op));
-    op.scratch_bytes = op_scratch_bytes(p);
-  }
+  TG_RETURN_IF_ERROR(fill_scratch(graph_));
   return graph_;
 }
 

@@ -115,10 +115,33 @@ int64_t op_scratch_bytes(const OpProgram& program, int64_t alignment) {
   return bytes;
 }
 
+Status fill_scratch(Graph& graph) {
+  for (GraphOp& op : graph.ops) {
+    TG_ASSIGN_OR_RETURN(OpProgram p, op_program(graph, op));
+    op.scratch_bytes = op_scratch_bytes(p);
+  }
+  return Status();
+}
+
 int64_t op_stage_offset(const OpProgram& program, size_t k, int64_t alignment) {
   int64_t off = 0;
   for (size_t j = 0; j < k; ++j) off += align_up(shape_elements(program.stages[j].shape) * 4, alignment);
   return off;
+}
+
+int64_t op_work(const OpProgram& program) {
+  int64_t work = 0;
+  for (const OpStage& stage : program.stages) {
+    // Every stage line ends " where v in 0..N, w in 0..M".
+    const size_t where = stage.line.rfind(" where ");
+    int64_t space = 1;
+    for (size_t at = where; at != std::string::npos && (at = stage.line.find("..", at)) != std::string::npos;) {
+      at += 2;
+      space *= std::stoll(stage.line.substr(at));
+    }
+    work += space;
+  }
+  return work;
 }
 
 Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
@@ -208,11 +231,15 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     }
   } else if (t == "maxpool" || t == "avgpool") {
     const std::vector<int64_t>& xs = shape_of(graph, op, 0);
-    const int64_t k = op.attr("kernel", 1), s = op.attr("stride", 1), pad = op.attr("pad", 0);
+    // `pad` is one value for both axes, or [top, left] (a split operator's tiles pad
+    // only where they meet the image's edge; the bottom and right follow from the
+    // output's extent).
+    const int64_t k = op.attr("kernel", 1), s = op.attr("stride", 1), ph = op.attr("pad", 0);
+    const int64_t pw = op.attr("pad", ph, 1);
     const std::string fill = t == "maxpool" ? "-3.0e38" : "0.0";
-    const std::string load = "X0[n, c, " + affine("y", s, "r", pad) + ", " + affine("x", s, "q", pad) + "]";
-    const std::string val = guard_dim({"y", "r", s, pad, xs[2], k, out[2]},
-                                      guard_dim({"x", "q", s, pad, xs[3], k, out[3]}, load, fill), fill);
+    const std::string load = "X0[n, c, " + affine("y", s, "r", ph) + ", " + affine("x", s, "q", pw) + "]";
+    const std::string val = guard_dim({"y", "r", s, ph, xs[2], k, out[2]},
+                                      guard_dim({"x", "q", s, pw, xs[3], k, out[3]}, load, fill), fill);
     const std::string body = t == "maxpool" ? " max= " + val : " += " + val + " / " + lit(double(k * k));
     p.stages.push_back({"Y",
                         out,
@@ -247,6 +274,29 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     }
     body += std::string(op.inputs.size() - 1, ')');
     p.stages.push_back({"Y", out, lhs + " = " + body + ranges(v, out), reads});
+  } else if (t == "slice" || t == "pad" || t == "update_slice") {
+    // Along `axis`, from `start`: slice reads rows [start, start + out) of X0; pad
+    // writes X0 at rows [start, start + in) and zeros elsewhere; update_slice is X0
+    // with rows [start, start + in) replaced by X1 (in place on X0 when it dies).
+    const size_t axis = size_t(op.attr("axis", 0));
+    const int64_t start = op.attr("start", 0);
+    const std::string& a = v[axis];
+    Names idx = v;
+    idx[axis] = a + " + " + str(start);
+    if (t == "slice") {
+      p.stages.push_back({"Y", out, lhs + " = " + x_at(0, idx) + ranges(v, out), {"X0"}});
+    } else {
+      const size_t part = t == "pad" ? 0 : 1;
+      const int64_t rows = shape_of(graph, op, part)[axis];
+      // Never a lone variable: the range is the output's, wider than the part's.
+      idx[axis] = a + " - " + str(start);
+      const std::string outside = t == "pad" ? "0.0" : x_at(0, v);
+      p.stages.push_back({"Y",
+                          out,
+                          lhs + " = select(" + a + " >= " + str(start) + " && " + a + " < " + str(start + rows) +
+                              ", " + x_at(part, idx) + ", " + outside + ")" + ranges(v, out),
+                          t == "pad" ? Names{"X0"} : Names{"X0", "X1"}});
+    }
   } else if (t == "reshape") {
     const std::vector<int64_t>& xs = shape_of(graph, op, 0);
     // The flat index of the output element, then the input's indices from it.

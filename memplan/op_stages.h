@@ -37,7 +37,14 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op);
 
 // Bytes of the operator's internal stages, each rounded up to `alignment`: its scratch.
 int64_t op_scratch_bytes(const OpProgram& program, int64_t alignment = 64);
+// Sets every operator's scratch_bytes from its program (a finalized graph).
+Status fill_scratch(Graph& graph);
 // Where stage `k` (not the last) lives inside the operator's scratch.
 int64_t op_stage_offset(const OpProgram& program, size_t k, int64_t alignment = 64);
+
+// The operator's arithmetic: the iteration spaces of its stages summed (a
+// convolution's multiply-adds, a pool's window reads, one per element otherwise). A
+// cost model for choosing among rewrites; runtimes are measured (memplan/exec/).
+int64_t op_work(const OpProgram& program);
 
 }  // namespace tensorgym

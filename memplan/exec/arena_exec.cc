@@ -1,5 +1,6 @@
 #include "memplan/exec/arena_exec.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -142,7 +143,9 @@ Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions
       args.push_back(k + 1 == program.stages.size()
                          ? static_cast<void*>(out)
                          : static_cast<void*>(scratch_ptr[size_t(op_index)] + op_stage_offset(program, k)));
+      const auto start = std::chrono::steady_clock::now();
       kernel->run(args.data(), 1);
+      run.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++run.kernels_run;
     }
   }

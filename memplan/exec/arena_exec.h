@@ -35,6 +35,7 @@ struct GraphRun {
   std::vector<std::vector<float>> outputs;  // per graph output tensor, in tensor order
   std::vector<std::string> output_names;
   int kernels_run = 0;
+  double seconds = 0;  // in the kernels, compilation and set-up excluded
 };
 
 // Runs the graph in `decisions.order`. With `offsets` (for layout_graph(graph,

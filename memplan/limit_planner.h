@@ -1,0 +1,47 @@
+// Plans that fit a memory limit below what any order and placement of the graph
+// can reach: the graph is rewritten, trading time for memory (the approach of
+// "Deep Learning Inference with Limited Memory" and of patch-based inference), by
+// operator splitting (memplan/op_split.h) and rematerialization
+// (memplan/rematerialize.h), then planned by `best`.
+//
+// The search is greedy: while the peak of live bytes is over the limit, it takes
+// the rewrite, among those touching the operator at the peak, that lowers the peak
+// most, and of those within 2% of it the one that adds the least arithmetic
+// (op_work); once a rewrite reaches the limit, the cheapest that does. The work
+// model chooses; the runtime is measured by executing the plan (memplan/exec/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memplan/graph.h"
+#include "memplan/planner.h"
+#include "support/status.h"
+
+namespace tensorgym {
+
+struct LimitPlanOptions {
+  int64_t memory_limit = 0;  // bytes, > 0
+  int64_t alignment = kDefaultAlignment;
+  double time_limit_s = 10;  // for the whole search and the final plan
+  uint64_t seed = 1;
+  int max_rewrites = 24;
+  int max_region = 48;  // operators in one split region
+};
+
+struct LimitPlan {
+  Graph graph;                        // the rewritten graph the plan is for
+  GraphPlan plan;                     // verified; arena <= the limit
+  std::vector<std::string> rewrites;  // in the order applied
+  int64_t work = 0, original_work = 0;
+};
+
+// The sum of op_work over the graph's operators.
+Expected<int64_t> graph_work(const Graph& graph);
+
+// RESOURCE_EXHAUSTED, with the smallest arena reached, when no sequence of rewrites
+// fits the limit. A graph that fits as it is comes back unchanged.
+Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions& options);
+
+}  // namespace tensorgym

@@ -1,0 +1,213 @@
+// Inference under a memory limit: operator splitting into tiles of rows and
+// rematerialization rewrite the graph; the rewritten graph, planned and executed in
+// one arena, computes what the original computes with a buffer per tensor; the
+// limit planner's plans are verified and fit; what cannot fit says so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "datasets/graphs.h"
+#include "memplan/exec/arena_exec.h"
+#include "memplan/graph_builder.h"
+#include "memplan/limit_planner.h"
+#include "memplan/op_split.h"
+#include "memplan/order.h"
+#include "memplan/rematerialize.h"
+#include "tests/test_support.h"
+
+namespace tensorgym {
+namespace {
+
+KernelCache& kernels() {
+  static KernelCache* cache = new KernelCache();
+  return *cache;
+}
+
+// The original graph's outputs, every tensor in a buffer of its own.
+GraphRun reference_run(const Graph& g) {
+  Expected<std::vector<int>> order = plan_order("program_order", g);
+  EXPECT_TRUE(order.ok());
+  Expected<GraphRun> run = run_graph(g, GraphDecisions{*order, {}}, nullptr, kDefaultAlignment, kernels());
+  EXPECT_TRUE(run.ok()) << run.status().to_string();
+  return run.ok() ? *run : GraphRun{};
+}
+
+// `rewritten` planned by `best` (in place where legal) and run in its arena.
+GraphRun arena_run(const Graph& rewritten, int64_t* arena = nullptr) {
+  GraphPlanOptions opt;
+  opt.planner = "best";
+  opt.time_limit_s = 1;
+  Expected<GraphPlan> plan = plan_graph(rewritten, opt);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  if (!plan.ok()) return {};
+  if (arena) *arena = plan->arena;
+  Expected<GraphRun> run = run_graph(rewritten, plan->decisions, &plan->offsets, kDefaultAlignment, kernels());
+  EXPECT_TRUE(run.ok()) << run.status().to_string();
+  return run.ok() ? *run : GraphRun{};
+}
+
+double tolerance(const GraphRun& run) {
+  double scale = 1;
+  for (const auto& out : run.outputs)
+    for (float v : out) scale = std::max(scale, double(std::fabs(v)));
+  return 1e-5 * scale;
+}
+
+// A strided stem, a residual block (its input read by the skip), a pool, two
+// branches joined by a concat: the shapes that make halos uneven at both edges.
+Graph conv_net() {
+  GraphBuilder b("conv_net");
+  int x = b.input("image", {1, 3, 23, 19});
+  x = b.unary("relu", b.conv2d(x, 8, 3, 2, 1));
+  int y = b.unary("relu", b.conv2d(x, 8, 3, 1, 1));
+  y = b.conv2d(y, 8, 5, 1, 2);
+  x = b.unary("relu", b.binary("add", y, x));
+  x = b.pool("maxpool", x, 3, 2, 1);
+  x = b.concat({b.conv2d(x, 4, 1, 1, 0), b.conv2d(x, 4, 3, 1, 1)}, 1);
+  x = b.conv2d(x, 4, 1, 1, 0);
+  b.mark_output(x);
+  return *b.finish();
+}
+
+// Rows of tokens: dense, gelu, dense, layernorm, softmax over features.
+Graph token_net() {
+  GraphBuilder b("token_net");
+  int x = b.input("tokens", {1, 13, 8});
+  int h = b.unary("gelu", b.dense(x, 24));
+  h = b.dense(h, 8);
+  x = b.layernorm(b.binary("add", h, x));
+  x = b.softmax(x);
+  b.mark_output(x);
+  return *b.finish();
+}
+
+TEST(OpSplit, EveryRegionInEveryTileCountComputesTheSameOutputs) {
+  for (const Graph& g : {conv_net(), token_net()}) {
+    const GraphRun want = reference_run(g);
+    const std::vector<OpRegion> regions = regions_through(g, -1);
+    ASSERT_GE(regions.size(), 4u) << g.name;
+    bool multi_op = false;
+    for (const OpRegion& region : regions) {
+      multi_op |= region.last > region.first;
+      for (int64_t tiles : {int64_t(2), int64_t(3), region.extent}) {
+        if (tiles > region.extent) continue;
+        Expected<Graph> split = split_region(g, region, tiles);
+        ASSERT_TRUE(split.ok()) << region.describe(g) << ": " << split.status().to_string();
+        const GraphRun got = arena_run(*split);
+        EXPECT_LE(max_output_difference(want, got), tolerance(want))
+            << g.name << ": " << region.describe(g) << " in " << tiles << " tiles";
+      }
+    }
+    EXPECT_TRUE(multi_op) << g.name;
+  }
+}
+
+TEST(OpSplit, SplittingTheStemLowersThePeak) {
+  GraphBuilder b("stem");
+  int x = b.input("image", {1, 3, 64, 64});
+  x = b.unary("relu", b.conv2d(x, 32, 3, 1, 1));
+  x = b.pool("maxpool", x, 2, 2, 0);
+  b.mark_output(x);
+  const Graph g = *b.finish();
+  OpRegion region{0, 2, 2, 32};
+  ASSERT_TRUE(check_region(g, region).ok()) << check_region(g, region).to_string();
+  int64_t before = 0, after = 0;
+  const GraphRun want = reference_run(g);
+  arena_run(g, &before);
+  Expected<Graph> split = split_region(g, region, 8);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  const GraphRun got = arena_run(*split, &after);
+  EXPECT_LE(max_output_difference(want, got), tolerance(want));
+  // Input and output whole, the 32x64x64 intermediate in eighths.
+  EXPECT_LT(after * 2, before) << before << " -> " << after;
+}
+
+TEST(OpSplit, IllegalRegionsAndTileCountsAreNamed) {
+  const Graph g = conv_net();
+  // Ops 0..2: conv, relu, conv; the relu's output is also read by the skip add.
+  Status s = check_region(g, OpRegion{0, 2, 2, g.tensors[size_t(g.ops[2].outputs[0])].shape[2]});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(s.message(), "outside the region");
+  EXPECT_EQ(check_region(g, OpRegion{3, 1, 2, 4}).code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(check_region(g, OpRegion{0, 1, 2, 3}).message(), "extent");
+  const OpRegion ok = regions_through(g, -1).front();
+  Expected<Graph> too_many = split_region(g, ok, ok.extent + 1);
+  EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(too_many.status().message(), "tiles");
+  EXPECT_EQ(split_region(g, ok, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Rematerialize, TheCopyServesLaterReadersAndOutputsMatch) {
+  // A cheap relu of a small tensor, read at the start and the end: recomputing it
+  // for the end frees its bytes through the middle.
+  GraphBuilder b("remat");
+  int x = b.input("x", {1, 4, 16, 16});
+  int r = b.unary("relu", x);
+  int y = b.conv2d(r, 16, 3, 1, 1);
+  y = b.unary("relu", b.conv2d(y, 4, 3, 1, 1));
+  y = b.binary("add", y, r);
+  b.mark_output(y);
+  const Graph g = *b.finish();
+  const GraphRun want = reference_run(g);
+  const std::vector<Recompute> candidates = recompute_candidates(g);
+  ASSERT_FALSE(candidates.empty());
+  for (const Recompute& c : candidates) {
+    Expected<Graph> again = rematerialize(g, c);
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(again->ops.size(), g.ops.size() + 1);
+    EXPECT_LE(max_output_difference(want, arena_run(*again)), tolerance(want)) << c.describe(g);
+  }
+  EXPECT_EQ(rematerialize(g, Recompute{r, 5}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rematerialize(g, Recompute{x, 1}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(LimitPlanner, FitsBelowTheLowerBoundAndRunsCorrectly) {
+  // MobileNetV2 at half its bound; a mixed graph (residual and branchy blocks) at 3/4.
+  const std::pair<const char*, int64_t> cases[] = {{"benchmark://graphs-v0/mobilenet_v2@96", 2},
+                                                   {"benchmark://graphs-v0/mixed_1@64", 4}};
+  for (const auto& [uri, parts] : cases) {
+    const Graph g = *resolve_graph(uri)->graph;
+    const int64_t bound = order_independent_bound(g, true);
+    GraphPlanOptions opt;
+    opt.planner = "best";
+    opt.time_limit_s = 1;
+    Expected<GraphPlan> unlimited = plan_graph(g, opt);
+    ASSERT_TRUE(unlimited.ok());
+    LimitPlanOptions lo;
+    lo.memory_limit = std::max(bound, unlimited->layout.lb_live) * (parts - 1) / parts;
+    lo.time_limit_s = 20;
+    Expected<LimitPlan> fit = plan_under_limit(g, lo);
+    ASSERT_TRUE(fit.ok()) << uri << ": " << fit.status().to_string();
+    EXPECT_LE(fit->plan.arena, lo.memory_limit);
+    EXPECT_FALSE(fit->rewrites.empty());
+    EXPECT_GT(fit->work, fit->original_work);
+    Expected<int64_t> verified = verify_graph_plan(fit->graph, fit->plan.decisions, fit->plan.offsets);
+    ASSERT_TRUE(verified.ok()) << verified.status().to_string();
+    EXPECT_EQ(*verified, fit->plan.arena);
+    const GraphRun want = reference_run(g);
+    Expected<GraphRun> got =
+        run_graph(fit->graph, fit->plan.decisions, &fit->plan.offsets, kDefaultAlignment, kernels());
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_LE(max_output_difference(want, *got), tolerance(want)) << uri;
+  }
+}
+
+TEST(LimitPlanner, WhatCannotFitIsResourceExhaustedAndAFittingGraphIsUntouched) {
+  const Graph g = conv_net();
+  LimitPlanOptions lo;
+  lo.time_limit_s = 5;
+  lo.memory_limit = 256;  // below the input image alone
+  Expected<LimitPlan> none = plan_under_limit(g, lo);
+  EXPECT_EQ(none.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(none.status().message(), "smallest arena reached");
+  lo.memory_limit = int64_t(1) << 30;
+  Expected<LimitPlan> roomy = plan_under_limit(g, lo);
+  ASSERT_TRUE(roomy.ok());
+  EXPECT_TRUE(roomy->rewrites.empty());
+  EXPECT_EQ(roomy->graph.ops.size(), g.ops.size());
+  lo.memory_limit = 0;
+  EXPECT_EQ(plan_under_limit(g, lo).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tensorgym
