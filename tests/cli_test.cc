@@ -561,5 +561,45 @@ TEST(CliTest, MemplanExactProvesABoundAboveTheLiveBoundAndWritesAVerifiedPlan) {
   std::filesystem::remove(plan);
 }
 
+TEST(CliTest, MemplanUnderAMemoryLimitRewritesTheGraphRunsItAndWritesAVerifiedPlan) {
+  const std::string uri = "--benchmark benchmark://graphs-v0/mobilenet_v2@64 --planner best --time-limit 5";
+  Result r = run("memplan " + uri + " --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const int64_t arena = parse(r.out)["planners"][0].value("arena", int64_t(0));
+  const int64_t limit = arena * 3 / 5;
+  const std::string plan = temp_path("limit.plan.csv"), buffers = temp_path("limit.buffers.csv");
+  r = run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --json --plan-out " + plan +
+          " --lifetimes-out " + buffers);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  Json j = parse(r.out);
+  EXPECT_EQ(j["planners"][0].value("feasible", true), false);  // best alone cannot
+  const Json& rewritten = j["planners"][1];
+  EXPECT_EQ(rewritten.value("planner", ""), "best+rewrites");
+  EXPECT_LE(rewritten.value("arena", limit + 1), limit);
+  const Json& u = j["under_limit"];
+  ASSERT_FALSE(u["rewrites"].empty()) << r.out;
+  EXPECT_CONTAINS(u["rewrites"][0].get<std::string>(), "tiles");
+  EXPECT_GT(u.value("work_ratio", 0.0), 1.0);
+  EXPECT_GT(u.value("runtime_s", 0.0), 0.0);
+  EXPECT_GT(u.value("unlimited_runtime_s", 0.0), 0.0);
+  EXPECT_EQ(u.value("unlimited_arena", int64_t(0)), arena);
+  Result v = run("memplan --verify " + plan + " --lifetimes " + buffers);
+  EXPECT_EQ(v.rc, 0) << v.out << v.err;
+  EXPECT_CONTAINS(v.out, "valid: arena " + std::to_string(rewritten.value("arena", int64_t(0))));
+  // Text names the rewrites and the measured cost.
+  Result t = run("memplan " + uri + " --memory-limit " + std::to_string(limit));
+  ASSERT_EQ(t.rc, 0) << t.err;
+  EXPECT_CONTAINS(t.out, "best+rewrites");
+  EXPECT_CONTAINS(t.out, "runtime in the arena");
+  EXPECT_CONTAINS(t.out, "outputs match");
+  // Without rewriting, or below what any rewrite reaches, it is infeasible (2).
+  EXPECT_EQ(run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --no-rewrite").rc, 2);
+  Result none = run("memplan " + uri + " --memory-limit 1000");
+  EXPECT_EQ(none.rc, 2) << none.out << none.err;
+  EXPECT_CONTAINS(none.out, "does not fit 1000 bytes");
+  std::filesystem::remove(plan);
+  std::filesystem::remove(buffers);
+}
+
 }  // namespace
 }  // namespace tensorgym
