@@ -68,7 +68,12 @@ std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& cu
   if (peak.op < 0) return out;
   const int origin = origin_operator(original, graph.ops[size_t(peak.op)].name);
   if (current.recomputes.empty() && origin >= 0) {
-    for (const OpRegion& region : regions_through(original, origin, max_region)) {
+    // Shorter regions first (the cheaper splits), then by their first operator.
+    std::vector<OpRegion> regions = regions_through(original, origin, max_region);
+    std::stable_sort(regions.begin(), regions.end(), [](const OpRegion& a, const OpRegion& b) {
+      return a.last - a.first < b.last - b.first;
+    });
+    for (const OpRegion& region : regions) {
       Rewrites kept;
       bool straddles = false;
       for (const Split& s : current.splits) {

@@ -1,4 +1,4 @@
-// memory-v0: the three action spaces, observations, rewards, the memory limit,
+// memory-v0: the four action spaces, observations, rewards, the memory limit,
 // fork and replay, and random agents that must never produce an invalid plan.
 #include "envs/memory/memory_env.h"
 
@@ -9,7 +9,9 @@
 
 #include "datasets/graphs.h"
 #include "envs/env_context.h"
+#include "memplan/exec/arena_exec.h"
 #include "memplan/planner.h"
+#include "memplan/rewrites.h"
 #include "memplan/verify.h"
 #include "support/random.h"
 #include "tests/test_support.h"
@@ -62,10 +64,11 @@ TEST(MemoryEnv, IsRegisteredWithItsSpaces) {
   EXPECT_NE(std::find(names.begin(), names.end(), "memory-v0"), names.end());
   auto env = make();
   EXPECT_EQ(env->name(), "memory-v0");
-  ASSERT_EQ(env->action_spaces().size(), 3u);
+  ASSERT_EQ(env->action_spaces().size(), 4u);
   EXPECT_EQ(env->action_spaces()[0].name(), "order");
   EXPECT_EQ(env->action_spaces()[1].name(), "inplace");
   EXPECT_EQ(env->action_spaces()[2].name(), "placement");
+  EXPECT_EQ(env->action_spaces()[3].name(), "rewrite");
   for (const Space& s : env->observation_spaces()) EXPECT_FALSE(s.description().empty()) << s.name();
   EXPECT_EQ(env->reward_spaces().size(), 2u);
 }
@@ -237,6 +240,78 @@ TEST(MemoryEnv, ForkAndReplayGiveTheSamePlan) {
   EXPECT_TRUE(r.terminated);
   r = again->step({}, {"plan"}, {});
   EXPECT_EQ(r.observations[0].as<std::string>(), a);
+}
+
+TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
+  // MobileNetV2 at 64 pixels: its all-defaults plan (491,520 bytes) is over the
+  // limit, and no order or placement reaches it; splitting brings the plan under.
+  const char* uri = "benchmark://graphs-v0/mobilenet_v2@64";
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "rewrite;memory_limit=300000";
+  Expected<std::vector<Event>> obs =
+      env->reset(uri, o, {"decision", "feasible", "rewrites_offered", "candidate_features", "action_mask"});
+  ASSERT_TRUE(obs.ok()) << obs.status().to_string();
+  EXPECT_EQ((*obs)[0].as<std::string>(), "rewrite");
+  EXPECT_FALSE((*obs)[1].as<bool>());
+  const std::string offered = (*obs)[2].as<std::string>();
+  const DoubleTensor& features = (*obs)[3].as<DoubleTensor>();
+  const int64_t n = int64_t(std::count(offered.begin(), offered.end(), '\n'));
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(features.shape[0], n);
+  const Int64Tensor& mask = (*obs)[4].as<Int64Tensor>();
+  EXPECT_EQ(int64_t(mask.values.size()), kMaxRewriteActions);
+  EXPECT_EQ(std::count(mask.values.begin(), mask.values.end(), 1), n + 1);  // and stop
+  // An action out of range changes nothing; a bad text is named.
+  StepResult bad = env->step({Event(n + 1)}, {"rewrites"}, {});
+  EXPECT_EQ(bad.error.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.observations[0].as<std::string>(), "");
+  EXPECT_CONTAINS(env->step({Event("split nothing")}, {}, {}).error.message(), "rewrites offered");
+  // A greedy agent: try each rewrite offered on a fork, take the one whose default
+  // completion has the smallest arena, until the plan fits.
+  StepResult r;
+  for (int i = 0; i < 6; ++i) {
+    r = env->step({}, {"feasible", "candidate_features"}, {});
+    if (r.observations[0].as<bool>()) break;
+    const int64_t offers = std::min<int64_t>(r.observations[1].as<DoubleTensor>().shape[0], 96);
+    ASSERT_GT(offers, 0);
+    int64_t best = -1, best_arena = 0;
+    for (int64_t k = 1; k <= offers; ++k) {
+      Expected<std::unique_ptr<Env>> trial = env->fork();
+      ASSERT_TRUE(trial.ok());
+      StepResult t = (*trial)->step({Event(k)}, {"rollout_arena"}, {});
+      ASSERT_TRUE(t.error.ok()) << t.error.to_string();
+      if (best < 0 || t.observations[0].as<int64_t>() < best_arena) {
+        best = k;
+        best_arena = t.observations[0].as<int64_t>();
+      }
+    }
+    StepResult s = env->step({Event(best)}, {}, {"arena"});
+    ASSERT_TRUE(s.error.ok()) << s.error.to_string();
+    EXPECT_GT(s.rewards[0], 0.0);  // the arena went down
+  }
+  r = env->step({}, {"feasible", "rewrites", "work_ratio"}, {});
+  ASSERT_TRUE(r.observations[0].as<bool>());
+  EXPECT_CONTAINS(r.observations[1].as<std::string>(), "tiles");
+  EXPECT_GT(r.observations[2].as<double>(), 1.0);
+  // Stop, then the defaults finish a plan that fits.
+  r = env->step({Event("stop")}, {"decision"}, {"arena"});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_TRUE(r.terminated);
+  r = env->step({}, {"plan", "arena_size"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_LE(r.observations[1].as<int64_t>(), 300000);
+  // The state replays to the same plan.
+  EpisodeState state = env->state();
+  ASSERT_GE(state.actions.size(), 2u);
+  EXPECT_EQ(state.actions.back(), "stop");
+  auto again = make();
+  ResetOptions ro;
+  ro.action_space = state.action_space;
+  ASSERT_TRUE(again->reset(state.benchmark, ro, {}).ok());
+  StepResult replay = again->step(std::vector<Event>(state.actions.begin(), state.actions.end()), {}, {});
+  ASSERT_TRUE(replay.error.ok()) << replay.error.to_string();
+  EXPECT_EQ(again->step({}, {"plan"}, {}).observations[0].as<std::string>(), r.observations[0].as<std::string>());
 }
 
 TEST(MemoryEnv, ResetErrors) {

@@ -9,6 +9,7 @@
 #include "datasets/registry.h"
 #include "envs/env_context.h"
 #include "envs/parameters.h"
+#include "memplan/limit_planner.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
 #include "support/quote.h"
@@ -54,6 +55,18 @@ DoubleTensor tensor_features(const MemoryEpisode& e) {
 DoubleTensor candidate_features(const MemoryEpisode& e) {
   DoubleTensor t{{0, 4}, {}};
   switch (e.pending()) {
+    case Decision::kRewrite: {
+      // Action 0 stops: no row. Each rewrite offered: split (0) or recompute (1),
+      // tiles, operators of the region, rows of its output.
+      for (const NextRewrite& n : e.offered()) {
+        const bool split = n.next.recomputes.size() == e.rewrites().recomputes.size();
+        const Split& s = split ? n.next.splits.back() : Split{};
+        t.values.insert(t.values.end(), {split ? 0.0 : 1.0, split ? double(s.tiles) : 0.0,
+                                         split ? double(s.region.last - s.region.first + 1) : 0.0,
+                                         split ? double(s.region.extent) : 0.0});
+      }
+      break;
+    }
     case Decision::kOrder: {
       for (size_t i = 0; i < e.ready().size() && int64_t(i) < kMaxReadyOps; ++i) {
         int64_t produced = 0, freed = 0;
@@ -97,7 +110,7 @@ std::vector<MemoryObservation> make_observations() {
   obs.push_back(
       {Space::string("decision")
            .set_default(Event(std::string()))
-           .set_description("the decision pending: order, inplace, placement or done"),
+           .set_description("the decision pending: rewrite, order, inplace, placement or done"),
        [](const MemoryEpisode& e) -> Expected<Event> { return Event(std::string(decision_name(e.pending()))); }});
   obs.push_back({Space::int64_box("lifetimes", {-1, 4}, -1, Space::kInf)
                      .set_labels({"lower", "upper", "size", "offset"})
@@ -142,15 +155,17 @@ std::vector<MemoryObservation> make_observations() {
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(tensor_features(e)); }});
   obs.push_back({Space::double_box("candidate_features", {-1, 4})
                      .set_default(Event(DoubleTensor{{0, 4}, {}}))
-                     .set_description("per candidate of the pending decision; order: bytes produced, bytes freed, net, "
-                                      "ready index; inplace: fused, bytes saved, 0, 0; placement: offset, arena after, "
+                     .set_description("per candidate of the pending decision; rewrite (action i + 1 is row i): split 0 "
+                                      "or recompute 1, tiles, operators split, rows; order: bytes produced, bytes "
+                                      "freed, net, ready index; inplace: fused, bytes saved, 0, 0; placement: offset, arena after, "
                                       "free bytes above (-1: none), size"),
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(candidate_features(e)); }});
   obs.push_back({Space::int64_box("action_mask", {-1}, 0, 1)
                      .set_default(Event(Int64Tensor{{0}, {}}))
                      .set_description("1 for each action of the episode's action space that is legal now"),
                  [](const MemoryEpisode& e) -> Expected<Event> {
-                   const int64_t n = e.controlled() == Decision::kOrder     ? kMaxReadyOps
+                   const int64_t n = e.controlled() == Decision::kRewrite   ? kMaxRewriteActions
+                                     : e.controlled() == Decision::kOrder   ? kMaxReadyOps
                                      : e.controlled() == Decision::kInplace ? 2
                                                                             : 4;
                    Int64Tensor m{{n}, std::vector<int64_t>(size_t(n), 0)};
@@ -178,6 +193,33 @@ std::vector<MemoryObservation> make_observations() {
                      .set_description("the default completion fits the memory limit (always, without one)"),
                  [](const MemoryEpisode& e) -> Expected<Event> {
                    return Event(e.settings().memory_limit <= 0 || e.rollout().arena <= e.settings().memory_limit);
+                 }});
+  auto lines = [](const std::vector<std::string>& texts) {
+    std::string out;
+    for (const std::string& t : texts) out += t + "\n";
+    return out;
+  };
+  obs.push_back({Space::string("rewrites")
+                     .set_default(Event(std::string()))
+                     .set_description("the graph's rewrites so far, one per line: its splits, then its recomputations"),
+                 [lines](const MemoryEpisode& e) -> Expected<Event> { return Event(lines(e.rewrites().texts)); }});
+  obs.push_back({Space::string("rewrites_offered")
+                     .set_default(Event(std::string()))
+                     .set_description("the rewrites offered, one per line: line i is rewrite action i + 1"),
+                 [lines](const MemoryEpisode& e) -> Expected<Event> {
+                   std::vector<std::string> texts;
+                   for (const NextRewrite& n : e.offered()) texts.push_back(n.text);
+                   return Event(lines(texts));
+                 }});
+  obs.push_back({Space::double_range("work_ratio", 0)
+                     .set_default(Event(1.0))
+                     .set_description("arithmetic of the graph as rewritten over the original's (op_work: what "
+                                      "splitting's halos and recomputation add)"),
+                 [](const MemoryEpisode& e) -> Expected<Event> {
+                   if (!e.bench().is_graph()) return Event(1.0);
+                   TG_ASSIGN_OR_RETURN(int64_t now, graph_work(*e.bench().graph));
+                   TG_ASSIGN_OR_RETURN(int64_t before, graph_work(e.original_graph()));
+                   return Event(before > 0 ? double(now) / double(before) : 1.0);
                  }});
   obs.push_back({Space::string("plan")
                      .set_default(Event(std::string()))
@@ -273,7 +315,10 @@ const std::vector<Space>& MemoryEnv::action_spaces() const {
           .set_description("take or leave the pending in-place or fusion opportunity"),
       Space::named_discrete("placement", placement_names())
           .set_description("the offset of the next buffer (largest first): best-fit gap, first-fit (lowest) gap, "
-                           "highest gap that fits, top of the arena")};
+                           "highest gap that fits, top of the arena"),
+      Space::discrete("rewrite", kMaxRewriteActions)
+          .set_description("0 stops rewriting the graph; i > 0 applies the i-th rewrite offered (rewrites_offered: "
+                           "split a region of operators into tiles, or recompute a tensor), or a rewrite's text")};
   return *spaces;
 }
 
@@ -311,12 +356,14 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
     }
   }
   Decision controlled = Decision::kPlacement;
-  if (space == "order") {
+  if (space == "rewrite") {
+    controlled = Decision::kRewrite;
+  } else if (space == "order") {
     controlled = Decision::kOrder;
   } else if (space == "inplace") {
     controlled = Decision::kInplace;
   } else if (!space.empty() && space != "placement") {
-    return invalid_argument("unknown action space " + quote_text(space) + " (memory-v0 has order, inplace, placement)");
+    return invalid_argument("unknown action space " + quote_text(space) + " (memory-v0 has rewrite, order, inplace, placement)");
   }
   if (options.max_episode_steps < 0) return invalid_argument("max_episode_steps must be >= 0");
   if (!options.target.empty() && options.target != "cpu")

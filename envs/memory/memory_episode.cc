@@ -13,6 +13,7 @@ namespace tensorgym {
 
 const char* decision_name(Decision d) {
   switch (d) {
+    case Decision::kRewrite: return "rewrite";
     case Decision::kOrder: return "order";
     case Decision::kInplace: return "inplace";
     case Decision::kPlacement: return "placement";
@@ -40,33 +41,14 @@ Expected<MemoryEpisode> MemoryEpisode::start(const GraphBenchmark& bench, const 
     return invalid_argument("unknown default placement " + quote_text(settings.default_placement) +
                             " (known: best_fit, first_fit, highest_gap, top)");
   ep.alignment_ = settings.alignment > 0 ? settings.alignment : (bench.is_graph() ? kDefaultAlignment : 1);
-  if (bench.is_graph()) {
-    const Graph& g = *bench.graph;
-    OrderOptions oo;
-    oo.inplace = settings.default_inplace;
-    oo.alignment = ep.alignment_;
-    oo.memory_limit = settings.memory_limit;
-    oo.time_limit_s = 2;
-    TG_ASSIGN_OR_RETURN(std::vector<int> order, plan_order(settings.default_order, g, oo));
-    const size_t n = g.ops.size();
-    ep.priority_.assign(n, 0);
-    for (size_t i = 0; i < order.size(); ++i) ep.priority_[size_t(order[i])] = int(i);
-    ep.waiting_.assign(n, 0);
-    ep.users_.assign(n, {});
-    for (size_t o = 0; o < n; ++o) {
-      std::unordered_set<int> producers;
-      for (int t : g.ops[o].inputs)
-        if (g.tensors[size_t(t)].producer >= 0) producers.insert(g.tensors[size_t(t)].producer);
-      ep.waiting_[o] = int(producers.size());
-      for (int p : producers) ep.users_[size_t(p)].push_back(int(o));
-      if (producers.empty()) ep.ready_.push_back(int(o));
-    }
-    ep.done_.assign(n, 0);
-    ep.position_.assign(n, -1);
-    ep.taken_.assign(g.tensors.size(), 0);
-    if (n == 0) ep.begin_placement();
-  } else {
+  if (!bench.is_graph()) {
     ep.begin_placement();
+  } else if (controlled == Decision::kRewrite) {
+    ep.rewriting_ = true;
+    ep.original_ = bench.graph;
+    ep.offer_rewrites();
+  } else {
+    ep.begin_ordering();
   }
   const Rollout& r = ep.rollout();
   ep.default_arena_ = r.arena;
@@ -75,7 +57,45 @@ Expected<MemoryEpisode> MemoryEpisode::start(const GraphBenchmark& bench, const 
   return ep;
 }
 
+void MemoryEpisode::begin_ordering() {
+  rewriting_ = false;
+  offered_.clear();
+  const Graph& g = *bench_.graph;
+  OrderOptions oo;
+  oo.inplace = settings_.default_inplace;
+  oo.alignment = alignment_;
+  oo.memory_limit = settings_.memory_limit;
+  oo.time_limit_s = 2;
+  Expected<std::vector<int>> order = plan_order(settings_.default_order, g, oo);
+  if (!order.ok()) order = plan_order("program_order", g, oo);  // the setting was checked at reset
+  const size_t n = g.ops.size();
+  priority_.assign(n, 0);
+  for (size_t i = 0; i < order->size(); ++i) priority_[size_t((*order)[i])] = int(i);
+  waiting_.assign(n, 0);
+  users_.assign(n, {});
+  ready_.clear();
+  for (size_t o = 0; o < n; ++o) {
+    std::unordered_set<int> producers;
+    for (int t : g.ops[o].inputs)
+      if (g.tensors[size_t(t)].producer >= 0) producers.insert(g.tensors[size_t(t)].producer);
+    waiting_[o] = int(producers.size());
+    for (int p : producers) users_[size_t(p)].push_back(int(o));
+    if (producers.empty()) ready_.push_back(int(o));
+  }
+  done_.assign(n, 0);
+  position_.assign(n, -1);
+  taken_.assign(g.tensors.size(), 0);
+  if (n == 0) begin_placement();
+}
+
+void MemoryEpisode::offer_rewrites() {
+  offered_.clear();
+  if (rewrites_.texts.size() >= size_t(kMaxEpisodeRewrites)) return;
+  offered_ = next_rewrites(*original_, rewrites_, *bench_.graph, alignment_, 48, size_t(kMaxRewriteActions - 1));
+}
+
 Decision MemoryEpisode::pending() const {
+  if (rewriting_) return Decision::kRewrite;
   if (!placing_) return opportunities_.empty() ? Decision::kOrder : Decision::kInplace;
   return placed_ < placement_order_.size() ? Decision::kPlacement : Decision::kDone;
 }
@@ -83,6 +103,9 @@ Decision MemoryEpisode::pending() const {
 std::vector<int64_t> MemoryEpisode::legal_actions() const {
   std::vector<int64_t> out;
   switch (pending()) {
+    case Decision::kRewrite:
+      for (size_t i = 0; i <= offered_.size(); ++i) out.push_back(int64_t(i));
+      break;
     case Decision::kOrder:
       for (size_t i = 0; i < ready_.size() && int64_t(i) < kMaxReadyOps; ++i) out.push_back(int64_t(i));
       break;
@@ -95,6 +118,7 @@ std::vector<int64_t> MemoryEpisode::legal_actions() const {
 
 int64_t MemoryEpisode::default_action() const {
   switch (pending()) {
+    case Decision::kRewrite: return 0;  // stop
     case Decision::kOrder: {
       size_t best = 0;
       for (size_t i = 1; i < ready_.size(); ++i)
@@ -234,6 +258,23 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
   std::string text;
   switch (d) {
     case Decision::kDone: return failed_precondition("the plan is complete: reset to start another episode");
+    case Decision::kRewrite: {
+      if (index < 0 || index > int64_t(offered_.size()))
+        return invalid_argument(fmt::format("rewrite action {}: 0 stops, 1 to {} apply the rewrites offered", index,
+                                            offered_.size()));
+      if (index == 0) {
+        text = "stop";
+        begin_ordering();
+        break;
+      }
+      const NextRewrite& chosen = offered_[size_t(index - 1)];
+      TG_ASSIGN_OR_RETURN(Graph g, apply_rewrites(*original_, chosen.next));
+      text = chosen.text;
+      bench_.graph = std::make_shared<const Graph>(std::move(g));
+      rewrites_ = chosen.next;
+      offer_rewrites();
+      break;
+    }
     case Decision::kOrder: {
       if (index < 0 || index >= int64_t(ready_.size()) || index >= kMaxReadyOps)
         return invalid_argument(fmt::format("order action {}: {} operators are ready", index, ready_.size()));
@@ -271,7 +312,7 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
       break;
     }
   }
-  if (!placing_ && ready_.empty() && opportunities_.empty()) begin_placement();
+  if (!rewriting_ && !placing_ && ready_.empty() && opportunities_.empty()) begin_placement();
   if (record) actions_.push_back(text);
   rollout_.reset();
   return Status();
@@ -292,7 +333,14 @@ Status MemoryEpisode::apply_text(const std::string& text) {
     return failed_precondition("action " + quote_text(text) + ": no " + decision_name(controlled_) +
                                " decision is pending (" + decision_name(d) + ")");
   int64_t index = -1;
-  if (d == Decision::kOrder) {
+  if (d == Decision::kRewrite) {
+    if (text == "stop") index = 0;
+    for (size_t i = 0; i < offered_.size() && index < 0; ++i)
+      if (offered_[i].text == text) index = int64_t(i + 1);
+    if (index < 0)
+      return invalid_argument("rewrite action " + quote_text(text) +
+                              ": expected stop or one of the rewrites offered (candidate_features, rewrites_offered)");
+  } else if (d == Decision::kOrder) {
     for (size_t i = 0; i < ready_.size(); ++i)
       if (bench_.graph->ops[size_t(ready_[i])].name == text) index = int64_t(i);
     if (index < 0) return invalid_argument("order action " + quote_text(text) + ": no ready operator has that name");

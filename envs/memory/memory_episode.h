@@ -1,5 +1,7 @@
 // The state of one memory-v0 episode: a graph (or an offset-only instance) and the
-// decisions taken so far. Decisions come in two phases. While operators remain, the
+// decisions taken so far. Decisions come in phases. With the `rewrite` action space,
+// the graph is first rewritten to need less memory (memplan/rewrites.h: operators
+// split into tiles, tensors recomputed) until the agent stops. While operators remain, the
 // next decision is either which ready operator runs next (`order`) or, right after
 // one ran, whether to take an in-place or fusion opportunity it opened (`inplace`).
 // Then every buffer gets an offset, largest first (`placement`: best fit, first fit,
@@ -15,16 +17,21 @@
 #include "datasets/graphs.h"
 #include "memplan/lifetimes.h"
 #include "memplan/offset_planners.h"
+#include "memplan/rewrites.h"
 
 namespace tensorgym {
 
-enum class Decision { kOrder, kInplace, kPlacement, kDone };
+enum class Decision { kRewrite, kOrder, kInplace, kPlacement, kDone };
 const char* decision_name(Decision d);
 
 // The placement candidates, in action order.
 const std::vector<std::string>& placement_names();  // best_fit, first_fit, highest_gap, top
 // Most ready operators the order action space addresses.
 inline constexpr int64_t kMaxReadyOps = 256;
+// Rewrite actions: 0 stops rewriting, 1.. the rewrites offered (at most this many in all).
+inline constexpr int64_t kMaxRewriteActions = 1024;
+// Most rewrites one episode applies; then only stopping is legal.
+inline constexpr int kMaxEpisodeRewrites = 16;
 
 struct MemorySettings {
   std::string default_order = "program_order";  // an order name of memplan/order.h
@@ -42,8 +49,8 @@ struct Opportunity {
 
 class MemoryEpisode {
  public:
-  // Starts an episode; `controlled` is the decision kind the agent takes (kOrder and
-  // kInplace need a graph). Defaults run until the first controlled decision.
+  // Starts an episode; `controlled` is the decision kind the agent takes (kRewrite,
+  // kOrder and kInplace need a graph). Defaults run until the first controlled decision.
   static Expected<MemoryEpisode> start(const GraphBenchmark& bench, const MemorySettings& settings,
                                        Decision controlled);
 
@@ -87,6 +94,11 @@ class MemoryEpisode {
   const std::vector<std::vector<int>>& conflicts() const { return conflicts_; }
   // Bytes produced and freed by running a ready operator now.
   void order_effect(int op, int64_t* produced, int64_t* freed) const;
+  // The rewrites offered (action i + 1 applies offered()[i]) and the state so far.
+  const std::vector<NextRewrite>& offered() const { return offered_; }
+  const Rewrites& rewrites() const { return rewrites_; }
+  // The graph before any rewrite (the episode's graph otherwise).
+  const Graph& original_graph() const { return original_ ? *original_ : *bench_.graph; }
   int64_t default_lb_live() const { return default_lb_live_; }
   int64_t default_arena() const { return default_arena_; }
 
@@ -94,6 +106,8 @@ class MemoryEpisode {
   MemoryEpisode() = default;
   Status apply_decision(int64_t index, bool record);
   void advance();  // defaults until the next controlled decision or the end
+  void begin_ordering();
+  void offer_rewrites();
   int64_t default_action() const;
   void schedule(int op);
   void open_opportunities(int op, bool fused);
@@ -104,6 +118,11 @@ class MemoryEpisode {
   MemorySettings settings_;
   Decision controlled_ = Decision::kPlacement;
   int64_t alignment_ = 1;
+  // Phase 0.
+  bool rewriting_ = false;
+  std::shared_ptr<const Graph> original_;
+  Rewrites rewrites_;
+  std::vector<NextRewrite> offered_;
   // Phase 1.
   std::vector<int> priority_;  // operator -> rank in the default order
   std::vector<int> waiting_;   // producers not yet run, per operator

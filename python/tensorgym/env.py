@@ -147,7 +147,7 @@ class TensorGymEnv(gym.Env):
     or a list of URIs; with several, reset() picks one with the env's seeded generator.
     observation_space: a name, a list of names (a Dict observation) or None (no
     observation). reward_space: a name or None (reward 0). action_space: the service's
-    name of it ("primitives", "cursor"; memory-v0: "order", "inplace", "placement"),
+    name of it ("primitives", "cursor"; memory-v0: "order", "inplace", "placement", "rewrite"),
     None for the default. service: None (a managed local service), "host:port", a
     ManagedService or a Connection; other keyword arguments go to Connection (binary,
     auth_token, auth_token_file, tls, tls_ca_file, reconnect_timeout_s, ...).

@@ -294,6 +294,27 @@ def test_reset_may_change_the_action_space(service):
         env.close()
 
 
+def test_memory_rewrites_under_a_limit_through_the_gym_api(service):
+    # MobileNetV2 at 64 pixels needs 491,520 bytes in any plan; rewriting it fits 300,000.
+    env = tensorgym.make("memory-v0", benchmark="benchmark://graphs-v0/mobilenet_v2@64", service=service,
+                         action_space="rewrite;memory_limit=300000;default_order=search", reward_space="arena",
+                         observation_space=["feasible", "rewrites_offered"], action_mask=True)
+    try:
+        obs, info = env.reset()
+        assert env.action_space.n == 1024 and not obs["feasible"]
+        offered = obs["rewrites_offered"].splitlines()
+        assert offered and int(info["action_mask"].sum()) == len(offered) + 1
+        # A rewrite by its text, then stop: the defaults finish the plan.
+        split = next(t for t in offered if t.startswith("split conv2d_5..add_15") and t.endswith("in 4 tiles"))
+        obs, reward, terminated, truncated, info = env.step(split)
+        assert obs["feasible"] and reward > 0 and not terminated
+        obs, reward, terminated, truncated, info = env.step("stop")
+        assert terminated and obs["feasible"]
+        assert env.state.actions == [split, "stop"]
+    finally:
+        env.close()
+
+
 GPU_BIND = ["split(C.i, 16, io, ii)", "split(C.j, 32, jo, ji)", "reorder(C, io, jo, ii, ji, k)",
             "bind(C.io, blockIdx.y)", "bind(C.jo, blockIdx.x)", "bind(C.ii, threadIdx.y)", "bind(C.ji, threadIdx.x)"]
 
