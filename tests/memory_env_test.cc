@@ -70,7 +70,7 @@ TEST(MemoryEnv, IsRegisteredWithItsSpaces) {
   EXPECT_EQ(env->action_spaces()[2].name(), "placement");
   EXPECT_EQ(env->action_spaces()[3].name(), "rewrite");
   for (const Space& s : env->observation_spaces()) EXPECT_FALSE(s.description().empty()) << s.name();
-  EXPECT_EQ(env->reward_spaces().size(), 2u);
+  EXPECT_EQ(env->reward_spaces().size(), 3u);
 }
 
 TEST(MemoryEnv, RandomAgentsNeverProduceAnInvalidPlan) {
@@ -270,6 +270,7 @@ TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
   // A greedy agent: try each rewrite offered on a fork, take the one whose default
   // completion has the smallest arena, until the plan fits.
   StepResult r;
+  double work_rewards = 0;
   for (int i = 0; i < 6; ++i) {
     r = env->step({}, {"feasible", "candidate_features"}, {});
     if (r.observations[0].as<bool>()) break;
@@ -286,14 +287,16 @@ TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
         best_arena = t.observations[0].as<int64_t>();
       }
     }
-    StepResult s = env->step({Event(best)}, {}, {"arena"});
+    StepResult s = env->step({Event(best)}, {}, {"arena", "work"});
     ASSERT_TRUE(s.error.ok()) << s.error.to_string();
     EXPECT_GT(s.rewards[0], 0.0);  // the arena went down
+    work_rewards += s.rewards[1];
   }
   r = env->step({}, {"feasible", "rewrites", "work_ratio"}, {});
   ASSERT_TRUE(r.observations[0].as<bool>());
   EXPECT_CONTAINS(r.observations[1].as<std::string>(), "tiles");
   EXPECT_GT(r.observations[2].as<double>(), 1.0);
+  EXPECT_NEAR(work_rewards, 1.0 - r.observations[2].as<double>(), 1e-9);  // the work rewards sum to the added work
   // Stop, then the defaults finish a plan that fits.
   r = env->step({Event("stop")}, {"decision"}, {"arena"});
   ASSERT_TRUE(r.error.ok()) << r.error.to_string();

@@ -258,7 +258,11 @@ std::vector<Space> reward_space_list() {
           Space::double_range("arena_final")
               .set_default(Event(0.0))
               .set_description("0 until the plan is finished, then the reduction of its arena from the "
-                               "all-defaults plan's, divided by that plan's lower bound")};
+                               "all-defaults plan's, divided by that plan's lower bound"),
+          Space::double_range("work")
+              .set_default(Event(0.0))
+              .set_description("the reduction of the graph's arithmetic since the last step over the original's: "
+                               "negative for the halos and recomputation a rewrite adds (0 without rewrites)")};
 }
 
 Status apply_setting(MemorySettings* s, const std::string& key, const std::string& value) {
@@ -443,6 +447,16 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
       auto it = last_arena_.find(n);
       r = ((it == last_arena_.end() ? initial : it->second) - now) / norm;
       last_arena_[n] = now;
+    } else if (n == "work") {
+      if (episode_->bench().is_graph()) {
+        Expected<int64_t> now = graph_work(*episode_->bench().graph);
+        Expected<int64_t> original = graph_work(episode_->original_graph());
+        if (now.ok() && original.ok() && *original > 0) {
+          auto it = last_arena_.find(n);
+          r = ((it == last_arena_.end() ? double(*original) : it->second) - double(*now)) / double(*original);
+          last_arena_[n] = double(*now);
+        }
+      }
     } else if (n == "arena_final") {
       if (episode_->done() && !last_arena_.count(n)) {
         r = (initial - double(episode_->current_arena())) / norm;

@@ -49,7 +49,7 @@ class MemoryEnv : public Env {
   ResetOptions options_;
   int64_t steps_ = 0;
   std::chrono::steady_clock::time_point start_;
-  std::map<std::string, double> last_arena_;  // per reward: the arena it last saw
+  std::map<std::string, double> last_arena_;  // per reward: the arena (or work) it last saw
   std::map<std::string, double> cumulative_;
   std::string last_reward_space_;
 };
