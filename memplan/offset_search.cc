@@ -66,36 +66,45 @@ Sweep make_sweep(const Instance& inst) {
   return s;
 }
 
-// A static order of the buffers, by a string of keys as in MiniMalloc's
-// preorderings: T (largest section total over the lifetime), W (sections spanned),
-// A (area), Z (size), L (length); ties by index.
-std::vector<int> preorder(const Sweep& s, const Instance& inst, const std::string& keys) {
-  const size_t n = s.buffers.size();
-  std::vector<int64_t> total(n, 0), width(n), area(n), length(n);
-  for (size_t k = 0; k < n; ++k) {
-    for (int j = s.first[k]; j < s.last[k]; ++j) total[k] = std::max(total[k], s.section_total[size_t(j)]);
-    width[k] = s.last[k] - s.first[k];
-    const Buffer& b = inst.buffers[size_t(s.buffers[k])];
-    length[k] = b.upper - b.lower;
-    area[k] = b.size * length[k];
+// Orders of the buffers by a string of keys as in MiniMalloc's preorderings: T
+// (largest total of the sections the buffer spans, of the buffers still to place),
+// W (sections spanned), A (area), Z (size), L (length); larger first, ties by index.
+struct BufferKeys {
+  std::vector<int64_t> width, area, length;
+};
+
+BufferKeys buffer_keys(const Sweep& s, const Instance& inst) {
+  BufferKeys k;
+  for (size_t b = 0; b < s.buffers.size(); ++b) {
+    const Buffer& buf = inst.buffers[size_t(s.buffers[b])];
+    k.width.push_back(s.last[b] - s.first[b]);
+    k.length.push_back(buf.upper - buf.lower);
+    k.area.push_back(buf.size * (buf.upper - buf.lower));
   }
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+  return k;
+}
+
+// Sorts `buffers` by `keys`, with T from the section totals `totals`.
+void sort_buffers(std::vector<int>& buffers, const Sweep& s, const BufferKeys& k, const std::string& keys,
+                  const std::vector<int64_t>& totals) {
+  std::vector<int64_t> total(s.buffers.size(), 0);
+  for (int b : buffers)
+    for (int j = s.first[size_t(b)]; j < s.last[size_t(b)]; ++j)
+      total[size_t(b)] = std::max(total[size_t(b)], totals[size_t(j)]);
+  std::stable_sort(buffers.begin(), buffers.end(), [&](int a, int b) {
     for (char c : keys) {
       const std::vector<int64_t>* v = nullptr;
       switch (c) {
         case 'T': v = &total; break;
-        case 'W': v = &width; break;
-        case 'A': v = &area; break;
+        case 'W': v = &k.width; break;
+        case 'A': v = &k.area; break;
         case 'Z': v = &s.size; break;
-        case 'L': v = &length; break;
+        case 'L': v = &k.length; break;
       }
       if (v && (*v)[size_t(a)] != (*v)[size_t(b)]) return (*v)[size_t(a)] > (*v)[size_t(b)];
     }
     return a < b;
   });
-  return order;
 }
 
 enum class Outcome { kFound, kNotFound, kLimit };
@@ -107,11 +116,14 @@ enum class Outcome { kFound, kNotFound, kLimit };
 // the way back; plans found are copied out at the leaves.
 class Fit {
  public:
-  Fit(const Sweep& s, const std::vector<int>& order, int64_t capacity, int64_t alignment)
-      : s_(s), order_(order), capacity_(align_up(capacity, alignment)), true_capacity_(capacity), alignment_(alignment) {
+  Fit(const Sweep& s, const BufferKeys& keys, const std::string& preordering, int64_t capacity, int64_t alignment)
+      : s_(s),
+        keys_(keys),
+        preordering_(preordering),
+        capacity_(align_up(capacity, alignment)),
+        true_capacity_(capacity),
+        alignment_(alignment) {
     const size_t n = s.buffers.size();
-    rank_.assign(n, 0);
-    for (size_t r = 0; r < n; ++r) rank_[size_t(order[r])] = int(r);
     offset_.assign(n, -1);
     solution_.assign(n, -1);
     min_offset_.assign(n, 0);
@@ -137,7 +149,8 @@ class Fit {
     for (int64_t z : s_.true_size)
       if (z > true_capacity_) return Outcome::kNotFound;
     Part all;
-    for (size_t r = 0; r < order_.size(); ++r) all.ranks.push_back(int(r));
+    for (size_t b = 0; b < s_.buffers.size(); ++b) all.order.push_back(int(b));
+    sort_buffers(all.order, s_, keys_, preordering_, total_);
     all.lo = 0;
     all.hi = s_.sections;
     std::vector<int> cut_points;
@@ -151,9 +164,12 @@ class Fit {
   const std::vector<int64_t>& offsets() const { return solution_; }
 
  private:
+  // A part's buffers in its preorder: MiniMalloc orders each part of a dynamic
+  // decomposition anew, by the totals of the buffers still to place. A rank is a
+  // position in it.
   struct Part {
-    std::vector<int> ranks;  // preorder ranks of its buffers, ascending
-    int lo = 0, hi = 0;      // sections [lo, hi)
+    std::vector<int> order;
+    int lo = 0, hi = 0;  // sections [lo, hi)
   };
   struct Candidate {
     int64_t offset;
@@ -172,12 +188,11 @@ class Fit {
       Part sub;
       sub.lo = bounds[k];
       sub.hi = bounds[k + 1];
-      for (int r : part.ranks) {
-        const int b = order_[size_t(r)];
+      for (int b : part.order)
         if (offset_[size_t(b)] < 0 && s_.first[size_t(b)] < sub.hi && s_.last[size_t(b)] > sub.lo)
-          sub.ranks.push_back(r);
-      }
-      if (sub.ranks.empty()) continue;
+          sub.order.push_back(b);
+      if (sub.order.empty()) continue;
+      sort_buffers(sub.order, s_, keys_, preordering_, total_);
       Outcome o = search(sub, 0, -1);
       if (o != Outcome::kFound) return o;
     }
@@ -192,14 +207,14 @@ class Fit {
     }
     std::vector<Candidate> cands;
     int64_t min_height = INT64_MAX;
-    for (int r : part.ranks) {
-      const int b = order_[size_t(r)];
+    for (size_t r = 0; r < part.order.size(); ++r) {
+      const int b = part.order[r];
       if (offset_[size_t(b)] >= 0) continue;
-      cands.push_back({min_offset_[size_t(b)], r});
+      cands.push_back({min_offset_[size_t(b)], int(r)});
       min_height = std::min(min_height, min_offset_[size_t(b)] + s_.size[size_t(b)]);
     }
     if (cands.empty()) {
-      for (int r : part.ranks) solution_[size_t(order_[size_t(r)])] = offset_[size_t(order_[size_t(r)])];
+      for (int b : part.order) solution_[size_t(b)] = offset_[size_t(b)];
       return Outcome::kFound;
     }
     std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
@@ -210,7 +225,7 @@ class Fit {
       if (c.offset < last_offset || (c.offset == last_offset && c.rank < last_rank)) continue;
       // Dominance: another buffer would fit entirely below this one.
       if (c.offset >= min_height) break;
-      const int b = order_[size_t(c.rank)];
+      const int b = part.order[size_t(c.rank)];
       if (c.offset + s_.true_size[size_t(b)] > true_capacity_) continue;
       Outcome o = place_and_recurse(part, b, c.offset, c.rank);
       if (o != Outcome::kNotFound) return o;
@@ -269,10 +284,8 @@ class Fit {
       } else {
         o = solve_parts(part, new_cuts);
         if (o == Outcome::kFound)  // the buffers placed before the split
-          for (int r : part.ranks) {
-            const int x = order_[size_t(r)];
+          for (int x : part.order)
             if (offset_[size_t(x)] >= 0) solution_[size_t(x)] = offset_[size_t(x)];
-          }
       }
     }
     for (int j = s_.first[size_t(b)]; j + 1 < s_.last[size_t(b)]; ++j) ++cuts_[size_t(j)];
@@ -319,11 +332,11 @@ class Fit {
     if (f == INT64_MAX) return true;
     cands_.clear();
     int64_t min_size = INT64_MAX;
-    for (int r : part.ranks) {
-      const int b = order_[size_t(r)];
+    for (size_t r = 0; r < part.order.size(); ++r) {
+      const int b = part.order[r];
       if (offset_[size_t(b)] >= 0) continue;
       min_size = std::min(min_size, s_.size[size_t(b)]);
-      cands_.push_back({min_offset_[size_t(b)], r});
+      cands_.push_back({min_offset_[size_t(b)], int(r)});
     }
     forced_.clear();
     for (int j = part.lo; j < part.hi; ++j) {
@@ -339,7 +352,7 @@ class Fit {
     const int64_t lists = stamp_;  // candidate lists grow with the level
     deferred_.clear();
     auto add = [&](int r) {
-      const int b = order_[size_t(r)];
+      const int b = part.order[size_t(r)];
       const size_t first = size_t(s_.first[size_t(b)]);
       if (head_stamp_[first] != lists) {
         head_stamp_[first] = lists;
@@ -402,11 +415,11 @@ class Fit {
   }
 
   const Sweep& s_;
-  const std::vector<int>& order_;
+  const BufferKeys& keys_;
+  const std::string preordering_;
   const int64_t capacity_;       // rounded up to the alignment, as the sizes
   const int64_t true_capacity_;  // as asked
   const int64_t alignment_;
-  std::vector<int> rank_;
   std::vector<int64_t> offset_, solution_, min_offset_, floor_, total_;
   std::vector<int> cuts_;
   std::vector<std::pair<int, int64_t>> undo_min_;
@@ -438,8 +451,7 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
   int64_t local_nodes = 0;
   if (!nodes) nodes = &local_nodes;
   const Sweep s = make_sweep(instance);
-  std::vector<std::vector<int>> orders;
-  for (const std::string& keys : preorderings()) orders.push_back(preorder(s, instance, keys));
+  const BufferKeys keys = buffer_keys(s, instance);
   // Round robin over the preorderings with a growing node budget: one of them often
   // finds a plan quickly where another wanders. Each round also gives the time sweep
   // (sweep_fit.h) a restart of its own, with 16 times the budget in placements (each
@@ -448,8 +460,8 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
   int64_t budget = std::max<int64_t>(1000, int64_t(s.buffers.size()) * 4);
   int64_t spent = 0;
   for (uint64_t round = 0;; ++round) {
-    for (const std::vector<int>& order : orders) {
-      Fit fit(s, order, capacity, instance.alignment);
+    for (const std::string& preordering : preorderings()) {
+      Fit fit(s, keys, preordering, capacity, instance.alignment);
       int64_t used = 0;
       const int64_t this_budget = std::min(budget, std::max<int64_t>(1, node_limit - spent));
       Outcome o = fit.run(this_budget, deadline, &used);
