@@ -7,7 +7,9 @@
 // its floor and the capacity, or when a section without slack at some level cannot
 // be filled at that level by buffers disjoint in time (levels_coverable); and the
 // instance splits into independent sections of time wherever no buffer still to
-// place crosses a boundary. Around that decision procedure, a search over the
+// place crosses a boundary, each part searched in a preorder of its own (by the
+// section totals of the buffers still to place, as MiniMalloc re-sorts its
+// partitions). Around that decision procedure, a search over the
 // capacity: first the lower bound, then bisection between what is proven infeasible
 // or given up and the best plan found. A capacity the search exhausts is a proof:
 // the lower bound rises above it, so the gap it reports is never below the true one.
