@@ -5,9 +5,9 @@
 //
 // Strip tilings (memplan/strip_tiling.h) of the given sizes for every seed: the arena
 // over the known optimum, the proven gap, seconds. Seeds 1-1000 are where the solver is
-// developed; seeds from 2000000 up are held out and run once for the record (1000000-1999999 were seen). With
-// --minimalloc DIR, MiniMalloc's instances (A-K.1048576.csv) instead. Every plan is
-// verified.
+// developed; seeds from 2000000 up are held out and run once for the record (those
+// from 1000000 were seen with an earlier solver). With --minimalloc DIR, MiniMalloc's
+// instances (A-K.1048576.csv) instead. Every plan is verified.
 #include <fmt/format.h>
 
 #include <chrono>
