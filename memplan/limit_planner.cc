@@ -16,20 +16,20 @@ using Clock = std::chrono::steady_clock;
 struct Candidate {
   Rewrites rewrites;
   Graph graph;
-  int64_t peak = 0, work = 0;
+  int64_t peak = 0, excess = 0, work = 0;
 };
 
-// Reaching the target: the cheapest that does; otherwise the lowest peak, and of
-// those within 2% the cheapest.
+// Reaching the target: the cheapest that does; otherwise the least excess over the
+// target, and of those within 2% of it the cheapest.
 const Candidate* pick(const std::vector<Candidate>& candidates, int64_t target) {
   const Candidate* best = nullptr;
   for (const Candidate& c : candidates)
     if (c.peak <= target && (!best || c.work < best->work)) best = &c;
   if (best) return best;
-  int64_t lowest = INT64_MAX;
-  for (const Candidate& c : candidates) lowest = std::min(lowest, c.peak);
+  int64_t least = INT64_MAX;
+  for (const Candidate& c : candidates) least = std::min(least, c.excess);
   for (const Candidate& c : candidates)
-    if (c.peak <= lowest + lowest / 50 && (!best || c.work < best->work)) best = &c;
+    if (c.excess <= least + least / 50 && (!best || c.work < best->work)) best = &c;
   return best;
 }
 
@@ -69,7 +69,8 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
     return plan;
   };
   for (int round = 0;; ++round) {
-    const int64_t peak = live_peak(result.graph, options.alignment).bytes;
+    const LivePeak now = live_peak(result.graph, options.alignment);
+    const int64_t peak = now.bytes, excess = now.excess(target);
     const bool stop = round >= options.max_rewrites || Clock::now() > deadline;
     if (peak <= target || stop) {
       // Plan it; an arena over the limit although the peak fits asks for a lower peak.
@@ -90,10 +91,11 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
       if (!g.ok()) continue;
       Expected<int64_t> work = graph_work(*g);
       if (!work.ok()) continue;
-      const int64_t p = live_peak(*g, options.alignment).bytes;
-      if (p >= peak) continue;
+      const LivePeak after = live_peak(*g, options.alignment);
+      if (after.bytes > peak || after.excess(target) >= excess) continue;
       const bool split = n.next.recomputes.size() == state.recomputes.size();
-      (split ? splits : recomputes).push_back({std::move(n.next), std::move(*g), p, *work});
+      (split ? splits : recomputes)
+          .push_back({std::move(n.next), std::move(*g), after.bytes, after.excess(target), *work});
     }
     const Candidate* chosen = pick(splits.empty() ? recomputes : splits, target);
     if (!chosen) {

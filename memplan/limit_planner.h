@@ -5,10 +5,13 @@
 // (memplan/rematerialize.h), then planned by `best`.
 //
 // The search is greedy: while the peak of live bytes is over the limit, it takes
-// the rewrite, among those touching the operator at the peak, that lowers the peak
-// most, and of those within 2% of it the one that adds the least arithmetic
-// (op_work); once a rewrite reaches the limit, the cheapest that does. The work
-// model chooses; the runtime is measured by executing the plan (memplan/exec/).
+// the rewrite, among those through the operator at the peak, that leaves the least
+// excess (live bytes over the limit, summed over the steps: a model's repeated
+// layers peak alike, and one layer's split lowers the excess before the peak), and
+// of those within 2% of it the one that adds the least arithmetic (op_work); once a
+// rewrite reaches the limit, the cheapest that does. Splits first, recomputations
+// when no split helps. The work model chooses; the runtime is measured by executing
+// the plan (memplan/exec/).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,7 @@ struct LimitPlanOptions {
   int64_t alignment = kDefaultAlignment;
   double time_limit_s = 10;  // for the whole search and the final plan
   uint64_t seed = 1;
-  int max_rewrites = 24;
+  int max_rewrites = 64;
   int max_region = 48;  // operators in one split region
 };
 

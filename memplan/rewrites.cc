@@ -42,7 +42,8 @@ LivePeak live_peak(const Graph& graph, int64_t alignment) {
   Expected<GraphLayout> layout = layout_graph(graph, d, alignment);
   if (!layout.ok()) return best;
   const std::vector<Buffer>& buffers = layout->instance.buffers;
-  std::vector<int64_t> bytes(best.order.size(), 0);
+  std::vector<int64_t>& bytes = best.profile;
+  bytes.assign(best.order.size(), 0);
   for (const Buffer& b : buffers)
     for (int64_t s = b.lower; s < b.upper && s < int64_t(bytes.size()); ++s) bytes[size_t(s)] += b.size;
   const size_t step = size_t(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
@@ -51,6 +52,12 @@ LivePeak live_peak(const Graph& graph, int64_t alignment) {
     if (buffers[b].lower <= int64_t(step) && int64_t(step) < buffers[b].upper)
       for (int t : layout->tensors_of_buffer[b]) best.live.push_back(t);
   return best;
+}
+
+int64_t LivePeak::excess(int64_t target) const {
+  int64_t sum = 0;
+  for (int64_t b : profile) sum += std::max<int64_t>(0, b - target);
+  return sum;
 }
 
 int origin_operator(const Graph& original, const std::string& name) {

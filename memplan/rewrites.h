@@ -39,6 +39,11 @@ struct LivePeak {
   std::vector<int> order;
   int op = -1;
   std::vector<int> live;
+  std::vector<int64_t> profile;  // live bytes at each step of `order`
+
+  // Bytes over `target`, summed over the steps: what a limit still asks to remove. It
+  // falls when any one of several equal peaks (a model's repeated layers) falls.
+  int64_t excess(int64_t target) const;
 };
 LivePeak live_peak(const Graph& graph, int64_t alignment);
 
