@@ -48,7 +48,7 @@ Expected<MemoryEpisode> MemoryEpisode::start(const GraphBenchmark& bench, const 
     ep.original_ = bench.graph;
     ep.offer_rewrites();
   } else {
-    ep.begin_ordering();
+    TG_RETURN_IF_ERROR(ep.begin_ordering());
   }
   const Rollout& r = ep.rollout();
   ep.default_arena_ = r.arena;
@@ -57,20 +57,19 @@ Expected<MemoryEpisode> MemoryEpisode::start(const GraphBenchmark& bench, const 
   return ep;
 }
 
-void MemoryEpisode::begin_ordering() {
-  rewriting_ = false;
-  offered_.clear();
+Status MemoryEpisode::begin_ordering() {
   const Graph& g = *bench_.graph;
   OrderOptions oo;
   oo.inplace = settings_.default_inplace;
   oo.alignment = alignment_;
   oo.memory_limit = settings_.memory_limit;
   oo.time_limit_s = 2;
-  Expected<std::vector<int>> order = plan_order(settings_.default_order, g, oo);
-  if (!order.ok()) order = plan_order("program_order", g, oo);  // the setting was checked at reset
+  TG_ASSIGN_OR_RETURN(std::vector<int> order, plan_order(settings_.default_order, g, oo));
+  rewriting_ = false;
+  offered_.clear();
   const size_t n = g.ops.size();
   priority_.assign(n, 0);
-  for (size_t i = 0; i < order->size(); ++i) priority_[size_t((*order)[i])] = int(i);
+  for (size_t i = 0; i < order.size(); ++i) priority_[size_t(order[i])] = int(i);
   waiting_.assign(n, 0);
   users_.assign(n, {});
   ready_.clear();
@@ -86,6 +85,7 @@ void MemoryEpisode::begin_ordering() {
   position_.assign(n, -1);
   taken_.assign(g.tensors.size(), 0);
   if (n == 0) begin_placement();
+  return Status();
 }
 
 void MemoryEpisode::offer_rewrites() {
@@ -139,8 +139,8 @@ int64_t MemoryEpisode::default_action() const {
 
 void MemoryEpisode::advance() {
   while (pending() != Decision::kDone && pending() != controlled_) {
-    Status st = apply_decision(default_action(), false);
-    (void)st;  // defaults are always legal
+    // Defaults are legal; an error (none is known) must not spin here.
+    if (!apply_decision(default_action(), false).ok()) break;
   }
 }
 
@@ -264,7 +264,7 @@ Status MemoryEpisode::apply_decision(int64_t index, bool record) {
                                             offered_.size()));
       if (index == 0) {
         text = "stop";
-        begin_ordering();
+        TG_RETURN_IF_ERROR(begin_ordering());
         break;
       }
       const NextRewrite& chosen = offered_[size_t(index - 1)];

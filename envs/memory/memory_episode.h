@@ -106,7 +106,7 @@ class MemoryEpisode {
   MemoryEpisode() = default;
   Status apply_decision(int64_t index, bool record);
   void advance();  // defaults until the next controlled decision or the end
-  void begin_ordering();
+  Status begin_ordering();  // nothing changes on error
   void offer_rewrites();
   int64_t default_action() const;
   void schedule(int op);
