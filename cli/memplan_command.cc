@@ -92,6 +92,7 @@ struct UnderLimit {
   int64_t unlimited_arena = 0;
   double runtime_s = 0, unlimited_runtime_s = 0;  // the fastest of three runs in each arena
   double max_difference = 0;                      // of the outputs, against the unlimited plan's
+  std::string not_run;  // why the plans were not executed (only f32 graphs run), or empty
 };
 
 // Runs a plan in its arena: once to compile, then the fastest of three.
@@ -121,7 +122,12 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   TG_ASSIGN_OR_RETURN(GraphPlan unlimited, plan_graph(graph, po));
   u.unlimited_arena = unlimited.arena;
   KernelCache cache;
-  TG_ASSIGN_OR_RETURN(GraphRun base, timed_run(graph, unlimited, cache));
+  Expected<GraphRun> first = timed_run(graph, unlimited, cache);
+  if (first.status().code() == StatusCode::kUnimplemented) {
+    u.not_run = first.status().message();
+    return u;
+  }
+  TG_ASSIGN_OR_RETURN(GraphRun base, std::move(first));
   TG_ASSIGN_OR_RETURN(GraphRun run, timed_run(u.limited.graph, u.limited.plan, cache));
   u.unlimited_runtime_s = base.seconds;
   u.runtime_s = run.seconds;
@@ -348,6 +354,7 @@ int run(const Options& o) {
                               {"runtime_ratio", under->runtime_s / std::max(1e-12, under->unlimited_runtime_s)},
                               {"unlimited_arena", under->unlimited_arena},
                               {"max_output_difference", under->max_difference}};
+      if (!under->not_run.empty()) j["under_limit"]["not_executed"] = under->not_run;
     } else if (!under_status.ok()) {
       j["under_limit"] = Json{{"error", under_status.message()}};
     }
@@ -390,11 +397,15 @@ int run(const Options& o) {
                           l.rewrites.size(), l.rewrites.size() == 1 ? "" : "s",
                           double(l.work) / double(std::max<int64_t>(1, l.original_work)));
       for (const std::string& r : l.rewrites) text += "  " + r + "\n";
-      text += fmt::format(
-          "runtime in the arena: {:.3f} ms against {:.3f} ms unlimited (arena {} bytes): {:.3f}x; outputs match "
-          "(max difference {:.3g})\n",
-          under->runtime_s * 1e3, under->unlimited_runtime_s * 1e3, under->unlimited_arena,
-          under->runtime_s / std::max(1e-12, under->unlimited_runtime_s), under->max_difference);
+      if (!under->not_run.empty()) {
+        text += "not executed: " + under->not_run + "\n";
+      } else {
+        text += fmt::format(
+            "runtime in the arena: {:.3f} ms against {:.3f} ms unlimited (arena {} bytes): {:.3f}x; outputs match "
+            "(max difference {:.3g})\n",
+            under->runtime_s * 1e3, under->unlimited_runtime_s * 1e3, under->unlimited_arena,
+            under->runtime_s / std::max(1e-12, under->unlimited_runtime_s), under->max_difference);
+      }
     } else if (!under_status.ok()) {
       text += "rewriting: " + under_status.message() + "\n";
     }
