@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "datasets/graphs.h"
@@ -70,7 +71,7 @@ TEST(MemoryEnv, IsRegisteredWithItsSpaces) {
   EXPECT_EQ(env->action_spaces()[2].name(), "placement");
   EXPECT_EQ(env->action_spaces()[3].name(), "rewrite");
   for (const Space& s : env->observation_spaces()) EXPECT_FALSE(s.description().empty()) << s.name();
-  EXPECT_EQ(env->reward_spaces().size(), 3u);
+  EXPECT_EQ(env->reward_spaces().size(), 4u);
 }
 
 TEST(MemoryEnv, RandomAgentsNeverProduceAnInvalidPlan) {
@@ -315,6 +316,39 @@ TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
   StepResult replay = again->step(std::vector<Event>(state.actions.begin(), state.actions.end()), {}, {});
   ASSERT_TRUE(replay.error.ok()) << replay.error.to_string();
   EXPECT_EQ(again->step({}, {"plan"}, {}).observations[0].as<std::string>(), r.observations[0].as<std::string>());
+}
+
+TEST(MemoryEnv, TheRuntimeRewardMeasuresEveryKernelInAWorkerOnceAtTheEnd) {
+  auto context = std::make_shared<EnvContext>();
+  context->worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
+  context->threads = 1;
+  Expected<std::unique_ptr<Env>> made = make_env("memory-v0", context);
+  ASSERT_TRUE(made.ok());
+  Env& env = **made;
+  ASSERT_TRUE(env.set_parameter("runner.repeat", "1").ok());
+  ASSERT_TRUE(env.set_parameter("runner.min_repeat_ms", "1").ok());
+  EXPECT_EQ(env.set_parameter("runner.repeat", "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(env.set_parameter("runner.nope", "1").message(), "runner.nope");
+  const char* uri = "benchmark://graphs-v0/mobilenet_v2@32";
+  // No rewrite: the same kernels, so exactly 0, and only once.
+  ResetOptions o;
+  o.action_space = "rewrite";
+  ASSERT_TRUE(env.reset(uri, o, {}).ok());
+  StepResult r = env.step({Event("stop")}, {}, {"runtime"});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  ASSERT_TRUE(r.terminated);
+  EXPECT_EQ(r.rewards[0], 0.0);
+  EXPECT_EQ(env.step({}, {}, {"runtime"}).rewards[0], 0.0);
+  // A split: other kernels (tiles, slices, accumulators), measured and compared.
+  ASSERT_TRUE(env.reset(uri, o, {}).ok());
+  ASSERT_TRUE(env.step({Event(int64_t(1))}, {}, {"runtime"}).error.ok());
+  r = env.step({Event("stop")}, {}, {"runtime"});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_TRUE(std::isfinite(r.rewards[0]));
+  EXPECT_NE(r.rewards[0], 0.0);
+  EXPECT_GT(r.rewards[0], -100.0);
+  EpisodeState state = env.state();
+  EXPECT_EQ(state.deterministic_rewards.count("runtime"), 0u);  // measured, not deterministic
 }
 
 TEST(MemoryEnv, ResetErrors) {

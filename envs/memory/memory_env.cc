@@ -6,6 +6,9 @@
 #include <functional>
 #include <iterator>
 
+#include "codegen/measure/measure_error.h"
+#include "codegen/measure/runner.h"
+#include "memplan/op_stages.h"
 #include "datasets/registry.h"
 #include "envs/env_context.h"
 #include "envs/parameters.h"
@@ -259,6 +262,14 @@ std::vector<Space> reward_space_list() {
               .set_default(Event(0.0))
               .set_description("0 until the plan is finished, then the reduction of its arena from the "
                                "all-defaults plan's, divided by that plan's lower bound"),
+          Space::double_range("runtime")
+              .set_deterministic(false)
+              .set_platform_dependent(true)
+              .set_default(Event(0.0))
+              .set_description("0 until the plan is finished, then the reduction of the graph's measured runtime "
+                               "from the original graph's, over it: each operator stage compiled and timed in a "
+                               "sandboxed worker (runner.* parameters), summed; negative for what rewrites cost, 0 "
+                               "for a plan over the memory limit"),
           Space::double_range("work")
               .set_default(Event(0.0))
               .set_description("the reduction of the graph's arithmetic since the last step over the original's: "
@@ -386,6 +397,7 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
   start_ = std::chrono::steady_clock::now();
   last_arena_.clear();
   cumulative_.clear();
+  original_seconds_ = -1;
   last_reward_space_.clear();
   Status error;
   std::vector<Event> obs = observe(names, &error);
@@ -457,6 +469,22 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
           last_arena_[n] = double(*now);
         }
       }
+    } else if (n == "runtime") {
+      if (episode_->done() && !last_arena_.count(n) && episode_->bench().is_graph()) {
+        const bool fits =
+            settings_active_.memory_limit <= 0 || episode_->current_arena() <= settings_active_.memory_limit;
+        if (original_seconds_ < 0) {
+          Expected<double> original = kernel_seconds(episode_->original_graph());
+          if (original.ok()) original_seconds_ = *original;
+          if (!original.ok() && result.error.ok()) result.error = original.status();
+        }
+        Expected<double> now = kernel_seconds(*episode_->bench().graph);
+        if (!now.ok() && result.error.ok()) result.error = now.status();
+        if (now.ok() && original_seconds_ > 0) {
+          r = fits ? (original_seconds_ - *now) / original_seconds_ : 0.0;
+          last_arena_[n] = *now;
+        }
+      }
     } else if (n == "arena_final") {
       if (episode_->done() && !last_arena_.count(n)) {
         r = (initial - double(episode_->current_arena())) / norm;
@@ -495,12 +523,44 @@ EpisodeState MemoryEnv::state() const {
   auto it = cumulative_.find(last_reward_space_);
   s.reward = it == cumulative_.end() ? 0.0 : it->second;
   s.walltime = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  s.deterministic_rewards = cumulative_;  // both rewards are deterministic
+  s.deterministic_rewards = cumulative_;  // all but the measured runtime
+  s.deterministic_rewards.erase("runtime");
   return s;
 }
 
 Status MemoryEnv::set_parameter(const std::string& key, const std::string& value) {
+  if (key.rfind("runner.", 0) == 0) {
+    TG_RETURN_IF_ERROR(apply_runner_parameter(&runner_settings_, key, value));
+    kernel_seconds_.clear();
+    original_seconds_ = -1;
+    return Status();
+  }
   return apply_setting(&settings_, key, value);
+}
+
+Expected<double> MemoryEnv::kernel_seconds(const Graph& graph) {
+  double total = 0;
+  for (const GraphOp& op : graph.ops) {
+    TG_ASSIGN_OR_RETURN(OpProgram program, op_program(graph, op));
+    for (size_t k = 0; k < program.stages.size(); ++k) {
+      const std::string text = program.stage_text(graph, op, k);
+      auto it = kernel_seconds_.find(text);
+      if (it == kernel_seconds_.end()) {
+        MeasureRequest request;
+        request.target = "cpu";
+        request.program = text;
+        request.settings = runner_settings_;
+        if (context_->threads > 0 && request.settings.threads == 0) request.settings.threads = context_->threads;
+        MeasureResult m = context_->runner().measure(request);
+        if (!m.ok())
+          return measure_error_status(m, StatusCode::kFailedPrecondition)
+              .with_context("measuring operator '" + op.name + "'");
+        it = kernel_seconds_.emplace(text, m.runtime.median_s).first;
+      }
+      total += it->second;
+    }
+  }
+  return total;
 }
 
 void MemoryEnv::close() { episode_.reset(); }

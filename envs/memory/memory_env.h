@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/measure/measurement.h"
 #include "envs/env_context.h"
 #include "envs/memory/memory_episode.h"
 
@@ -41,6 +42,8 @@ class MemoryEnv : public Env {
  private:
   std::vector<Event> observe(const std::vector<std::string>& names, Status* error) const;
   Status apply_action(const Event& action);
+  // Seconds of the graph's kernels, each operator stage measured in a sandboxed worker.
+  Expected<double> kernel_seconds(const Graph& graph);
 
   std::shared_ptr<EnvContext> context_;
   MemorySettings settings_;         // session parameters, for the next reset
@@ -52,6 +55,9 @@ class MemoryEnv : public Env {
   std::map<std::string, double> last_arena_;  // per reward: the arena (or work) it last saw
   std::map<std::string, double> cumulative_;
   std::string last_reward_space_;
+  RunnerSettings runner_settings_;                 // runner.* parameters, at once
+  std::map<std::string, double> kernel_seconds_;  // by stage program text, for these settings
+  double original_seconds_ = -1;                  // the episode's original graph
 };
 
 }  // namespace tensorgym

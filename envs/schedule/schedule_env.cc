@@ -327,39 +327,10 @@ EpisodeState ScheduleEnv::state() const {
 }
 
 Status ScheduleEnv::set_parameter(const std::string& key, const std::string& value) {
-  RunnerSettings& s = episode_.runner_settings;
-  if (key == "runner.repeat") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
-    s.repeat = int(v);
-  } else if (key == "runner.number") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 1 << 30));
-    s.number = int(v);
-  } else if (key == "runner.min_repeat_ms") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 60000));
-    s.min_repeat_ms = double(v);
-  } else if (key == "runner.threads") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, 1024));
-    s.threads = int(v);
-  } else if (key == "runner.seed") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 0, INT64_MAX));
-    s.seed = uint64_t(v);
-  } else if (key == "runner.flush_cache") {
-    if (value != "true" && value != "false") return invalid_argument("runner.flush_cache must be true or false");
-    s.flush_cache = value == "true";
-  } else if (key == "runner.simulator") {
-    if (value != "fsim" && value != "rtl")
-      return invalid_argument("runner.simulator must be fsim or rtl (the fpga target's simulators), not " +
-                              quote_text(value));
-    s.simulator = value;
-  } else if (key == "runner.timeout_s") {
-    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 3600));
-    s.compile_timeout_s = double(v);
-    s.run_timeout_s = double(v);
-  } else {
-    return invalid_argument("unknown parameter " + quote_text(key) +
-                            " (known: runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, "
-                            "runner.seed, runner.flush_cache, runner.timeout_s, runner.simulator)");
-  }
+  Status st = apply_runner_parameter(&episode_.runner_settings, key, value);
+  if (st.code() == StatusCode::kNotFound)
+    return invalid_argument("unknown parameter " + quote_text(key) + " (known: " + kRunnerParameterNames + ")");
+  TG_RETURN_IF_ERROR(st);
   if (started()) episode_.invalidate();
   return Status();
 }
