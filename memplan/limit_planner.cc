@@ -83,7 +83,7 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
       target -= std::max<int64_t>(options.alignment, result.plan.arena - options.memory_limit);
       continue;
     }
-    // Splits first; recomputations when no split lowers the peak.
+    // Splits first; recomputations when no split lowers the excess.
     std::vector<Candidate> splits, recomputes;
     for (NextRewrite& n : next_rewrites(graph, state, result.graph, options.alignment, options.max_region)) {
       if (Clock::now() > deadline) break;
