@@ -398,6 +398,7 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
   last_arena_.clear();
   cumulative_.clear();
   original_seconds_ = -1;
+  work_graph_ = nullptr;
   last_reward_space_.clear();
   Status error;
   std::vector<Event> obs = observe(names, &error);
@@ -460,8 +461,12 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
       r = ((it == last_arena_.end() ? initial : it->second) - now) / norm;
       last_arena_[n] = now;
     } else if (n == "work") {
-      if (episode_->bench().is_graph()) {
-        Expected<int64_t> now = graph_work(*episode_->bench().graph);
+      // Only a rewrite changes the graph (held here, so its address is not reused):
+      // other steps earn 0 at no cost.
+      const std::shared_ptr<const Graph>& graph = episode_->bench().graph;
+      if (graph && graph != work_graph_) {
+        work_graph_ = graph;
+        Expected<int64_t> now = graph_work(*graph);
         Expected<int64_t> original = graph_work(episode_->original_graph());
         if (now.ok() && original.ok() && *original > 0) {
           auto it = last_arena_.find(n);

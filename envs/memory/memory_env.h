@@ -58,6 +58,7 @@ class MemoryEnv : public Env {
   RunnerSettings runner_settings_;                 // runner.* parameters, at once
   std::map<std::string, double> kernel_seconds_;  // by stage program text, for these settings
   double original_seconds_ = -1;                  // the episode's original graph
+  std::shared_ptr<const Graph> work_graph_;       // the graph the work reward last saw
 };
 
 }  // namespace tensorgym
