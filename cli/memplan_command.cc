@@ -32,7 +32,10 @@
 #include "datasets/graphs.h"
 #include "datasets/lifetimes_csv.h"
 #include "datasets/onnx_import.h"
+#include "codegen/measure/measure_error.h"
 #include "memplan/exec/arena_exec.h"
+#include "memplan/exec/graph_job.h"
+#include "memplan/exec/graph_wire.h"
 #include "memplan/limit_planner.h"
 #include "memplan/order.h"
 #include "memplan/planner.h"
@@ -90,20 +93,26 @@ double ratio(int64_t arena, int64_t lb_live) { return lb_live > 0 ? double(arena
 struct UnderLimit {
   LimitPlan limited;
   int64_t unlimited_arena = 0;
-  double runtime_s = 0, unlimited_runtime_s = 0;  // the fastest of three runs in each arena
+  double runtime_s = 0, unlimited_runtime_s = 0;  // median seconds of a run in each arena
   double max_difference = 0;                      // of the outputs, against the unlimited plan's
   std::string not_run;  // why the plans were not executed (only f32 graphs run), or empty
 };
 
-// Runs a plan in its arena: once to compile, then the fastest of three.
-Expected<GraphRun> timed_run(const Graph& graph, const GraphPlan& plan, KernelCache& cache) {
-  GraphRun fastest;
-  for (int i = 0; i < 4; ++i) {
-    TG_ASSIGN_OR_RETURN(GraphRun run, run_graph(graph, plan.decisions, &plan.offsets, plan.layout.instance.alignment,
-                                                cache));
-    if (i == 1 || (i > 1 && run.seconds < fastest.seconds)) fastest = std::move(run);
-  }
-  return fastest;
+// A plan run whole in its arena, checked operator by operator against a run with every
+// tensor apart, and timed (memplan/exec/graph_job.h, here in this process): the median
+// seconds of one run on one thread.
+Expected<double> measured_seconds(const Graph& graph, const GraphPlan& plan, GraphKernelCache& cache) {
+  GraphExecution execution;
+  execution.graph = graph;
+  execution.decisions = plan.decisions;
+  execution.offsets = plan.offsets;
+  execution.alignment = plan.layout.instance.alignment;
+  MeasureRequest request;
+  request.graph = serialize_graph_execution(execution);
+  request.settings.threads = 1;
+  MeasureResult m = run_graph_job(request, {}, cache);
+  if (!m.ok()) return measure_error_status(m, StatusCode::kInternal).with_context("running the plan of " + graph.name);
+  return m.runtime.median_s;
 }
 
 Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int64_t alignment) {
@@ -121,16 +130,17 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   po.time_limit_s = std::min(o.time_limit, 5.0);
   TG_ASSIGN_OR_RETURN(GraphPlan unlimited, plan_graph(graph, po));
   u.unlimited_arena = unlimited.arena;
-  KernelCache cache;
-  Expected<GraphRun> first = timed_run(graph, unlimited, cache);
+  GraphKernelCache cache;
+  Expected<GraphRun> first = run_graph(graph, unlimited.decisions, &unlimited.offsets, alignment, cache);
   if (first.status().code() == StatusCode::kUnimplemented) {
     u.not_run = first.status().message();
     return u;
   }
   TG_ASSIGN_OR_RETURN(GraphRun base, std::move(first));
-  TG_ASSIGN_OR_RETURN(GraphRun run, timed_run(u.limited.graph, u.limited.plan, cache));
-  u.unlimited_runtime_s = base.seconds;
-  u.runtime_s = run.seconds;
+  TG_ASSIGN_OR_RETURN(GraphRun run, run_graph(u.limited.graph, u.limited.plan.decisions, &u.limited.plan.offsets,
+                                              alignment, cache));
+  TG_ASSIGN_OR_RETURN(u.unlimited_runtime_s, measured_seconds(graph, unlimited, cache));
+  TG_ASSIGN_OR_RETURN(u.runtime_s, measured_seconds(u.limited.graph, u.limited.plan, cache));
   u.max_difference = max_output_difference(base, run);
   double scale = 1;
   for (const auto& out : base.outputs)

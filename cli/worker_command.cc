@@ -4,6 +4,7 @@
 
 #include "cli/cli_common.h"
 #include "codegen/measure/worker.h"
+#include "memplan/exec/graph_job.h"
 
 namespace tensorgym::cli {
 
@@ -27,6 +28,10 @@ void add_worker_command(CLI::App& app) {
   cmd->callback([opts, fd] {
     WorkerOptions o = *opts;
     if (*fd >= 0) o.in_fd = o.out_fd = *fd;
+    auto graph_kernels = std::make_shared<GraphKernelCache>();
+    o.graph_job = [graph_kernels](const MeasureRequest& request, const MeasureJobHooks& hooks) {
+      return run_graph_job(request, hooks, *graph_kernels);
+    };
     const int status = run_worker(o);
     if (status != 0) throw CLI::RuntimeError(status);
   });

@@ -318,7 +318,7 @@ TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
   EXPECT_EQ(again->step({}, {"plan"}, {}).observations[0].as<std::string>(), r.observations[0].as<std::string>());
 }
 
-TEST(MemoryEnv, TheRuntimeRewardMeasuresEveryKernelInAWorkerOnceAtTheEnd) {
+TEST(MemoryEnv, TheRuntimeRewardRunsTheWholeGraphInItsArenaInAWorkerOnceAtTheEnd) {
   auto context = std::make_shared<EnvContext>();
   context->worker_binary = std::string(TENSORGYM_BINARY_DIR) + "/bin/tensorgym";
   context->threads = 1;
@@ -330,7 +330,7 @@ TEST(MemoryEnv, TheRuntimeRewardMeasuresEveryKernelInAWorkerOnceAtTheEnd) {
   EXPECT_EQ(env.set_parameter("runner.repeat", "x").code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(env.set_parameter("runner.nope", "1").message(), "runner.nope");
   const char* uri = "benchmark://graphs-v0/mobilenet_v2@32";
-  // No rewrite: the same kernels, so exactly 0, and only once.
+  // No rewrite and every default: the baseline plan itself, so exactly 0, and only once.
   ResetOptions o;
   o.action_space = "rewrite";
   ASSERT_TRUE(env.reset(uri, o, {}).ok());
@@ -339,7 +339,7 @@ TEST(MemoryEnv, TheRuntimeRewardMeasuresEveryKernelInAWorkerOnceAtTheEnd) {
   ASSERT_TRUE(r.terminated);
   EXPECT_EQ(r.rewards[0], 0.0);
   EXPECT_EQ(env.step({}, {}, {"runtime"}).rewards[0], 0.0);
-  // A split: other kernels (tiles, slices, accumulators), measured and compared.
+  // A split: another graph in another plan, run whole in its arena and compared.
   ASSERT_TRUE(env.reset(uri, o, {}).ok());
   ASSERT_TRUE(env.step({Event(int64_t(1))}, {}, {"runtime"}).error.ok());
   r = env.step({Event("stop")}, {}, {"runtime"});

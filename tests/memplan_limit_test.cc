@@ -18,8 +18,8 @@
 namespace tensorgym {
 namespace {
 
-KernelCache& kernels() {
-  static KernelCache* cache = new KernelCache();
+GraphKernelCache& kernels() {
+  static GraphKernelCache* cache = new GraphKernelCache();
   return *cache;
 }
 

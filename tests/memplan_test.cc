@@ -429,8 +429,8 @@ TEST(GraphPlans, BreakdownAndPlot) {
 
 // ---- execution in one arena ---------------------------------------------------------------------------
 
-KernelCache& kernels() {
-  static KernelCache* cache = new KernelCache();
+GraphKernelCache& kernels() {
+  static GraphKernelCache* cache = new GraphKernelCache();
   return *cache;
 }
 

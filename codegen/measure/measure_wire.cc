@@ -80,6 +80,7 @@ void to_proto(const MeasureRequest& in, proto::MeasureRequest* out) {
   out->set_emit_llvm_ir(in.emit_code_text);
   out->set_compile_only(in.compile_only);
   out->set_test_fault(proto::TestFault(int(in.test_fault)));
+  out->set_graph(in.graph);
 }
 
 MeasureRequest from_proto(const proto::MeasureRequest& in) {
@@ -92,6 +93,7 @@ MeasureRequest from_proto(const proto::MeasureRequest& in) {
   out.emit_code_text = in.emit_llvm_ir();
   out.compile_only = in.compile_only();
   out.test_fault = TestFault(int(in.test_fault()));
+  out.graph = in.graph();
   return out;
 }
 

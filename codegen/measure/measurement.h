@@ -68,6 +68,9 @@ struct MeasureRequest {
   // Compile (and check it compiles) without running: for llvm_ir-style observations.
   bool compile_only = false;
   TestFault test_fault = TestFault::kNone;
+  // Set instead of program and schedule: a whole model graph to run in its planned
+  // arena (the bytes of a proto GraphExecution; memplan/exec/graph_wire.h builds them).
+  std::string graph;
 };
 
 // Where a number came from, so results are only compared like with like.

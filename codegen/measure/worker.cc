@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "codegen/measure/frame.h"
+#include "codegen/measure/measure_error.h"
 #include "codegen/measure/measure_job.h"
 #include "codegen/measure/measure_wire.h"
 #include "codegen/measure/sandbox.h"
@@ -95,7 +96,15 @@ int run_worker(WorkerOptions options) {
       }
       return true;
     };
-    MeasureResult result = run_measure_job(*request, hooks, &cache);
+    MeasureResult result;
+    if (request->graph.empty()) {
+      result = run_measure_job(*request, hooks, &cache);
+    } else if (options.graph_job) {
+      result = options.graph_job(*request, hooks);
+    } else {
+      result = error_result(MeasureError::kInstantiation, "this worker cannot run graphs");
+      result.job_id = request->job_id;
+    }
     if (channel_broken) return 1;
     std::string bytes = serialize(result);
     if (bytes.size() > kMaxFramePayload) {

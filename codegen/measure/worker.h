@@ -10,6 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+
+#include "codegen/measure/measure_job.h"
+#include "codegen/measure/measurement.h"
 
 namespace tensorgym {
 
@@ -25,6 +29,10 @@ struct WorkerOptions {
   size_t kernel_cache = 8;
   // RLIMIT_DATA of the worker in bytes (sandbox.h); 0: none.
   int64_t memory_limit_bytes = 0;
+  // Runs the requests whose `graph` is set (a whole model graph in its planned arena:
+  // memplan/exec/graph_job.h, which the tensorgym binary plugs in here, so this folder
+  // does not depend on memory planning). Empty: such requests fail as INSTANTIATION.
+  std::function<MeasureResult(const MeasureRequest&, const MeasureJobHooks&)> graph_job;
 };
 
 // The worker's main loop; returns the process exit status (0 when the runner closed

@@ -8,10 +8,10 @@
 
 #include "codegen/measure/measure_error.h"
 #include "codegen/measure/runner.h"
-#include "memplan/op_stages.h"
 #include "datasets/registry.h"
 #include "envs/env_context.h"
 #include "envs/parameters.h"
+#include "memplan/exec/graph_wire.h"
 #include "memplan/limit_planner.h"
 #include "memplan/order.h"
 #include "memplan/verify.h"
@@ -267,9 +267,9 @@ std::vector<Space> reward_space_list() {
               .set_platform_dependent(true)
               .set_default(Event(0.0))
               .set_description("0 until the plan is finished, then the reduction of the graph's measured runtime "
-                               "from the original graph's, over it: each operator stage compiled and timed in a "
-                               "sandboxed worker (runner.* parameters), summed; negative for what rewrites cost, 0 "
-                               "for a plan over the memory limit"),
+                               "from the original graph's (every decision the default, no memory limit), over it: the whole graph run in its planned arena and timed in a sandboxed worker "
+                               "(runner.* parameters), its outputs checked against a run with every tensor apart; "
+                               "negative for what rewrites cost, 0 for a plan over the memory limit"),
           Space::double_range("work")
               .set_default(Event(0.0))
               .set_description("the reduction of the graph's arithmetic since the last step over the original's: "
@@ -397,7 +397,6 @@ Expected<std::vector<Event>> MemoryEnv::reset(const std::string& benchmark, cons
   start_ = std::chrono::steady_clock::now();
   last_arena_.clear();
   cumulative_.clear();
-  original_seconds_ = -1;
   work_graph_ = nullptr;
   last_reward_space_.clear();
   Status error;
@@ -478,15 +477,14 @@ StepResult MemoryEnv::step(const std::vector<Event>& actions, const std::vector<
       if (episode_->done() && !last_arena_.count(n) && episode_->bench().is_graph()) {
         const bool fits =
             settings_active_.memory_limit <= 0 || episode_->current_arena() <= settings_active_.memory_limit;
-        if (original_seconds_ < 0) {
-          Expected<double> original = kernel_seconds(episode_->original_graph());
-          if (original.ok()) original_seconds_ = *original;
-          if (!original.ok() && result.error.ok()) result.error = original.status();
-        }
-        Expected<double> now = kernel_seconds(*episode_->bench().graph);
+        Expected<double> original = unlimited_seconds();
+        const MemoryEpisode::Rollout& plan = episode_->rollout();
+        Expected<double> now =
+            original.ok() ? graph_seconds(execution_bytes(*episode_->bench().graph, plan.decisions, plan.offsets))
+                          : Expected<double>(original.status());
         if (!now.ok() && result.error.ok()) result.error = now.status();
-        if (now.ok() && original_seconds_ > 0) {
-          r = fits ? (original_seconds_ - *now) / original_seconds_ : 0.0;
+        if (now.ok() && *original > 0) {
+          r = fits ? (*original - *now) / *original : 0.0;
           last_arena_[n] = *now;
         }
       }
@@ -536,36 +534,47 @@ EpisodeState MemoryEnv::state() const {
 Status MemoryEnv::set_parameter(const std::string& key, const std::string& value) {
   if (key.rfind("runner.", 0) == 0) {
     TG_RETURN_IF_ERROR(apply_runner_parameter(&runner_settings_, key, value));
-    kernel_seconds_.clear();
-    original_seconds_ = -1;
+    graph_seconds_.clear();
     return Status();
   }
   return apply_setting(&settings_, key, value);
 }
 
-Expected<double> MemoryEnv::kernel_seconds(const Graph& graph) {
-  double total = 0;
-  for (const GraphOp& op : graph.ops) {
-    TG_ASSIGN_OR_RETURN(OpProgram program, op_program(graph, op));
-    for (size_t k = 0; k < program.stages.size(); ++k) {
-      const std::string text = program.stage_text(graph, op, k);
-      auto it = kernel_seconds_.find(text);
-      if (it == kernel_seconds_.end()) {
-        MeasureRequest request;
-        request.target = "cpu";
-        request.program = text;
-        request.settings = runner_settings_;
-        if (context_->threads > 0 && request.settings.threads == 0) request.settings.threads = context_->threads;
-        MeasureResult m = context_->runner().measure(request);
-        if (!m.ok())
-          return measure_error_status(m, StatusCode::kFailedPrecondition)
-              .with_context("measuring operator '" + op.name + "'");
-        it = kernel_seconds_.emplace(text, m.runtime.median_s).first;
-      }
-      total += it->second;
-    }
-  }
-  return total;
+std::string MemoryEnv::execution_bytes(const Graph& graph, const GraphDecisions& decisions,
+                                       const Offsets& offsets) const {
+  GraphExecution execution;
+  execution.graph = graph;
+  execution.decisions = decisions;
+  execution.offsets = offsets;
+  execution.alignment = episode_->alignment();
+  return serialize_graph_execution(execution);
+}
+
+Expected<double> MemoryEnv::graph_seconds(std::string execution_bytes) {
+  auto it = graph_seconds_.find(execution_bytes);
+  if (it != graph_seconds_.end()) return it->second;
+  MeasureRequest request;
+  request.target = "cpu";
+  request.graph = execution_bytes;
+  request.settings = runner_settings_;
+  if (context_->threads > 0 && request.settings.threads == 0) request.settings.threads = context_->threads;
+  MeasureResult m = context_->runner().measure(request);
+  if (!m.ok()) return measure_error_status(m, StatusCode::kFailedPrecondition).with_context("measuring the graph");
+  constexpr size_t kCachedRuntimes = 64;
+  if (graph_seconds_.size() >= kCachedRuntimes) graph_seconds_.clear();
+  graph_seconds_.emplace(std::move(execution_bytes), m.runtime.median_s);
+  return m.runtime.median_s;
+}
+
+Expected<double> MemoryEnv::unlimited_seconds() {
+  GraphBenchmark original;
+  original.uri = episode_->bench().uri;
+  original.graph = episode_->original_graph_ptr();
+  MemorySettings settings = settings_active_;
+  settings.memory_limit = 0;
+  TG_ASSIGN_OR_RETURN(MemoryEpisode baseline, MemoryEpisode::start(original, settings, Decision::kPlacement));
+  const MemoryEpisode::Rollout& plan = baseline.rollout();
+  return graph_seconds(execution_bytes(*original.graph, plan.decisions, plan.offsets));
 }
 
 void MemoryEnv::close() { episode_.reset(); }

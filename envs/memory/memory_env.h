@@ -42,8 +42,14 @@ class MemoryEnv : public Env {
  private:
   std::vector<Event> observe(const std::vector<std::string>& names, Status* error) const;
   Status apply_action(const Event& action);
-  // Seconds of the graph's kernels, each operator stage measured in a sandboxed worker.
-  Expected<double> kernel_seconds(const Graph& graph);
+  // Seconds of one run of the whole graph in its planned arena, measured in a sandboxed
+  // worker (memplan/exec/graph_job.h); FAILED_PRECONDITION when the measurement failed.
+  Expected<double> graph_seconds(std::string execution_bytes);
+  std::string execution_bytes(const Graph& graph, const GraphDecisions& decisions, const Offsets& offsets) const;
+  // The runtime reward's baseline: the original graph with every decision the
+  // episode's default and no memory limit (what an episode without rewrites that takes
+  // every default plans, so that one earns exactly 0).
+  Expected<double> unlimited_seconds();
 
   std::shared_ptr<EnvContext> context_;
   MemorySettings settings_;         // session parameters, for the next reset
@@ -56,8 +62,9 @@ class MemoryEnv : public Env {
   std::map<std::string, double> cumulative_;
   std::string last_reward_space_;
   RunnerSettings runner_settings_;                 // runner.* parameters, at once
-  std::map<std::string, double> kernel_seconds_;  // by stage program text, for these settings
-  double original_seconds_ = -1;                  // the episode's original graph
+  // Measured seconds by the bytes of an execution (graph and plan), for these runner
+  // settings: a plan seen again gets the same number. At most kCachedRuntimes.
+  std::map<std::string, double> graph_seconds_;
   std::shared_ptr<const Graph> work_graph_;       // the graph the work reward last saw
 };
 

@@ -98,7 +98,8 @@ class MemoryEpisode {
   const std::vector<NextRewrite>& offered() const { return offered_; }
   const Rewrites& rewrites() const { return rewrites_; }
   // The graph before any rewrite (the episode's graph otherwise).
-  const Graph& original_graph() const { return original_ ? *original_ : *bench_.graph; }
+  const Graph& original_graph() const { return *original_graph_ptr(); }
+  const std::shared_ptr<const Graph>& original_graph_ptr() const { return original_ ? original_ : bench_.graph; }
   int64_t default_lb_live() const { return default_lb_live_; }
   int64_t default_arena() const { return default_arena_; }
 

@@ -48,7 +48,7 @@ void fill_random(float* data, int64_t n, uint64_t seed, float scale) {
 
 }  // namespace
 
-Expected<std::shared_ptr<const Executable>> KernelCache::get(const std::string& text) {
+Expected<std::shared_ptr<const Executable>> GraphKernelCache::get(const std::string& text) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(text);
@@ -67,27 +67,40 @@ Expected<std::shared_ptr<const Executable>> KernelCache::get(const std::string& 
   return kernel;
 }
 
-size_t KernelCache::size() const {
+size_t GraphKernelCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.size();
 }
 
-Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions, const Offsets* offsets,
-                             int64_t alignment, KernelCache& cache, uint64_t seed) {
+struct PreparedGraph::Memory {
+  std::vector<std::unique_ptr<AlignedBuffer>> owned;
+};
+
+PreparedGraph::~PreparedGraph() = default;
+
+Expected<std::unique_ptr<PreparedGraph>> PreparedGraph::prepare(const Graph& graph, const GraphDecisions& decisions,
+                                                                const Offsets* offsets, int64_t alignment,
+                                                                GraphKernelCache& cache, uint64_t seed) {
   for (const GraphTensor& t : graph.tensors)
     if (t.dtype != "f32") return unimplemented("tensor '" + t.name + "' is " + t.dtype + ": only f32 graphs run");
   TG_ASSIGN_OR_RETURN(GraphLayout layout, layout_graph(graph, decisions, alignment));
-  std::vector<std::unique_ptr<AlignedBuffer>> owned;
+  std::unique_ptr<PreparedGraph> p(new PreparedGraph());
+  p->graph_ = &graph;
+  p->memory_ = std::make_unique<Memory>();
+  std::vector<std::unique_ptr<AlignedBuffer>>& owned = p->memory_->owned;
   std::vector<float*> tensor_ptr(graph.tensors.size(), nullptr);
   std::vector<char*> scratch_ptr(graph.ops.size(), nullptr);
-  char* arena = nullptr;
   if (offsets) {
     if (offsets->size() != layout.instance.buffers.size())
       return invalid_argument("the plan has " + std::to_string(offsets->size()) + " offsets for " +
                               std::to_string(layout.instance.buffers.size()) + " buffers");
+    for (size_t b = 0; b < offsets->size(); ++b)
+      if ((*offsets)[b] < 0 || (*offsets)[b] % std::max<int64_t>(1, alignment) != 0)
+        return invalid_argument("buffer " + std::to_string(b) + " has offset " + std::to_string((*offsets)[b]) +
+                                ": offsets are non-negative multiples of the alignment " + std::to_string(alignment));
     const int64_t size = arena_size(layout.instance, *offsets);
     owned.push_back(std::make_unique<AlignedBuffer>(size));
-    arena = reinterpret_cast<char*>(owned.back()->data);
+    char* arena = reinterpret_cast<char*>(owned.back()->data);
     std::memset(arena, 0xff, size_t(size));  // NaN everywhere: reading unwritten memory shows
     for (size_t t = 0; t < graph.tensors.size(); ++t)
       if (layout.buffer_of_tensor[t] >= 0)
@@ -118,44 +131,89 @@ Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions
       fill_random(tensor_ptr[t], n, name_seed(gt.name, seed),
                   float(1.0 / std::sqrt(double(std::max<int64_t>(1, fan_in)))));
     } else if (gt.kind == TensorKind::kInput) {
-      fill_random(tensor_ptr[t], n, name_seed(gt.name, seed), 1.0f);
+      std::vector<float> values(static_cast<size_t>(n));
+      fill_random(values.data(), n, name_seed(gt.name, seed), 1.0f);
+      p->inputs_.emplace_back(tensor_ptr[t], std::move(values));
+    } else if (gt.kind == TensorKind::kOutput) {
+      p->outputs_.emplace_back(int(t), tensor_ptr[t]);
     }
   }
-  GraphRun run;
   for (int op_index : decisions.order) {
     const GraphOp& op = graph.ops[size_t(op_index)];
     TG_ASSIGN_OR_RETURN(OpProgram program, op_program(graph, op));
     float* out = tensor_ptr[size_t(op.outputs[0])];
+    Step& step = p->steps_.emplace_back();
+    step.op = op_index;
+    step.first_launch = step.end_launch = p->launches_.size();
+    step.output = out;
+    step.elements = shape_elements(graph.tensors[size_t(op.outputs[0])].shape);
     if (op.type == "reshape" && out == tensor_ptr[size_t(op.inputs[0])]) continue;  // a view of the same bytes
     for (size_t k = 0; k < program.stages.size(); ++k) {
       const OpStage& stage = program.stages[k];
-      TG_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> kernel, cache.get(program.stage_text(graph, op, k)));
-      std::vector<void*> args;
+      Launch launch;
+      TG_ASSIGN_OR_RETURN(launch.kernel, cache.get(program.stage_text(graph, op, k)));
       for (const std::string& r : stage.reads) {
         if (r[0] == 'X') {
-          args.push_back(tensor_ptr[size_t(op.inputs[size_t(std::stoi(r.substr(1)))])]);
+          launch.args.push_back(tensor_ptr[size_t(op.inputs[size_t(std::stoi(r.substr(1)))])]);
         } else {
           size_t j = 0;
           while (program.stages[j].name != r) ++j;
-          args.push_back(scratch_ptr[size_t(op_index)] + op_stage_offset(program, j));
+          launch.args.push_back(scratch_ptr[size_t(op_index)] + op_stage_offset(program, j));
         }
       }
-      args.push_back(k + 1 == program.stages.size()
-                         ? static_cast<void*>(out)
-                         : static_cast<void*>(scratch_ptr[size_t(op_index)] + op_stage_offset(program, k)));
-      const auto start = std::chrono::steady_clock::now();
-      kernel->run(args.data(), 1);
-      run.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      ++run.kernels_run;
+      launch.args.push_back(k + 1 == program.stages.size()
+                                ? static_cast<void*>(out)
+                                : static_cast<void*>(scratch_ptr[size_t(op_index)] + op_stage_offset(program, k)));
+      p->launches_.push_back(std::move(launch));
     }
+    step.end_launch = p->launches_.size();
   }
-  for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (graph.tensors[t].kind != TensorKind::kOutput) continue;
-    const int64_t n = shape_elements(graph.tensors[t].shape);
-    run.outputs.emplace_back(tensor_ptr[t], tensor_ptr[t] + n);
-    run.output_names.push_back(graph.tensors[t].name);
+  return p;
+}
+
+void PreparedGraph::write_inputs() {
+  for (const auto& [where, values] : inputs_) std::memcpy(where, values.data(), values.size() * sizeof(float));
+}
+
+void PreparedGraph::run_step(size_t step, int threads) {
+  for (size_t l = steps_[step].first_launch; l < steps_[step].end_launch; ++l)
+    launches_[l].kernel->run(launches_[l].args.data(), std::max(1, threads));
+}
+
+std::vector<float> PreparedGraph::step_output(size_t step) const {
+  return std::vector<float>(steps_[step].output, steps_[step].output + steps_[step].elements);
+}
+
+double PreparedGraph::run(int threads) {
+  write_inputs();
+  double seconds = 0;
+  for (const Launch& launch : launches_) {
+    const auto start = std::chrono::steady_clock::now();
+    launch.kernel->run(launch.args.data(), std::max(1, threads));
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  last_seconds_ = seconds;
+  return seconds;
+}
+
+GraphRun PreparedGraph::result() const {
+  GraphRun run;
+  run.kernels_run = kernels();
+  run.seconds = last_seconds_;
+  for (const auto& [t, data] : outputs_) {
+    const int64_t n = shape_elements(graph_->tensors[size_t(t)].shape);
+    run.outputs.emplace_back(data, data + n);
+    run.output_names.push_back(graph_->tensors[size_t(t)].name);
   }
   return run;
+}
+
+Expected<GraphRun> run_graph(const Graph& graph, const GraphDecisions& decisions, const Offsets* offsets,
+                             int64_t alignment, GraphKernelCache& cache, uint64_t seed) {
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<PreparedGraph> prepared,
+                      PreparedGraph::prepare(graph, decisions, offsets, alignment, cache, seed));
+  prepared->run(1);
+  return prepared->result();
 }
 
 double max_output_difference(const GraphRun& a, const GraphRun& b) {
