@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -122,6 +123,22 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   lo.alignment = alignment;
   lo.time_limit_s = o.time_limit;
   lo.seed = o.seed;
+  GraphKernelCache cache;
+  const bool runs = std::all_of(graph.tensors.begin(), graph.tensors.end(),
+                                [](const GraphTensor& t) { return t.dtype == "f32"; });
+  if (runs) {
+    // The fastest of the cheapest rewrites that fit: each planned quickly (offsets
+    // barely move a runtime) and measured.
+    lo.runtime = [&](const Graph& g) -> Expected<double> {
+      GraphPlanOptions quick;
+      quick.planner = "best_fit_best";
+      quick.inplace = true;
+      quick.best_chooses = false;
+      quick.alignment = alignment;
+      TG_ASSIGN_OR_RETURN(GraphPlan plan, plan_graph(g, quick));
+      return measured_seconds(g, plan, cache);
+    };
+  }
   TG_ASSIGN_OR_RETURN(u.limited, plan_under_limit(graph, lo));
   GraphPlanOptions po;
   po.planner = "best";
@@ -130,7 +147,6 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   po.time_limit_s = std::min(o.time_limit, 5.0);
   TG_ASSIGN_OR_RETURN(GraphPlan unlimited, plan_graph(graph, po));
   u.unlimited_arena = unlimited.arena;
-  GraphKernelCache cache;
   Expected<GraphRun> first = run_graph(graph, unlimited.decisions, &unlimited.offsets, alignment, cache);
   if (first.status().code() == StatusCode::kUnimplemented) {
     u.not_run = first.status().message();
@@ -365,6 +381,10 @@ int run(const Options& o) {
                               {"unlimited_arena", under->unlimited_arena},
                               {"max_output_difference", under->max_difference}};
       if (!under->not_run.empty()) j["under_limit"]["not_executed"] = under->not_run;
+      Json measured = Json::array();
+      for (const auto& [rewrites_text, seconds] : l.measured)
+        measured.push_back(Json{{"rewrites", rewrites_text}, {"runtime_s", seconds}});
+      j["under_limit"]["candidates_measured"] = std::move(measured);
     } else if (!under_status.ok()) {
       j["under_limit"] = Json{{"error", under_status.message()}};
     }
@@ -407,6 +427,11 @@ int run(const Options& o) {
                           l.rewrites.size(), l.rewrites.size() == 1 ? "" : "s",
                           double(l.work) / double(std::max<int64_t>(1, l.original_work)));
       for (const std::string& r : l.rewrites) text += "  " + r + "\n";
+      if (l.measured.size() > 1) {
+        text += fmt::format("the fastest of {} that fit, measured:\n", l.measured.size());
+        for (const auto& [rewrites_text, seconds] : l.measured)
+          text += fmt::format("  {:10.3f} ms  {}\n", seconds * 1e3, rewrites_text);
+      }
       if (!under->not_run.empty()) {
         text += "not executed: " + under->not_run + "\n";
       } else {

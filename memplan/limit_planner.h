@@ -8,13 +8,14 @@
 // the rewrite, among those through the operator at the peak, that leaves the least
 // excess (live bytes over the limit, summed over the steps: a model's repeated
 // layers peak alike, and one layer's split lowers the excess before the peak), and
-// of those within 2% of it the one that adds the least arithmetic (op_work); once a
-// rewrite reaches the limit, the cheapest that does. Splits first, recomputations
-// when no split helps. The work model chooses; the runtime is measured by executing
-// the plan (memplan/exec/).
+// of those within 2% of it the one that adds the least arithmetic (op_work); once
+// rewrites reach the limit, the cheapest that does, or, given a way to measure
+// runtimes, the fastest of the cheapest few measured. Splits first, recomputations
+// when no split helps.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ struct LimitPlanOptions {
   uint64_t seed = 1;
   int max_rewrites = 64;
   int max_region = 48;  // operators in one split region
+  // When set: the seconds of one run of a rewritten graph (memplan/exec/graph_job.h
+  // measures them). Of the rewrites that reach the limit in the last step, the
+  // `measure_candidates` cheapest are measured while the time limit allows, and the
+  // fastest is taken.
+  std::function<Expected<double>(const Graph&)> runtime;
+  int measure_candidates = 4;
 };
 
 struct LimitPlan {
@@ -38,6 +45,9 @@ struct LimitPlan {
   GraphPlan plan;                     // verified; arena <= the limit
   std::vector<std::string> rewrites;  // in the order applied
   int64_t work = 0, original_work = 0;
+  // The last step's candidates that were measured (none without `runtime`): each
+  // one's rewrites ("; "-separated) and seconds, the chosen one first.
+  std::vector<std::pair<std::string, double>> measured;
 };
 
 // The sum of op_work over the graph's operators.

@@ -192,6 +192,35 @@ TEST(LimitPlanner, FitsBelowTheLowerBoundAndRunsCorrectly) {
   }
 }
 
+TEST(LimitPlanner, GivenRuntimesItTakesTheFastestOfTheRewritesThatFit) {
+  const Graph g = *resolve_graph("benchmark://graphs-v0/mobilenet_v2@96")->graph;
+  LimitPlanOptions lo;
+  lo.memory_limit = 500000;  // under half the bound: several splits fit
+  lo.time_limit_s = 20;
+  Expected<LimitPlan> cheapest = plan_under_limit(g, lo);
+  ASSERT_TRUE(cheapest.ok()) << cheapest.status().to_string();
+  EXPECT_TRUE(cheapest->measured.empty());
+  // "Runtimes" that favour the most arithmetic: the choice follows the measurements.
+  int calls = 0;
+  lo.runtime = [&](const Graph& candidate) -> Expected<double> {
+    ++calls;
+    TG_ASSIGN_OR_RETURN(int64_t work, graph_work(candidate));
+    return 1.0 / double(work);
+  };
+  lo.measure_candidates = 3;
+  Expected<LimitPlan> fastest = plan_under_limit(g, lo);
+  ASSERT_TRUE(fastest.ok()) << fastest.status().to_string();
+  ASSERT_GE(fastest->measured.size(), 2u);
+  EXPECT_LE(fastest->measured.size(), 3u);
+  EXPECT_EQ(calls, int(fastest->measured.size()));
+  for (const auto& m : fastest->measured) EXPECT_LE(fastest->measured[0].second, m.second);
+  EXPECT_GT(fastest->work, cheapest->work);
+  EXPECT_LE(fastest->plan.arena, lo.memory_limit);
+  // A measurement that fails fails the search, with its message.
+  lo.runtime = [](const Graph&) -> Expected<double> { return internal_error("the measuring broke"); };
+  EXPECT_CONTAINS(plan_under_limit(g, lo).status().message(), "the measuring broke");
+}
+
 TEST(LimitPlanner, WhatCannotFitIsResourceExhaustedAndAFittingGraphIsUntouched) {
   const Graph g = conv_net();
   LimitPlanOptions lo;
