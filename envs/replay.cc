@@ -39,12 +39,27 @@ Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& mak
     if (!r0.error.ok()) return r0.error;
     for (size_t i = 0; i < rewards.size(); ++i) out.cumulative[rewards[i]] += r0.rewards[i];
   }
+  // A measured reward is the change of its metric since it was last asked for, so its
+  // sum over an episode is the change from the start to the end whenever it is asked:
+  // it is asked once, after the last action, instead of measuring every state on the
+  // way (a long episode of a large kernel took minutes). Deterministic rewards are
+  // summed step by step, as recorded, so they match to the bit.
+  std::vector<std::string> deterministic, measured;
+  for (const std::string& name : rewards)
+    (state.deterministic_rewards.count(name) ? deterministic : measured).push_back(name);
   for (size_t i = 0; i < state.actions.size(); ++i) {
-    StepResult r = out.env->step({Event(state.actions[i])}, {}, rewards);
+    StepResult r = out.env->step({Event(state.actions[i])}, {}, deterministic);
     if (!r.error.ok())
       return Status(r.error.code(),
                     fmt::format("action {} ({}): {}", i + 1, excerpt_text(state.actions[i]), r.error.message()));
-    for (size_t k = 0; k < rewards.size(); ++k) out.cumulative[rewards[k]] += r.rewards[k];
+    for (size_t k = 0; k < deterministic.size(); ++k) out.cumulative[deterministic[k]] += r.rewards[k];
+  }
+  if (!measured.empty() && !state.actions.empty()) {
+    StepResult r = out.env->step({}, {}, measured);
+    if (!r.error.ok())
+      return Status(r.error.code(), fmt::format("action {} ({}): {}", state.actions.size(),
+                                                excerpt_text(state.actions.back()), r.error.message()));
+    for (size_t k = 0; k < measured.size(); ++k) out.cumulative[measured[k]] += r.rewards[k];
   }
   return out;
 }

@@ -21,7 +21,9 @@ struct Replayed {
 };
 
 // Reset on the state's benchmark and action space, then every action in order,
-// summing each deterministic reward the state recorded and its reward space. Errors
+// summing each deterministic reward the state recorded step by step, and its reward
+// space when that is measured once at the end (a measured reward's sum is the change
+// of its metric from the start to the end, however often it is asked for). Errors
 // name the failing action ("action 3 (split(C.i, 4, io, ii)): ...").
 Expected<Replayed> replay_episode(const EpisodeState& state, const EnvMaker& make);
 

@@ -41,6 +41,38 @@ struct FakeClock {
 
 // ---- timing protocol ---------------------------------------------------------------
 
+TEST(TimingTest, ALongRunIsSampledUntilTheTotalBound) {
+  FakeClock clock;
+  int calls = 0;
+  auto work = [&] {
+    ++calls;
+    clock.now += 2.0;  // every run takes 2 s
+  };
+  TimingOptions o;
+  o.warmup_runs = 1;
+  o.repeat = 5;
+  o.min_repeat_ms = 100;
+  o.max_total_s = 5;  // samples of 2 s: the third passes it
+  o.clock = clock.fn();
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_EQ(st->repeat, 3);
+  EXPECT_EQ(st->number, 1);
+  EXPECT_EQ(calls, 4);  // the warm-up and three samples
+  EXPECT_NEAR(st->median_s, 2.0, 1e-12);
+  // At least one sample, however long; none of it when the bound is off.
+  o.max_total_s = 1;
+  EXPECT_EQ(time_runs(work, o)->repeat, 1);
+  o.max_total_s = 0;
+  EXPECT_EQ(time_runs(work, o)->repeat, 5);
+  o.max_total_s = -1;
+  EXPECT_EQ(time_runs(work, o).status().code(), StatusCode::kInvalidArgument);
+  // The runner's settings bound the samples by a quarter of the run deadline.
+  RunnerSettings settings;
+  settings.run_timeout_s = 20;
+  EXPECT_EQ(timing_options(*resolve_runner_settings(settings)).max_total_s, 5.0);
+}
+
 TEST(TimingTest, NumberGrowsUntilOneRepeatLastsMinRepeat) {
   FakeClock clock;
   int calls = 0;

@@ -62,6 +62,9 @@ TimingOptions timing_options(const RunnerSettings& resolved) {
   t.min_repeat_ms = resolved.min_repeat_ms;
   t.flush_cache = resolved.flush_cache;
   t.max_number = kMaxNumber;
+  // The check run and the samples share the run deadline: samples stop once they have
+  // taken a quarter of it, so a long kernel is timed a few times instead of timing out.
+  t.max_total_s = resolved.run_timeout_s / 4;
   return t;
 }
 

@@ -7,7 +7,9 @@
 //   atol 1e-4; flush_cache off; seed 0 is a seed like any other.
 // With these a well-scheduled GEMM 1024^3 (20-40 ms a run on the reference machine)
 // measures in well under a second: 1 warm-up/check run, 3-5 runs per repeat, 5
-// repeats. See docs/measurement.md for why.
+// repeats. Samples stop once they have taken a quarter of the run deadline (at least
+// one), so a kernel whose single run takes seconds is timed a few times, not five,
+// and does not run into its deadline. See docs/measurement.md for why.
 #pragma once
 
 #include "codegen/measure/measurement.h"

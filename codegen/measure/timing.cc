@@ -55,6 +55,8 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
   if (options.repeat < 1) return invalid_argument("time_runs: repeat must be >= 1");
   if (options.number < 0 || options.max_number < 1) return invalid_argument("time_runs: number must be >= 0");
   if (!std::isfinite(options.min_repeat_ms)) return invalid_argument("time_runs: min_repeat_ms must be finite");
+  if (!std::isfinite(options.max_total_s) || options.max_total_s < 0)
+    return invalid_argument("time_runs: max_total_s must be finite and >= 0");
   const std::function<double()>& clock = options.clock ? options.clock : std::function<double()>(steady_seconds);
 
   std::unique_ptr<CacheFlusher> flusher;
@@ -107,9 +109,13 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
       number = int(std::min(grown, double(max_number)));
     }
   }
+  double total_s = 0;
+  for (double sample : samples) total_s += sample * number;
   while (int(samples.size()) < options.repeat) {
+    if (options.max_total_s > 0 && !samples.empty() && total_s >= options.max_total_s) break;
     TG_ASSIGN_OR_RETURN(double elapsed, time_repeat(number));
     samples.push_back(elapsed / number);
+    total_s += elapsed;
   }
   return summarize_samples(std::move(samples), number);
 }

@@ -5,7 +5,9 @@
 //   2. calibration: `number` (runs per repeat) grows until one repeat, `number`
 //      back-to-back runs, lasts at least `min_repeat_ms`;
 //   3. `repeat` timed samples of `number` runs each, the caches optionally flushed
-//      (outside the timed region) before each one.
+//      (outside the timed region) before each one; with `max_total_s`, fewer once
+//      the samples so far have lasted that long together (at least one is taken), so
+//      a kernel whose single run is long is timed a few times, not `repeat` times.
 //
 // A sample is a repeat's elapsed time divided by `number` (seconds per run). The
 // statistics are over the samples. The clock is steady; a zero, negative or non-finite
@@ -32,6 +34,7 @@ struct TimingOptions {
   // ran the function once to check its outputs); calibration starts from it.
   double expected_run_s = 0;
   int max_number = 1 << 30;  // cap on the grown `number`
+  double max_total_s = 0;    // the samples' total time past which no more are taken; 0: none
   // Seconds from an arbitrary origin; empty means std::chrono::steady_clock. Tests
   // inject a broken clock to check that bad timings are errors.
   std::function<double()> clock;
