@@ -1,5 +1,6 @@
 """The Gymnasium environments against a real service: spaces, reset/step, errors,
 observations on request, fork, state and validation."""
+import math
 import pathlib
 
 import gymnasium
@@ -311,6 +312,27 @@ def test_memory_rewrites_under_a_limit_through_the_gym_api(service):
         obs, reward, terminated, truncated, info = env.step("stop")
         assert terminated and obs["feasible"]
         assert env.state.actions == [split, "stop"]
+    finally:
+        env.close()
+
+
+def test_memory_runtime_reward_runs_the_whole_graph_and_validates(service):
+    # The runtime reward: the rewritten graph run whole in its planned arena in a worker,
+    # against the original planned by the defaults; the state replays within tolerance.
+    env = tensorgym.make("memory-v0", benchmark="benchmark://graphs-v0/mobilenet_v2@64", service=service,
+                         action_space="rewrite;memory_limit=300000;default_order=search", reward_space="runtime",
+                         observation_space=["rewrites_offered"],
+                         parameters={"runner.repeat": "3", "runner.min_repeat_ms": "1"})
+    try:
+        obs, info = env.reset()
+        split = next(t for t in obs["rewrites_offered"].splitlines()
+                     if t.startswith("split conv2d_5..add_15") and t.endswith("in 4 tiles"))  # it fits
+        obs, reward, terminated, truncated, info = env.step(split)
+        assert reward == 0.0 and not terminated  # measured once, at the end
+        obs, reward, terminated, truncated, info = env.step("stop")
+        assert terminated and math.isfinite(reward) and reward != 0.0 and reward > -10.0
+        assert "runtime" not in env.state.deterministic_rewards
+        assert env.validate().ok
     finally:
         env.close()
 
