@@ -535,6 +535,7 @@ Status MemoryEnv::set_parameter(const std::string& key, const std::string& value
   if (key.rfind("runner.", 0) == 0) {
     TG_RETURN_IF_ERROR(apply_runner_parameter(&runner_settings_, key, value));
     graph_seconds_.clear();
+    baseline_seconds_.clear();
     return Status();
   }
   return apply_setting(&settings_, key, value);
@@ -572,9 +573,15 @@ Expected<double> MemoryEnv::unlimited_seconds() {
   original.graph = episode_->original_graph_ptr();
   MemorySettings settings = settings_active_;
   settings.memory_limit = 0;
+  std::string key = execution_bytes(*original.graph, {}, {}) + settings_suffix(settings);
+  auto it = baseline_seconds_.find(key);
+  if (it != baseline_seconds_.end()) return it->second;
   TG_ASSIGN_OR_RETURN(MemoryEpisode baseline, MemoryEpisode::start(original, settings, Decision::kPlacement));
   const MemoryEpisode::Rollout& plan = baseline.rollout();
-  return graph_seconds(execution_bytes(*original.graph, plan.decisions, plan.offsets));
+  TG_ASSIGN_OR_RETURN(double seconds, graph_seconds(execution_bytes(*original.graph, plan.decisions, plan.offsets)));
+  if (baseline_seconds_.size() >= 16) baseline_seconds_.clear();
+  baseline_seconds_.emplace(std::move(key), seconds);
+  return seconds;
 }
 
 void MemoryEnv::close() { episode_.reset(); }

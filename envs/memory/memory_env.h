@@ -65,6 +65,9 @@ class MemoryEnv : public Env {
   // Measured seconds by the bytes of an execution (graph and plan), for these runner
   // settings: a plan seen again gets the same number. At most kCachedRuntimes.
   std::map<std::string, double> graph_seconds_;
+  // The baseline's seconds by the original graph's bytes and the default settings, so
+  // an episode's end does not plan the original again (a searched order takes seconds).
+  std::map<std::string, double> baseline_seconds_;
   std::shared_ptr<const Graph> work_graph_;       // the graph the work reward last saw
 };
 
