@@ -1,6 +1,5 @@
 #include "memplan/exec/arena_exec.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -184,22 +183,13 @@ std::vector<float> PreparedGraph::step_output(size_t step) const {
   return std::vector<float>(steps_[step].output, steps_[step].output + steps_[step].elements);
 }
 
-double PreparedGraph::run(int threads) {
+void PreparedGraph::run(int threads) {
   write_inputs();
-  double seconds = 0;
-  for (const Launch& launch : launches_) {
-    const auto start = std::chrono::steady_clock::now();
-    launch.kernel->run(launch.args.data(), std::max(1, threads));
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  last_seconds_ = seconds;
-  return seconds;
+  for (const Launch& launch : launches_) launch.kernel->run(launch.args.data(), std::max(1, threads));
 }
 
 GraphRun PreparedGraph::result() const {
   GraphRun run;
-  run.kernels_run = kernels();
-  run.seconds = last_seconds_;
   for (const auto& [t, data] : outputs_) {
     const int64_t n = shape_elements(graph_->tensors[size_t(t)].shape);
     run.outputs.emplace_back(data, data + n);

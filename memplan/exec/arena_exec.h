@@ -34,8 +34,6 @@ class GraphKernelCache {
 struct GraphRun {
   std::vector<std::vector<float>> outputs;  // per graph output tensor, in tensor order
   std::vector<std::string> output_names;
-  int kernels_run = 0;
-  double seconds = 0;  // in the kernels, compilation and set-up excluded
 };
 
 // A graph ready to run: its memory allocated, weights and inputs filled, every kernel
@@ -51,9 +49,8 @@ class PreparedGraph {
   ~PreparedGraph();
 
   // Writes the inputs into their buffers (later tensors may have reused those bytes),
-  // then runs every kernel in the plan's order on `threads` threads. Returns the
-  // seconds spent in the kernels.
-  double run(int threads = 1);
+  // then runs every kernel in the plan's order on `threads` threads.
+  void run(int threads = 1);
   // The outputs of the last run.
   GraphRun result() const;
   int kernels() const { return int(launches_.size()); }
@@ -86,7 +83,6 @@ class PreparedGraph {
   std::vector<Step> steps_;
   std::vector<std::pair<float*, std::vector<float>>> inputs_;  // where each input goes, and its values
   std::vector<std::pair<int, const float*>> outputs_;          // output tensor, where it is
-  double last_seconds_ = 0;
 };
 
 // Prepares and runs the graph once (see PreparedGraph).
