@@ -33,6 +33,7 @@
 #include "cli/cli_common.h"
 #include "cli/env_runner.h"
 #include "cli/json_text.h"
+#include "cli/metaschedule_results.h"
 #include "cli/search_progress.h"
 #include "datasets/graphs.h"
 #include "datasets/registry.h"
@@ -57,6 +58,7 @@ struct SuiteOptions {
   int64_t limit = 0;
   double tolerance = 0.25;
   std::string out;
+  std::string metaschedule;  // DIR of benchmarks/metaschedule/tune.py
   bool quiet = false;
   bool json = false;
 };
@@ -274,7 +276,9 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 
 const std::vector<std::string> kOpsHeader = {
     "benchmark", "agent",        "reward", "trials",    "seed",      "threads",   "gflops",  "search_gflops",
-    "vendor",    "vendor_gflops", "vs_vendor", "expert_gflops", "vs_expert", "validated", "search_s"};
+    "vendor",    "vendor_gflops", "vs_vendor", "expert_gflops", "vs_expert", "validated", "search_s",
+    "trials_to_90", "metaschedule_gflops", "vs_metaschedule", "metaschedule_trials", "metaschedule_search_s",
+    "metaschedule_trials_to_90"};
 
 std::string family_of(const std::string& name) { return name.substr(0, name.find('-')); }
 
@@ -312,14 +316,16 @@ Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
 
 std::string ops_settings(const SuiteOptions& o) {
   std::string time_limit = fixed(o.time_limit, 3);
-  return fmt::format("suite=ops-v0\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n",
-                     o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit);
+  return fmt::format("suite=ops-v0\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n{}",
+                     o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit,
+                     o.metaschedule.empty() ? "" : "metaschedule=" + o.metaschedule + "\n");
 }
 
 // Searches one benchmark, validates its best state and measures it side by side.
 // Returns the row; the state goes to states.jsonl first.
 Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, const std::string& uri,
-                                                     Evaluator* evaluator, const std::string& states_path) {
+                                                     Evaluator* evaluator, const std::string& states_path,
+                                                     const MetaScheduleResults* metaschedule) {
   SearchSetup setup;
   setup.benchmark = uri;
   setup.agent = o.agent;
@@ -337,13 +343,27 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   display.finish();
   if (!st.ok()) return st;
   const std::string search_s = fixed(s.elapsed_s(), 1);  // the search alone, before validation and timing
+  const std::string trials_to_90 = std::to_string(trials_to_reach(s.best_gflops_curve(), 0.9));
+  const std::string name = uri.substr(uri.rfind('/') + 1);
+  const MetaScheduleRecord* ms = metaschedule ? &metaschedule->records.at(name) : nullptr;
+  // The columns after search_s: ours' trials to 90%, then MetaSchedule's kernel timed
+  // side by side (empty when it was not) and its own search record.
+  auto finish = [&](std::vector<std::string> row, const ComparedKernel* peer) {
+    row.push_back(trials_to_90);
+    row.push_back(peer ? fixed(peer->gflops, 3) : "");
+    row.push_back(peer ? fixed(peer->speedup, 4) : "");
+    row.push_back(ms ? std::to_string(ms->trials) : "");
+    row.push_back(ms ? fixed(ms->search_s, 1) : "");
+    row.push_back(ms ? std::to_string(ms->trials_to_90) : "");
+    return row;
+  };
 
   std::vector<std::string> row = {uri, o.agent, o.reward, std::to_string(s.trials()), std::to_string(o.seed),
                                   std::to_string(o.threads)};
   const TrialRecord* best = s.best();
   if (!best) {
     row.insert(row.end(), {"0", "0", "", "", "", "", "", "no: no valid schedule found", search_s});
-    return row;
+    return finish(std::move(row), nullptr);
   }
 
   // The state, replayed and checked as `tensorgym validate` would.
@@ -362,11 +382,12 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   CompareOptions co;
   co.threads = o.threads;
   co.timing.rounds = o.rounds;
+  if (ms) co.peers.push_back({"MetaSchedule", metaschedule->libs, ms->module_path});
   Expected<KernelComparison> cmp = compare_kernels(s.benchmark(), best->trace, co);
   if (!cmp.ok()) {
     std::cerr << "tensorgym: warning: " << cmp.status().message() << "\n";
     row.insert(row.end(), {"", fixed(best->eval.gflops, 3), "error", "", "", "", "", validated, search_s});
-    return row;
+    return finish(std::move(row), nullptr);
   }
   const ComparedKernel* vendor = cmp->fastest_vendor();
   const ComparedKernel* expert = cmp->expert();
@@ -374,35 +395,42 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
                          vendor ? fixed(vendor->gflops, 3) : "", vendor ? fixed(vendor->speedup, 4) : "",
                          expert ? fixed(expert->gflops, 3) : "", expert ? fixed(expert->speedup, 4) : "", validated,
                          search_s});
-  return row;
+  return finish(std::move(row), cmp->peer("MetaSchedule"));
 }
 
 // Prints the table to `out`; returns the same as JSON: the rows and their geometric means.
 Json print_ops_table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  bool with_ms = false;
+  for (const auto& r : rows) with_ms = with_ms || !r[16].empty();
   std::vector<std::vector<std::string>> table = {
       {"benchmark", "trials", "GFLOP/s", "vendor", "vendor GFLOP/s", "vs vendor", "expert GFLOP/s", "vs expert",
-       "validated"}};
-  std::vector<double> gflops, vs_vendor, vs_expert;
+       "validated", "search s", "to 90%"}};
+  if (with_ms)
+    table[0].insert(table[0].end(), {"MetaSchedule GFLOP/s", "vs MetaSchedule", "MS search s", "MS to 90%"});
+  std::vector<double> gflops, vs_vendor, vs_expert, vs_ms;
   int validated = 0;
   for (const auto& r : rows) {
     const std::string name = r[0].substr(r[0].rfind('/') + 1);
     const std::string ok = r[13].rfind("yes", 0) == 0 ? "yes" : "NO";
     validated += ok == "yes";
-    table.push_back({name, r[3], r[6], r[8].empty() ? "-" : r[8], r[9].empty() ? "-" : r[9],
-                     r[10].empty() ? "-" : r[10], r[11].empty() ? "-" : r[11], r[12].empty() ? "-" : r[12], ok});
+    auto cell = [&](size_t i) { return r[i].empty() ? std::string("-") : r[i]; };
+    table.push_back({name, r[3], r[6], cell(8), cell(9), cell(10), cell(11), cell(12), ok, r[14], r[15]});
+    if (with_ms) table.back().insert(table.back().end(), {cell(16), cell(17), cell(19), cell(20)});
     if (!r[6].empty()) gflops.push_back(std::atof(r[6].c_str()));
+    if (!r[17].empty()) vs_ms.push_back(std::atof(r[17].c_str()));
     if (!r[10].empty()) vs_vendor.push_back(std::atof(r[10].c_str()));
     if (!r[12].empty()) vs_expert.push_back(std::atof(r[12].c_str()));
   }
   auto gm = [](const std::vector<double>& v, int digits) { return v.empty() ? std::string("-") : fixed(geometric_mean(v), digits); };
   table.push_back({"geomean", "", gm(gflops, 3), "", "", gm(vs_vendor, 4), "", gm(vs_expert, 4),
-                   fmt::format("{}/{}", validated, rows.size())});
+                   fmt::format("{}/{}", validated, rows.size()), "", ""});
+  if (with_ms) table.back().insert(table.back().end(), {"", gm(vs_ms, 4), "", ""});
   print_table(table, out);
   Json list = Json::array();
   for (const auto& r : rows) list.push_back(row_json(kOpsHeader, r));
   return Json{{"benchmarks", std::move(list)},
               {"geomean", Json{{"gflops", geomean_json(gflops)}, {"vs_vendor", geomean_json(vs_vendor)},
-                               {"vs_expert", geomean_json(vs_expert)}}},
+                               {"vs_expert", geomean_json(vs_expert)}, {"vs_metaschedule", geomean_json(vs_ms)}}},
               {"validated", validated}};
 }
 
@@ -416,6 +444,13 @@ int run_ops_suite(const SuiteOptions& o) {
     return report_error(invalid_argument("--graphs and --planners are for --suite graphs-v0"));
   Expected<std::vector<std::string>> names = select_ops(o);
   if (!names.ok()) return report_error(names.status());
+
+  std::unique_ptr<MetaScheduleResults> metaschedule;
+  if (!o.metaschedule.empty()) {
+    Expected<MetaScheduleResults> m = read_metaschedule_results(o.metaschedule, *names);
+    if (!m.ok()) return report_error(m.status());
+    metaschedule = std::make_unique<MetaScheduleResults>(std::move(*m));
+  }
 
   Expected<std::unique_ptr<Evaluator>> evaluator = make_search_evaluator(o.reward, o.workers, o.threads);
   if (!evaluator.ok()) return report_error(evaluator.status());
@@ -434,6 +469,8 @@ int run_ops_suite(const SuiteOptions& o) {
   out << fmt::format("suite ops-v0: {} benchmarks, agent {}, {} trials, reward {}, {} thread{}, seed {}; {}\n",
                      names->size(), o.agent, o.trials, o.reward, o.threads, o.threads == 1 ? "" : "s", o.seed,
                      vendor_libraries_text());
+  if (metaschedule)
+    out << fmt::format("MetaSchedule: TVM {} kernels from {}\n", metaschedule->tvm_version, metaschedule->dir);
   int64_t ran = 0;
   size_t left = 0;
   for (size_t i = 0; i < names->size(); ++i) {
@@ -447,7 +484,7 @@ int run_ops_suite(const SuiteOptions& o) {
       ++left;
       continue;
     }
-    Expected<std::vector<std::string>> row = run_ops_benchmark(o, uri, evaluator->get(), states_path);
+    Expected<std::vector<std::string>> row = run_ops_benchmark(o, uri, evaluator->get(), states_path, metaschedule.get());
     if (!row.ok()) return report_error(row.status());
     st = dir.append({*row});
     if (!st.ok()) return report_error(st);
@@ -455,7 +492,8 @@ int run_ops_suite(const SuiteOptions& o) {
     ++ran;
     const auto& r = *row;
     out << step << (*names)[i] << ": " << r[6] << " GFLOP/s" << (r[8].empty() ? "" : ", vs " + r[8] + " " + r[10])
-        << (r[12].empty() ? "" : ", vs expert " + r[12]) << ", validated " << r[13] << std::endl;
+        << (r[12].empty() ? "" : ", vs expert " + r[12]) << (r[17].empty() ? "" : ", vs MetaSchedule " + r[17])
+        << ", validated " << r[13] << std::endl;
   }
   if (left) {
     out << fmt::format("stopped after {} benchmarks (--limit); {} left: run the same command again to continue\n", ran,
@@ -623,6 +661,9 @@ void add_suite_command(CLI::App& app) {
       ->default_val(0);
   cmd->add_option("--limit", o->limit, "ops-v0: run at most N unfinished benchmarks this time (0: all)")->default_val(0);
   cmd->add_option("--tolerance", o->tolerance, "ops-v0: validation tolerance for a measured reward")->default_val(0.25);
+  cmd->add_option("--metaschedule", o->metaschedule,
+                  "ops-v0: directory of TVM MetaSchedule kernels tuned by benchmarks/metaschedule/tune.py, timed "
+                  "side by side with ours");
   cmd->add_option("--graphs", o->graphs, "graphs-v0: graph names (default: all)")->delimiter(',');
   cmd->add_option("--planners", o->planners, "graphs-v0: planner names, or all")->delimiter(',');
   cmd->add_flag("--quiet", o->quiet, "No progress output");

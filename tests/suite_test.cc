@@ -159,6 +159,15 @@ TEST(SuiteTest, KilledSuiteResumesWithoutRepeating) {
 
 TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
   const std::string out = temp_dir("errors"), log = out + ".log";
+  // --metaschedule: a directory without tune.py's tvm.json, one naming libraries that
+  // are gone, and one with gmm-1's kernel but not nrm-1's (the libraries exist: any
+  // file will do, nothing is loaded before every kernel is there).
+  const std::string ms_empty = temp_dir("ms_empty"), ms_gone = temp_dir("ms_gone"), ms = temp_dir("ms");
+  for (const std::string& d : {ms_empty, ms_gone, ms}) std::filesystem::create_directories(d);
+  std::ofstream(ms_gone + "/tvm.json") << R"({"libtvm_ffi": "/nonexistent/libtvm_ffi.so", "libtvm_runtime": "/nonexistent/libtvm_runtime.so"})";
+  std::ofstream(ms + "/tvm.json") << R"({"libtvm_ffi": ")" << kBinary << R"(", "libtvm_runtime": ")" << kBinary << R"("})";
+  std::ofstream(ms + "/gmm-1.so") << "not loaded";
+  std::ofstream(ms + "/gmm-1.json") << R"({"trials": 8, "search_s": 1.5, "trials_to_90": 3, "tuned_gflops": 50})";
   struct Case {
     std::string args, message;
   };
@@ -170,13 +179,17 @@ TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
       {"suite --suite ops-v0 --agent nope --out " + out, "no agent 'nope'"},
       {"suite --suite ops-v0 --reward speed --benchmarks gmm-1 --out " + out, "speed"},
       {"suite --suite graphs-v0 --planners nope --out " + out, "no planner 'nope'"},
+      {"suite --suite ops-v0 --benchmarks gmm-1 --metaschedule " + ms_empty + " --out " + out, "no tvm.json there"},
+      {"suite --suite ops-v0 --benchmarks gmm-1 --metaschedule " + ms_gone + " --out " + out, "does not exist"},
+      {"suite --suite ops-v0 --benchmarks gmm-1,nrm-1 --metaschedule " + ms + " --out " + out,
+       "no tuned kernel for nrm-1; tune them with benchmarks/metaschedule/tune.py --benchmarks nrm-1"},
       {"suite --suite graphs-v0 --graphs nope --out " + out, "nope"},
   };
   for (const Case& c : cases) {
     EXPECT_NE(run(c.args, log), 0) << c.args;
     EXPECT_NE(read(log).find(c.message), std::string::npos) << c.args << "\n" << read(log);
   }
-  std::filesystem::remove_all(out);
+  for (const std::string& d : {out, ms_empty, ms_gone, ms}) std::filesystem::remove_all(d);
   std::filesystem::remove(log);
 }
 

@@ -9,16 +9,46 @@ namespace tensorgym {
 
 const ComparedKernel* KernelComparison::expert() const {
   for (const ComparedKernel& k : others)
-    if (k.name == "expert") return &k;
+    if (k.role == "expert") return &k;
+  return nullptr;
+}
+
+const ComparedKernel* KernelComparison::peer(const std::string& name) const {
+  for (const ComparedKernel& k : others)
+    if (k.role == "peer" && k.name == name) return &k;
   return nullptr;
 }
 
 const ComparedKernel* KernelComparison::fastest_vendor() const {
   const ComparedKernel* best = nullptr;
   for (const ComparedKernel& k : others)
-    if (k.name != "expert" && (!best || k.gflops > best->gflops)) best = &k;
+    if (k.role == "vendor" && (!best || k.gflops > best->gflops)) best = &k;
   return best;
 }
+
+namespace {
+
+// A peer's kernel with output buffers of its own, shaped like ours'.
+struct LoadedPeer {
+  std::unique_ptr<TvmKernel> kernel;
+  std::vector<HostBuffer> outputs;
+};
+
+Expected<LoadedPeer> load_peer(const CompareOptions::Peer& p, CompiledSchedule& ours, int threads) {
+  LoadedPeer lp;
+  Expected<std::unique_ptr<TvmKernel>> k = TvmKernel::load(p.libs, p.module_path, threads);
+  if (!k.ok()) return Status(k.status().code(), p.name + ": " + k.status().message());
+  lp.kernel = std::move(*k);
+  for (const HostBuffer& o : ours.outputs) lp.outputs.emplace_back(o.dtype(), o.shape());
+  std::vector<HostBuffer*> buffers;
+  for (HostBuffer& in : ours.inputs) buffers.push_back(&in);
+  for (HostBuffer& out : lp.outputs) buffers.push_back(&out);
+  Status s = lp.kernel->bind(buffers);  // its first run
+  if (!s.ok()) return Status(s.code(), p.name + " (" + p.module_path + "): " + s.message());
+  return lp;
+}
+
+}  // namespace
 
 Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std::string& trace,
                                            const CompareOptions& options) {
@@ -34,7 +64,7 @@ Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std
     if (!e.ok()) return Status(e.status().code(), benchmark.uri + " (expert schedule): " + e.status().message());
     expert = std::make_unique<CompiledSchedule>(std::move(*e));
     contenders.push_back({"expert", [&] { expert->run(threads); }});
-    others.push_back({"expert"});
+    others.push_back({"expert", "expert"});
   }
   std::vector<VendorKernel> vendors;
   if (options.with_vendors) {
@@ -44,7 +74,16 @@ Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std
   }
   for (const VendorKernel& v : vendors) {
     contenders.push_back({v.name, v.run});
-    others.push_back({v.name});
+    others.push_back({v.name, "vendor"});
+  }
+  std::vector<LoadedPeer> peers;
+  for (const CompareOptions::Peer& p : options.peers) {
+    Expected<LoadedPeer> lp = load_peer(p, *ours, threads);
+    if (!lp.ok()) return Status(lp.status().code(), benchmark.uri + ": " + lp.status().message());
+    peers.push_back(std::move(*lp));
+    TvmKernel* k = peers.back().kernel.get();
+    contenders.push_back({p.name, [k] { k->run(); }});
+    others.push_back({p.name, "peer"});
   }
 
   // One run each, then the outputs: same inputs (the expert's are drawn with the same
@@ -68,8 +107,25 @@ Expected<KernelComparison> compare_kernels(const Benchmark& benchmark, const std
     }
   }
 
+  const size_t first_peer = first_vendor + vendors.size();
+  for (size_t i = 0; i < peers.size(); ++i) {
+    double err = 0;
+    for (size_t j = 0; j < ours->outputs.size(); ++j)
+      err = std::max(err, max_relative_error(peers[i].outputs[j], ours->outputs[j]));
+    others[first_peer + i].max_rel_error = err;
+    if (!(err <= options.tolerance)) {
+      return internal_error(fmt::format("{}: {}'s output ({}) differs from ours by {:.3g} (relative), over {:.3g}",
+                                        benchmark.uri, options.peers[i].name, options.peers[i].module_path, err,
+                                        options.tolerance));
+    }
+  }
+
   Expected<SideBySide> t = time_side_by_side(contenders, options.timing);
   if (!t.ok()) return Status(t.status().code(), benchmark.uri + ": " + t.status().message());
+  for (size_t i = 0; i < peers.size(); ++i)
+    if (!peers[i].kernel->error().ok())
+      return Status(peers[i].kernel->error().code(), benchmark.uri + ": " + options.peers[i].name + ": " +
+                                                         peers[i].kernel->error().message());
   KernelComparison c;
   c.flops = ours->flops;
   c.threads = threads;
