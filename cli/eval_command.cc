@@ -42,6 +42,8 @@ struct EvalOptions {
   bool json = false;
   std::string emit;
   int repeat = 0;
+  int min_repeat = 0;
+  double target_cv = 0;
   int number = 0;
   double min_repeat_ms = 0;
   bool flush_cache = false;
@@ -339,6 +341,8 @@ int run_eval(const EvalOptions& o) {
   RunnerSettings& s = request.settings;
   s.number = o.number;
   s.repeat = o.repeat;
+  s.min_repeat = o.min_repeat;
+  s.target_cv = o.target_cv;
   s.min_repeat_ms = o.min_repeat_ms;
   s.flush_cache = o.flush_cache;
   s.threads = o.threads;
@@ -391,7 +395,14 @@ void add_eval_command(CLI::App& app) {
                   "The fpga target's simulator: fsim (the C++ cycle simulator, default) or rtl (the RTL under "
                   "Verilator)")
       ->check(CLI::IsMember({"fsim", "rtl"}));
-  cmd->add_option("--repeat", o->repeat, "Timed samples (default 5)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", o->repeat, "Timed samples, the most (default 5)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-repeat", o->min_repeat,
+                  "The fewest timed samples: sampling stops once this many agree within --target-cv (default 3; "
+                  "--min-repeat equal to --repeat: always --repeat)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--target-cv", o->target_cv,
+                  "Coefficient of variation of the samples at which sampling may stop (default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--number", o->number, "Initial runs per sample; grows to reach --min-repeat-ms (default 1)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Shortest duration of one sample, in ms (default 100)")

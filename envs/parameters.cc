@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 
 #include "codegen/measure/measurement.h"
 #include "support/quote.h"
@@ -21,13 +22,23 @@ Expected<int64_t> parse_int_parameter(const std::string& key, const std::string&
 }
 
 const char* const kRunnerParameterNames =
-    "runner.repeat, runner.number, runner.min_repeat_ms, runner.threads, runner.seed, runner.flush_cache, "
-    "runner.timeout_s, runner.simulator";
+    "runner.repeat, runner.min_repeat, runner.target_cv, runner.number, runner.min_repeat_ms, runner.threads, "
+    "runner.seed, runner.flush_cache, runner.timeout_s, runner.simulator";
 
 Status apply_runner_parameter(RunnerSettings* s, const std::string& key, const std::string& value) {
   if (key == "runner.repeat") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
     s->repeat = int(v);
+  } else if (key == "runner.min_repeat") {
+    TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
+    s->min_repeat = int(v);
+  } else if (key == "runner.target_cv") {
+    // A fraction, e.g. 0.02; written as text so that a session can set it like the others.
+    char* end = nullptr;
+    const double v = value.empty() ? -1 : std::strtod(value.c_str(), &end);
+    if (value.empty() || end != value.c_str() + value.size() || !(v > 0 && v <= 1))
+      return invalid_argument("parameter runner.target_cv must be a number in (0, 1], got " + quote_text(value));
+    s->target_cv = v;
   } else if (key == "runner.number") {
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 1 << 30));
     s->number = int(v);

@@ -14,7 +14,8 @@ struct RunnerSettings;  // codegen/measure/measurement.h
 Expected<int64_t> parse_int_parameter(const std::string& key, const std::string& value, int64_t lo, int64_t hi);
 
 // The measurement parameters every environment that measures takes: runner.repeat,
-// runner.number, runner.min_repeat_ms, runner.threads, runner.seed,
+// runner.min_repeat, runner.target_cv, runner.number, runner.min_repeat_ms,
+// runner.threads, runner.seed,
 // runner.flush_cache, runner.timeout_s, runner.simulator. NOT_FOUND for any other
 // key (the caller names its own), INVALID_ARGUMENT for a bad value.
 Status apply_runner_parameter(RunnerSettings* settings, const std::string& key, const std::string& value);

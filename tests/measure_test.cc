@@ -41,6 +41,58 @@ struct FakeClock {
 
 // ---- timing protocol ---------------------------------------------------------------
 
+TEST(TimingTest, SamplesStopOnceTheFewestAgreeAndNoisyOnesGoOnToRepeat) {
+  FakeClock clock;
+  std::vector<double> run_s;  // the duration of each call, cycled
+  size_t next = 0;
+  auto work = [&] { clock.now += run_s[next++ % run_s.size()]; };
+  TimingOptions o;
+  o.warmup_runs = 0;
+  o.repeat = 8;
+  o.min_repeat_ms = 0;  // one run per sample
+  o.min_repeat = 3;
+  o.target_cv = 0.01;
+  o.clock = clock.fn();
+  // Steady: three samples within 1% of each other, so three are taken.
+  run_s = {1.000, 1.002, 0.999};
+  Expected<TimingStats> st = time_runs(work, o);
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  EXPECT_EQ(st->repeat, 3);
+  EXPECT_LE(st->cv, 0.01);
+  // Noisy (cv about 30%): it never agrees, so every one of `repeat` is taken.
+  run_s = {1.0, 1.5, 0.8, 1.3};
+  next = 0;
+  st = time_runs(work, o);
+  EXPECT_EQ(st->repeat, 8);
+  EXPECT_GT(st->cv, 0.01);
+  // Disturbed at first, then steady: it stops once the last three agree.
+  run_s = {1.0, 1.3, 1.05, 1.05, 1.05, 1.05, 1.05, 1.05};
+  next = 0;
+  st = time_runs(work, o);
+  EXPECT_EQ(st->repeat, 5);
+  EXPECT_NEAR(st->median_s, 1.05, 1e-12);
+  // Off: min_repeat 0, target_cv 0, or min_repeat >= repeat take `repeat` samples.
+  run_s = {1.0};
+  for (auto [min_repeat, cv] : {std::pair{0, 0.01}, std::pair{3, 0.0}, std::pair{8, 0.01}, std::pair{20, 0.01}}) {
+    o.min_repeat = min_repeat;
+    o.target_cv = cv;
+    EXPECT_EQ(time_runs(work, o)->repeat, 8) << min_repeat << " " << cv;
+  }
+  o.min_repeat = -1;
+  EXPECT_EQ(time_runs(work, o).status().code(), StatusCode::kInvalidArgument);
+  o.min_repeat = 3;
+  o.target_cv = -0.5;
+  EXPECT_EQ(time_runs(work, o).status().code(), StatusCode::kInvalidArgument);
+  // The runner's defaults: between 3 and 5 samples, stopping within 1%.
+  TimingOptions t = timing_options(*resolve_runner_settings(RunnerSettings{}));
+  EXPECT_EQ(t.min_repeat, 3);
+  EXPECT_EQ(t.repeat, 5);
+  EXPECT_EQ(t.target_cv, 0.01);
+  RunnerSettings bad;
+  bad.target_cv = 2;
+  EXPECT_EQ(resolve_runner_settings(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(TimingTest, ALongRunIsSampledUntilTheTotalBound) {
   FakeClock clock;
   int calls = 0;

@@ -329,6 +329,12 @@ TEST(MemoryEnv, TheRuntimeRewardRunsTheWholeGraphInItsArenaInAWorkerOnceAtTheEnd
   ASSERT_TRUE(env.set_parameter("runner.min_repeat_ms", "1").ok());
   EXPECT_EQ(env.set_parameter("runner.repeat", "x").code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(env.set_parameter("runner.nope", "1").message(), "runner.nope");
+  // Spread-adaptive sampling's knobs; bad values are refused with the range.
+  EXPECT_TRUE(env.set_parameter("runner.min_repeat", "1").ok());
+  EXPECT_TRUE(env.set_parameter("runner.target_cv", "0.05").ok());
+  EXPECT_EQ(env.set_parameter("runner.min_repeat", "0").code(), StatusCode::kInvalidArgument);
+  for (const char* bad : {"0", "-0.1", "1.5", "x", "0.1x", ""})
+    EXPECT_CONTAINS(env.set_parameter("runner.target_cv", bad).message(), "must be a number in (0, 1]");
   const char* uri = "benchmark://graphs-v0/mobilenet_v2@32";
   // No rewrite and every default: the baseline plan itself, so exactly 0, and only once.
   ResetOptions o;

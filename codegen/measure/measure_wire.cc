@@ -18,6 +18,8 @@ void to_proto(const RunnerSettings& in, proto::RunnerSettings* out) {
   out->set_rtol(in.rtol);
   out->set_atol(in.atol);
   out->set_simulator(in.simulator);
+  out->set_min_repeat(in.min_repeat);
+  out->set_target_cv(in.target_cv);
 }
 
 RunnerSettings from_proto(const proto::RunnerSettings& in) {
@@ -34,6 +36,8 @@ RunnerSettings from_proto(const proto::RunnerSettings& in) {
   out.rtol = in.rtol();
   out.atol = in.atol();
   out.simulator = in.simulator();
+  out.min_repeat = in.min_repeat();
+  out.target_cv = in.target_cv();
   return out;
 }
 

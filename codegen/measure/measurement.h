@@ -14,7 +14,9 @@ namespace tensorgym {
 // which); seed 0 is a seed like any other.
 struct RunnerSettings {
   int number = 0;            // initial runs per repeat (grows)
-  int repeat = 0;            // timed samples
+  int repeat = 0;            // timed samples (the most, with min_repeat and target_cv)
+  int min_repeat = 0;        // the fewest timed samples: fewer than repeat once they agree within target_cv
+  double target_cv = 0;      // the samples' coefficient of variation at which sampling may stop
   double min_repeat_ms = 0;  // the shortest a repeat may take
   bool flush_cache = false;  // evict the caches before every repeat
   int threads = 0;           // threads for parallel loops (0: all cores)

@@ -30,6 +30,8 @@ int available_cores() {
 Expected<RunnerSettings> resolve_runner_settings(const RunnerSettings& settings) {
   TG_RETURN_IF_ERROR(check_range("number", settings.number, kMaxNumber));
   TG_RETURN_IF_ERROR(check_range("repeat", settings.repeat, kMaxRepeat));
+  TG_RETURN_IF_ERROR(check_range("min_repeat", settings.min_repeat, kMaxRepeat));
+  TG_RETURN_IF_ERROR(check_range("target_cv", settings.target_cv, 1));
   TG_RETURN_IF_ERROR(check_range("min_repeat_ms", settings.min_repeat_ms, kMaxMinRepeatMs));
   TG_RETURN_IF_ERROR(check_range("threads", settings.threads, kMaxThreads));
   TG_RETURN_IF_ERROR(check_range("compile_timeout_s", settings.compile_timeout_s, kMaxTimeoutS));
@@ -44,6 +46,8 @@ Expected<RunnerSettings> resolve_runner_settings(const RunnerSettings& settings)
   RunnerSettings r = settings;
   if (r.number == 0) r.number = 1;
   if (r.repeat == 0) r.repeat = kDefaultRepeat;
+  if (r.min_repeat == 0) r.min_repeat = kDefaultMinRepeat;
+  if (r.target_cv == 0) r.target_cv = kDefaultTargetCv;
   if (r.min_repeat_ms == 0) r.min_repeat_ms = kDefaultMinRepeatMs;
   if (r.threads == 0) r.threads = available_cores();
   if (r.compile_timeout_s == 0) r.compile_timeout_s = kDefaultCompileTimeoutS;
@@ -59,6 +63,8 @@ TimingOptions timing_options(const RunnerSettings& resolved) {
   t.warmup_runs = 1;
   t.number = resolved.number;
   t.repeat = resolved.repeat;
+  t.min_repeat = resolved.min_repeat;
+  t.target_cv = resolved.target_cv;
   t.min_repeat_ms = resolved.min_repeat_ms;
   t.flush_cache = resolved.flush_cache;
   t.max_number = kMaxNumber;
@@ -70,10 +76,10 @@ TimingOptions timing_options(const RunnerSettings& resolved) {
 
 std::string runner_settings_key(const RunnerSettings& s) {
   // Every field, exactly ({} prints the shortest text that reads back the same double).
-  return fmt::format("number={} repeat={} min_repeat_ms={} flush_cache={} threads={} seed={} compile_timeout_s={} "
-                     "run_timeout_s={} check_points={} rtol={} atol={} simulator={}",
-                     s.number, s.repeat, s.min_repeat_ms, s.flush_cache, s.threads, s.seed, s.compile_timeout_s,
-                     s.run_timeout_s, s.check_points, s.rtol, s.atol, s.simulator);
+  return fmt::format("number={} repeat={} min_repeat={} target_cv={} min_repeat_ms={} flush_cache={} threads={} "
+                     "seed={} compile_timeout_s={} run_timeout_s={} check_points={} rtol={} atol={} simulator={}",
+                     s.number, s.repeat, s.min_repeat, s.target_cv, s.min_repeat_ms, s.flush_cache, s.threads, s.seed,
+                     s.compile_timeout_s, s.run_timeout_s, s.check_points, s.rtol, s.atol, s.simulator);
 }
 
 }  // namespace tensorgym

@@ -2,14 +2,17 @@
 //
 // A zero field means "the default" (as on the wire, where proto3 cannot tell an unset
 // number from zero):
-//   number 1, repeat 5, min_repeat_ms 100, threads = the cores this process may run
-//   on, compile_timeout_s 60, run_timeout_s 60, check_points 1024, rtol 1e-4,
-//   atol 1e-4; flush_cache off; seed 0 is a seed like any other.
+//   number 1, repeat 5, min_repeat 3, target_cv 0.01, min_repeat_ms 100, threads = the
+//   cores this process may run on, compile_timeout_s 60, run_timeout_s 60,
+//   check_points 1024, rtol 1e-4, atol 1e-4; flush_cache off; seed 0 is a seed like any
+//   other.
 // With these a well-scheduled GEMM 1024^3 (20-40 ms a run on the reference machine)
-// measures in well under a second: 1 warm-up/check run, 3-5 runs per repeat, 5
-// repeats. Samples stop once they have taken a quarter of the run deadline (at least
-// one), so a kernel whose single run takes seconds is timed a few times, not five,
-// and does not run into its deadline. See docs/measurement.md for why.
+// measures in well under a second: 1 warm-up/check run, 3-5 runs per repeat, 3 to 5
+// repeats: sampling stops after 3 when they agree within 1% (coefficient of
+// variation), so a steady kernel costs 3 samples and a noisy one 5 (min_repeat =
+// repeat asks for a fixed count). Samples also stop once they have taken a quarter of
+// the run deadline (at least one), so a kernel whose single run takes seconds is timed
+// a few times, not five, and does not run into its deadline. See docs/measurement.md.
 #pragma once
 
 #include "codegen/measure/measurement.h"
@@ -19,6 +22,8 @@
 namespace tensorgym {
 
 inline constexpr int kDefaultRepeat = 5;
+inline constexpr int kDefaultMinRepeat = 3;
+inline constexpr double kDefaultTargetCv = 0.01;
 inline constexpr double kDefaultMinRepeatMs = 100;
 inline constexpr double kDefaultCompileTimeoutS = 60;
 inline constexpr double kDefaultRunTimeoutS = 60;

@@ -19,6 +19,17 @@ double steady_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+// Sample standard deviation over the mean; 0 for fewer than two samples.
+double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / double(v.size() - 1)) / mean;
+}
+
 
 }  // namespace
 
@@ -40,11 +51,7 @@ Expected<TimingStats> summarize_samples(std::vector<double> samples_s, int numbe
   double sum = 0;
   for (double s : sorted) sum += s;
   st.mean_s = sum / double(n);
-  if (n > 1) {
-    double ss = 0;
-    for (double s : sorted) ss += (s - st.mean_s) * (s - st.mean_s);
-    st.cv = std::sqrt(ss / double(n - 1)) / st.mean_s;
-  }
+  st.cv = coefficient_of_variation(sorted);
   st.samples_s = std::move(samples_s);
   return st;
 }
@@ -57,6 +64,9 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
   if (!std::isfinite(options.min_repeat_ms)) return invalid_argument("time_runs: min_repeat_ms must be finite");
   if (!std::isfinite(options.max_total_s) || options.max_total_s < 0)
     return invalid_argument("time_runs: max_total_s must be finite and >= 0");
+  if (options.min_repeat < 0) return invalid_argument("time_runs: min_repeat must be >= 0");
+  if (!std::isfinite(options.target_cv) || options.target_cv < 0)
+    return invalid_argument("time_runs: target_cv must be finite and >= 0");
   const std::function<double()>& clock = options.clock ? options.clock : std::function<double()>(steady_seconds);
 
   std::unique_ptr<CacheFlusher> flusher;
@@ -111,8 +121,15 @@ Expected<TimingStats> time_runs(const std::function<void()>& fn, const TimingOpt
   }
   double total_s = 0;
   for (double sample : samples) total_s += sample * number;
+  const bool adaptive = options.min_repeat > 0 && options.target_cv > 0;
+  const size_t fewest = size_t(std::min(options.min_repeat, options.repeat));
   while (int(samples.size()) < options.repeat) {
     if (options.max_total_s > 0 && !samples.empty() && total_s >= options.max_total_s) break;
+    // The last `fewest` samples: a disturbed first one does not keep a kernel that has
+    // settled sampling to the end.
+    if (adaptive && samples.size() >= fewest &&
+        coefficient_of_variation(std::vector<double>(samples.end() - long(fewest), samples.end())) <= options.target_cv)
+      break;
     TG_ASSIGN_OR_RETURN(double elapsed, time_repeat(number));
     samples.push_back(elapsed / number);
     total_s += elapsed;

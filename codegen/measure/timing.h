@@ -5,9 +5,13 @@
 //   2. calibration: `number` (runs per repeat) grows until one repeat, `number`
 //      back-to-back runs, lasts at least `min_repeat_ms`;
 //   3. `repeat` timed samples of `number` runs each, the caches optionally flushed
-//      (outside the timed region) before each one; with `max_total_s`, fewer once
-//      the samples so far have lasted that long together (at least one is taken), so
-//      a kernel whose single run is long is timed a few times, not `repeat` times.
+//      (outside the timed region) before each one; fewer when
+//      - `max_total_s` is set and the samples so far have lasted that long together
+//        (at least one is taken): a kernel whose single run is long is timed a few
+//        times, not `repeat` times;
+//      - `min_repeat` and `target_cv` are set and the last `min_repeat` samples agree:
+//        their coefficient of variation is at most `target_cv`. A steady kernel is
+//        timed `min_repeat` times, a noisy one up to `repeat` times.
 //
 // A sample is a repeat's elapsed time divided by `number` (seconds per run). The
 // statistics are over the samples. The clock is steady; a zero, negative or non-finite
@@ -35,6 +39,8 @@ struct TimingOptions {
   double expected_run_s = 0;
   int max_number = 1 << 30;  // cap on the grown `number`
   double max_total_s = 0;    // the samples' total time past which no more are taken; 0: none
+  int min_repeat = 0;        // with target_cv: the fewest samples (capped at repeat); 0: always `repeat`
+  double target_cv = 0;      // with min_repeat: stop once the samples' cv is at most this; 0: never
   // Seconds from an arbitrary origin; empty means std::chrono::steady_clock. Tests
   // inject a broken clock to check that bad timings are errors.
   std::function<double()> clock;
