@@ -71,7 +71,7 @@ def tune_one(name, shape, flops, args, target):
 
     mod = prim_func(name, shape)
     if args.trials == 0:  # the workload as written, untuned: checks it against the program
-        return export(tvm.compile(mod, target=target), name, shape, args, [], 0.0)
+        return export(tvm.compile(mod, target=target), name, shape, args, [], 0.0, "")
     with tempfile.TemporaryDirectory(prefix=f"ms-{name}-") as work:
         start = time.perf_counter()
         db = ms.tune_tir(
@@ -98,10 +98,10 @@ def tune_one(name, shape, flops, args, target):
                 curve.append(best)
     if sch is None:
         raise RuntimeError(f"{name}: MetaSchedule found no valid schedule in {args.trials} trials")
-    return export(tvm.compile(sch.mod, target=target), name, shape, args, curve, search_s)
+    return export(tvm.compile(sch.mod, target=target), name, shape, args, curve, search_s, str(sch.trace))
 
 
-def export(lib, name, shape, args, curve, search_s):
+def export(lib, name, shape, args, curve, search_s, trace):
     """Writes DIR/<name>.so; returns its record."""
     lib.export_library(os.path.join(args.out, f"{name}.so"))
     return {
@@ -116,6 +116,7 @@ def export(lib, name, shape, args, curve, search_s):
         "trials_to_90": trials_to_reach(curve, 0.9),
         "tuned_gflops": round(curve[-1] if curve else 0.0, 3),
         "curve": [round(v, 3) for v in curve],
+        "trace": trace,  # the schedule MetaSchedule chose, as its trace prints
     }
 
 
