@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <cstdlib>
 
 #include "codegen/measure/measurement.h"
 #include "support/quote.h"
@@ -33,10 +32,11 @@ Status apply_runner_parameter(RunnerSettings* s, const std::string& key, const s
     TG_ASSIGN_OR_RETURN(int64_t v, parse_int_parameter(key, value, 1, 10000));
     s->min_repeat = int(v);
   } else if (key == "runner.target_cv") {
-    // A fraction, e.g. 0.02; written as text so that a session can set it like the others.
-    char* end = nullptr;
-    const double v = value.empty() ? -1 : std::strtod(value.c_str(), &end);
-    if (value.empty() || end != value.c_str() + value.size() || !(v > 0 && v <= 1))
+    // A fraction, e.g. 0.02 (from_chars: the same in every locale).
+    double v = -1;
+    const char* end = value.data() + value.size();
+    const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+    if (value.empty() || ec != std::errc() || ptr != end || !(v > 0 && v <= 1))
       return invalid_argument("parameter runner.target_cv must be a number in (0, 1], got " + quote_text(value));
     s->target_cv = v;
   } else if (key == "runner.number") {
