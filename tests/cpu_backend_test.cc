@@ -117,6 +117,33 @@ TEST(CpuBackend, PaddedLoadsReadTheInputsSlackAndStillComputeThePaddedValues) {
   }
 }
 
+// Vector loads of a constant stride (2 and 3, and -1: reversed) are one wide load and
+// a shuffle, not a gather; under a mask (a tail guard, an inlined padding select) only
+// the active lanes' elements are loaded. Every variant computes what the interpreter does.
+TEST(CpuBackend, StridedVectorLoadsAreWideLoadsAndShufflesNotGathers) {
+  ProgramPtr strided = parse(
+      "input X: f32[4, 200]\n"
+      "Y[c, x] = X[c, x * 2] + X[c, x * 3 + 1] * 2.0 + X[c, 63 - x] where x in 0..64\n");
+  ProgramPtr padded = parse(
+      "input X: f32[4, 64]\ninput W: f32[3]\n"
+      "P[c, h] = select(h >= 1 && h <= 64, X[c, h - 1], 0.0) where h in 0..66\n"
+      "Y[c, y] += P[c, y * 2 + r] * W[r] where y in 0..32\n");
+  const std::pair<ProgramPtr, const char*> cases[] = {
+      {strided, "split(Y.x, 16, xo, xi); vectorize(Y.xi)"},
+      {strided, "split(Y.x, 5, xo, xi); vectorize(Y.xi); parallel(Y.c)"},  // 5 lanes and a tail
+      {padded, "compute_inline(P); split(Y.y, 8, yo, yi); reorder(Y, c, yo, r, yi); vectorize(Y.yi)"},
+      {padded, "compute_inline(P); split(Y.y, 6, yo, yi); reorder(Y, c, yo, r, yi); vectorize(Y.yi)"},
+  };
+  for (const auto& [p, schedule] : cases) {
+    SCOPED_TRACE(schedule);
+    Expected<Compiled> k = compile_keeping_ir(p, schedule);
+    ASSERT_TRUE(k.ok()) << k.status().to_string();
+    EXPECT_EQ((*k)->llvm_ir().find("masked.gather"), std::string::npos);
+    EXPECT_NE((*k)->llvm_ir().find("shufflevector"), std::string::npos);
+    expect_matches_interpreter(*k, *p, 7, {1, 2});
+  }
+}
+
 TEST(CpuBackend, TargetIsTheHost) {
   const CpuTarget& t = CpuTarget::host();
   EXPECT_FALSE(t.triple.empty());

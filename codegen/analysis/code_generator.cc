@@ -116,8 +116,9 @@ void Model::unrolled_body_sizes(std::vector<double>* body_size, std::vector<doub
       for (const NestAccess& a : st.accesses) {
         if (!a.index.depends_on(l)) continue;  // hoisted out of `l` (or promoted)
         const double distinct = distinct_inside(k, [&](int u) { return a.index.depends_on(u); });
+        const double span = double(std::max<int64_t>(1, 2 * strided_span(a, vl)));  // loads and permutes
         size += per_lane(a, vl) ? distinct * ext(vl)
-                                : (distinct * M.full_unroll_access_size + M.full_unroll_address_size) * regs;
+                                : (distinct * M.full_unroll_access_size + M.full_unroll_address_size) * regs * span;
         const int64_t stride = a.index.stride_of(l);
         if (stride != 1 && stride != -1) folded += distinct * regs;
       }

@@ -3,6 +3,7 @@
 // of its dependence chains, given what the code generator made of it.
 #include "codegen/analysis/cost_model_internal.h"
 #include "codegen/ir/ir_visitor.h"
+#include "codegen/lower/strided_loads.h"
 
 namespace tensorgym {
 namespace cost_model_internal {
@@ -167,6 +168,9 @@ void Model::add_access_demands(Demand* d, const RegionStore& rs, const std::vect
     } else if (agather) {
       cost = avf * lane_cycles(write);  // LLVM's gather / scatter
       d->alu += kk * 2;                 // the lanes' addresses
+    } else if (const int64_t span = strided_span(a, vl)) {
+      cost = rs.v * double(span);           // the span's vectors
+      d->alu += kk * rs.v * double(span - 1);  // the permutes that pick the lanes
     } else if (rs.autovec && ak == VecAccess::kInterleaved) {
       cost = 1;
       d->alu += kk * 2;  // the shuffles of an interleaved group
@@ -295,7 +299,15 @@ bool Model::per_lane(const NestAccess& a, int vl) const {
   if (vl < 0) return false;
   if (nonaffine_in(a, vl)) return true;
   const int64_t s = a.index.stride_of(vl);
-  return s != 0 && s != 1 && s != -1;
+  return s != 0 && s != 1 && s != -1 && strided_span(a, vl) == 0;
+}
+
+// The stride of a read of vector loop `vl` that the backend loads as one wide load and
+// a shuffle (codegen/lower/strided_loads.h), or 0.
+int64_t Model::strided_span(const NestAccess& a, int vl) const {
+  if (vl < 0 || a.kind != AccessKind::kRead || nonaffine_in(a, vl)) return 0;
+  const int64_t s = std::abs(a.index.stride_of(vl));
+  return s >= 2 && strided_load_fits(s, int64_t(ext(vl))) ? s : 0;
 }
 
 }  // namespace cost_model_internal

@@ -181,6 +181,7 @@ class Model {
   bool moves_within(const IndexTerm& term, int depth) const;
   double same_address_copies(const NestStore& st, const NestAccess& a, int r_depth) const;
   bool per_lane(const NestAccess& a, int vl) const;
+  int64_t strided_span(const NestAccess& a, int vl) const;
 
   // ---- cost_assembly.cc: everything into cycles --------------------------------------
   void describe_loops(CostBreakdown& out) const;

@@ -19,12 +19,14 @@
 #include "codegen/analysis/speculative_loads.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_visitor.h"
+#include "codegen/lower/strided_loads.h"
 
 namespace tensorgym {
 namespace {
 
 // Local buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBytes = int64_t(512) << 10;
+
 
 struct BufferBinding {
   llvm::Value* ptr = nullptr;
@@ -444,9 +446,44 @@ class Emitter {
       if (!mask_) return b_.CreateAlignedLoad(type, ptr, align);
       return b_.CreateMaskedLoad(type, ptr, align, mask_);
     }
+    if (const Ramp* r = index.as<Ramp>()) {
+      if (const int64_t* stride = as_const_int(r->stride); stride && strided_load_fits(*stride, lanes))
+        return emit_strided_load(buf, type, align, r, *stride, lanes);
+    }
     llvm::Value* ptrs = element_ptr(buf, emit_index(index));
     llvm::Value* mask = mask_ ? mask_ : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), lanes));
     return b_.CreateMaskedGather(type, ptrs, align, mask);
+  }
+
+  // A load whose lanes are a constant stride apart: one wide contiguous load over the
+  // span and a shuffle that picks every stride-th element (vector loads and permutes),
+  // where a gather would take one load per lane. Without a mask the span's elements
+  // between two lanes are read too (they lie inside the buffer between two addresses
+  // the load reads); under a mask only the active lanes' elements are, since a masked
+  // lane's address may be outside the buffer.
+  llvm::Value* emit_strided_load(const BufferBinding& buf, llvm::Type* type, llvm::Align align, const Ramp* r,
+                                 int64_t stride, unsigned lanes) {
+    const unsigned s = unsigned(stride < 0 ? -stride : stride), wide = lanes * s;
+    // The lowest address: lane 0's for a positive stride, the last lane's otherwise.
+    llvm::Value* low = emit_index(r->base);
+    if (stride < 0) low = b_.CreateAdd(low, llvm::ConstantInt::get(low->getType(), int64_t(lanes - 1) * stride, true));
+    llvm::Value* ptr = element_ptr(buf, low);
+    std::vector<int> pick(lanes);
+    for (unsigned i = 0; i < lanes; ++i) pick[i] = int(stride > 0 ? i * s : (lanes - 1 - i) * s);
+    llvm::Type* wide_type = llvm::FixedVectorType::get(type->getScalarType(), wide);
+    llvm::Value* mask;
+    if (!mask_) {
+      std::vector<llvm::Constant*> m(wide);
+      for (unsigned j = 0; j < wide; ++j) m[j] = b_.getInt1(j <= (lanes - 1) * s);
+      mask = llvm::ConstantVector::get(m);
+    } else {
+      // Element pick[i] takes lane i's mask; the others (index `lanes`: a false) none.
+      std::vector<int> spread(wide, int(lanes));
+      for (unsigned i = 0; i < lanes; ++i) spread[size_t(pick[i])] = int(i);
+      mask = b_.CreateShuffleVector(mask_, llvm::Constant::getNullValue(mask_->getType()), spread);
+    }
+    llvm::Value* all = b_.CreateMaskedLoad(wide_type, ptr, align, mask);
+    return b_.CreateShuffleVector(all, pick);
   }
 
   // --- Statements --------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "codegen/ir/ir_mutator.h"
+#include "codegen/ir/simplify.h"
 
 namespace tensorgym {
 namespace {
@@ -17,9 +18,11 @@ class LaneWidener : public IRMutator {
 
  protected:
   Expr widen(const Expr& e) { return is_vector(e) ? e : Broadcast::make(e, lanes_); }
+  // The stride folded, so that a backend sees a constant stride as a constant.
+  Expr ramp(Expr base, const Expr& stride) const { return Ramp::make(std::move(base), simplify(stride), lanes_); }
 
   Expr visit(const Variable* op) override {
-    if (op->name == var_) return Ramp::make(min_, make_int(1), lanes_);
+    if (op->name == var_) return ramp(min_, make_int(1));
     if (vector_lets_.count(op->name)) return Variable::make(op->type.with_lanes(lanes_), op->name);
     return op;
   }
@@ -30,9 +33,9 @@ class LaneWidener : public IRMutator {
     if (!is_vector(a) && !is_vector(b)) return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Add::make(a, b);
     const Ramp* ra = a.as<Ramp>();
     const Ramp* rb = b.as<Ramp>();
-    if (ra && rb) return Ramp::make(Add::make(ra->base, rb->base), Add::make(ra->stride, rb->stride), lanes_);
-    if (ra && !is_vector(b)) return Ramp::make(Add::make(ra->base, b), ra->stride, lanes_);
-    if (rb && !is_vector(a)) return Ramp::make(Add::make(a, rb->base), rb->stride, lanes_);
+    if (ra && rb) return ramp(Add::make(ra->base, rb->base), Add::make(ra->stride, rb->stride));
+    if (ra && !is_vector(b)) return ramp(Add::make(ra->base, b), ra->stride);
+    if (rb && !is_vector(a)) return ramp(Add::make(a, rb->base), rb->stride);
     return Add::make(widen(a), widen(b));
   }
   Expr visit(const Sub* op) override {
@@ -40,8 +43,9 @@ class LaneWidener : public IRMutator {
     if (!is_vector(a) && !is_vector(b)) return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Sub::make(a, b);
     const Ramp* ra = a.as<Ramp>();
     const Ramp* rb = b.as<Ramp>();
-    if (ra && rb) return Ramp::make(Sub::make(ra->base, rb->base), Sub::make(ra->stride, rb->stride), lanes_);
-    if (ra && !is_vector(b)) return Ramp::make(Sub::make(ra->base, b), ra->stride, lanes_);
+    if (ra && rb) return ramp(Sub::make(ra->base, rb->base), Sub::make(ra->stride, rb->stride));
+    if (ra && !is_vector(b)) return ramp(Sub::make(ra->base, b), ra->stride);
+    if (rb && !is_vector(a)) return ramp(Sub::make(a, rb->base), Sub::make(make_int(0), rb->stride));
     return Sub::make(widen(a), widen(b));
   }
   Expr visit(const Mul* op) override {
@@ -49,8 +53,8 @@ class LaneWidener : public IRMutator {
     if (!is_vector(a) && !is_vector(b)) return (a.same_as(op->a) && b.same_as(op->b)) ? Expr(op) : Mul::make(a, b);
     const Ramp* ra = a.as<Ramp>();
     const Ramp* rb = b.as<Ramp>();
-    if (ra && !is_vector(b)) return Ramp::make(Mul::make(ra->base, b), Mul::make(ra->stride, b), lanes_);
-    if (rb && !is_vector(a)) return Ramp::make(Mul::make(a, rb->base), Mul::make(a, rb->stride), lanes_);
+    if (ra && !is_vector(b)) return ramp(Mul::make(ra->base, b), Mul::make(ra->stride, b));
+    if (rb && !is_vector(a)) return ramp(Mul::make(a, rb->base), Mul::make(a, rb->stride));
     return Mul::make(widen(a), widen(b));
   }
 
