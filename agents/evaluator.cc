@@ -88,6 +88,7 @@ class RunnerEvaluator : public Evaluator {
 
   std::string metric() const override { return "runtime"; }
   std::string target() const override { return options_.target; }
+  int threads() const override { return options_.threads; }
   bool deterministic() const override { return false; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {

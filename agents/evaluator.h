@@ -60,6 +60,9 @@ class Evaluator {
   // The target the candidates are schedules for ("cuda"); empty: the cpu, the
   // environments' default.
   virtual std::string target() const { return ""; }
+  // The threads the candidates' kernels are measured on (0: every core, or nothing is
+  // measured): what a model of their runtime should assume.
+  virtual int threads() const { return 0; }
   // Whether evaluating the same candidate again gives exactly the same evaluation.
   virtual bool deterministic() const = 0;
   // One evaluation per candidate, in order. Thread-safe.

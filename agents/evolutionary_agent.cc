@@ -24,11 +24,15 @@ using Rows = std::vector<StoreFeatureRow>;
 constexpr size_t kPriorSample = 8;  // random genomes estimated per warm-up pick of the prior
 
 // The cpu's sketches (agents/sketch.h), valued by est_cycles on the
-// target-independent nest.
+// target-independent nest, on the reference machine with as many cores as the kernels
+// are measured on (a one-thread search must not prefer parallel loops it cannot run).
 struct CpuSketches {
   using Genome = tensorgym::Genome;
   SketchPlan plan;
-  explicit CpuSketches(const ProgramPtr& program) : plan(make_sketch_plan(*program)) {}
+  MachineModel machine = MachineModel::reference();
+  CpuSketches(const ProgramPtr& program, int threads) : plan(make_sketch_plan(*program)) {
+    if (threads > 0) machine.cores = threads;
+  }
   Genome random(Rng& rng) const { return random_genome(plan, rng); }
   Genome mutate(const Genome& g, Rng& rng) const { return mutate_genome(plan, g, rng); }
   Genome crossover(const Genome& a, const Genome& b, Rng& rng) const { return crossover_genomes(plan, a, b, rng); }
@@ -38,7 +42,7 @@ struct CpuSketches {
   std::string to_text(const Genome& g) const { return genome_to_text(g); }
   Expected<Genome> from_text(const std::string& text) const { return genome_from_text(plan, text); }
   Expected<LoopNest> lower_nest(const Schedule& s) const { return lower(s); }
-  Expected<double> estimate(const LoopNest& nest) const { return est_cycles(nest); }
+  Expected<double> estimate(const LoopNest& nest) const { return est_cycles(nest, machine); }
 };
 
 // The GPU sketches (agents/gpu_sketch.h), valued by the GPU model (est_gpu_time) on
@@ -421,7 +425,7 @@ class EvolutionaryAgent : public SearchAgent {
   Status start(SearchContext& ctx) override {
     const ProgramPtr& program = ctx.benchmark->program;
     if (ctx.target.empty()) {
-      impl_ = std::make_unique<Evolution<CpuSketches>>(CpuSketches(program));
+      impl_ = std::make_unique<Evolution<CpuSketches>>(CpuSketches(program, ctx.threads));
     } else if (ctx.target == "cuda") {
       TG_ASSIGN_OR_RETURN(const Backend* cuda, find_backend("cuda"));
       impl_ = std::make_unique<Evolution<GpuSketches>>(GpuSketches(program, cuda));

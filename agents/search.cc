@@ -183,6 +183,7 @@ SearchContext Search::context() {
   c.records = &records_;
   c.metric = metric_;
   c.target = target_;
+  c.threads = setup_.evaluator->threads();
   c.make_env = setup_.make_env;
   c.lookup = [this](const std::string& trace) { return lookup(trace); };
   c.initial_cost_model = setup_.initial_cost_model;

@@ -98,6 +98,7 @@ struct SearchContext {
   const std::vector<TrialRecord>* records = nullptr;
   std::string metric;  // the evaluator's
   std::string target;  // the evaluator's: what the candidates are schedules for (empty: the cpu)
+  int threads = 0;     // the evaluator's: threads the kernels are measured on (0: every core, or none)
   // Environments for agents that step through actions (in-process by default).
   std::function<Expected<std::unique_ptr<Env>>()> make_env;
   // The evaluation of a trace already evaluated in this search, or null.
