@@ -86,25 +86,43 @@ std::array<int64_t, N> random_split(int64_t extent, const std::vector<int64_t>& 
   return f;
 }
 
-// Vector widths for an axis: its divisors in 2..64 that are powers of two (drawn twice
-// as often: they fill whole registers) or multiples of 4 from 12 up (28 runs as
-// 16 + 8 + 4 lanes); {1} when there is none. Widths such as 7 or 14 run as 4 + 2 + 1
-// and 8 + 4 + 2 lanes, mostly partial vectors, so they are left out.
-std::vector<int64_t> vector_choices(int64_t extent) {
+// An axis's divisors in 2..64 that are powers of two (twice: drawn twice as often, they
+// fill whole registers) or multiples of 4 from 12 up (28 runs as 16 + 8 + 4 lanes).
+// Widths such as 7 or 14 run as 4 + 2 + 1 and 8 + 4 + 2 lanes, mostly partial vectors,
+// so they are left out here.
+std::vector<int64_t> register_widths(int64_t extent) {
   std::vector<int64_t> out;
   for (int64_t d : divisors(extent)) {
     if (d < 2 || d > kMaxLanes) continue;
     if (is_pow2(d)) out.push_back(d), out.push_back(d);
     else if (d % 4 == 0 && d >= 12) out.push_back(d);
   }
+  return out;
+}
+
+// Whether the whole axis is a vector width: 4 to 64 lanes with no width of 8 or more.
+bool whole_axis_width(int64_t extent) {
+  if (extent < 4 || extent > kMaxLanes || is_pow2(extent)) return false;
+  const std::vector<int64_t> w = register_widths(extent);
+  return w.empty() || *std::max_element(w.begin(), w.end()) < 8;
+}
+
+// Vector widths for an axis: register_widths, plus the whole axis where it is one (a
+// 7 x 7 image's rows: a partial vector beats none, and beats vectorizing the channels
+// of an NCHW tensor, which only a packed copy makes contiguous). {1} when there is none.
+std::vector<int64_t> vector_choices(int64_t extent) {
+  std::vector<int64_t> out = register_widths(extent);
+  if (whole_axis_width(extent)) out.push_back(extent);
   if (out.empty()) out.push_back(1);
   return out;
 }
 
-// Whether an axis can carry the vector loop: it has a width of at least 8 lanes.
-bool vectorizable(int64_t extent) {
-  std::vector<int64_t> v = vector_choices(extent);
-  return *std::max_element(v.begin(), v.end()) >= 8;
+// Whether an axis can carry the vector loop: it has a width of at least 8 lanes, or
+// (`small`) the whole axis is its width.
+bool vectorizable(int64_t extent, bool small = false) {
+  if (small) return whole_axis_width(extent);
+  const std::vector<int64_t> w = register_widths(extent);
+  return !w.empty() && *std::max_element(w.begin(), w.end()) >= 8;
 }
 
 std::vector<int64_t> innermost_choices(int64_t extent, bool vector_axis) {
@@ -115,12 +133,40 @@ std::vector<int64_t> innermost_choices(int64_t extent, bool vector_axis) {
   return out;
 }
 
+bool indexes_away_from_innermost(const StagePlan& sp, size_t j, int a);
+
+// The axes that can carry the vector loop: with a full width (8 lanes or more), and the
+// small ones whose whole extent is the width. Where there are full ones, `small` holds
+// only the last axis, and only if vectorizing every full axis makes some tensor that
+// the last axis reads in its innermost dimension strided (a packed copy's job).
+void vector_axes(const StagePlan& sp, std::vector<int>* full, std::vector<int>* small) {
+  const int n = int(sp.axes.size());
+  std::vector<int> all_small;
+  for (int a = 0; a < n; ++a) {
+    if (vectorizable(sp.axis_extents[size_t(a)])) full->push_back(a);
+    if (vectorizable(sp.axis_extents[size_t(a)], true)) all_small.push_back(a);
+  }
+  if (full->empty()) {
+    *small = std::move(all_small);
+    return;
+  }
+  if (all_small.empty() || all_small.back() != n - 1) return;
+  for (int a : *full) {
+    bool conflict = false;
+    for (size_t j = 0; j < sp.read_inner.size(); ++j)
+      conflict |= sp.read_inner[j][size_t(n - 1)] && indexes_away_from_innermost(sp, j, a);
+    if (!conflict) return;
+  }
+  small->push_back(n - 1);
+}
+
 int default_vec_axis(const StagePlan& sp, Rng& rng) {
   int n = int(sp.axes.size());
-  std::vector<int> usable;
-  for (int a = 0; a < n; ++a)
-    if (vectorizable(sp.axis_extents[size_t(a)])) usable.push_back(a);
-  if (usable.empty()) return n - 1;
+  std::vector<int> usable, small;
+  vector_axes(sp, &usable, &small);
+  if (usable.empty()) return small.empty() ? n - 1 : rng.pick(small);
+  // A small last axis (an image's short rows) now and then.
+  if (!small.empty() && rng.chance(0.25)) return small.back();
   // Mostly the last usable axis (unit stride in row-major layouts).
   if (usable.size() == 1 || rng.chance(0.6)) return usable.back();
   usable.pop_back();
@@ -519,6 +565,7 @@ SketchPlan make_sketch_plan(const Program& program) {
         sp.reads = program.reads_of(d);
         for (const std::string& t : sp.reads) {
           std::vector<int> dims(sp.axes.size(), -1);
+          std::vector<bool> inner(sp.axes.size(), false);
           int rank = 0;
           visit_exprs(d.body, [&](const Expr& e) {
             const Load* load = e.as<Load>();
@@ -529,9 +576,16 @@ SketchPlan make_sketch_plan(const Program& program) {
               for (size_t a = 0; v && a < sp.axes.size(); ++a)
                 if (v->name == sp.axes[a]) dims[a] = int(i);
             }
+            if (load->indices.empty()) return;
+            visit_exprs(load->indices.back(), [&](const Expr& x) {
+              const Variable* v = x.as<Variable>();
+              for (size_t a = 0; v && a < sp.axes.size(); ++a)
+                if (v->name == sp.axes[a]) inner[a] = true;
+            });
           });
           sp.read_dims.push_back(std::move(dims));
           sp.read_ranks.push_back(rank);
+          sp.read_inner.push_back(std::move(inner));
         }
       }
     } else if (d.is_reduction()) {
@@ -679,9 +733,9 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
         break;
       }
       case kVecAxis: {
-        std::vector<int> usable;
-        for (int x = 0; x < n; ++x)
-          if (vectorizable(sp.axis_extents[size_t(x)])) usable.push_back(x);
+        std::vector<int> usable, small;
+        vector_axes(sp, &usable, &small);
+        usable.insert(usable.end(), small.begin(), small.end());
         if (usable.empty()) break;
         int a = rng.pick(usable);
         std::vector<int64_t> lanes = vector_choices(sp.axis_extents[size_t(a)]);

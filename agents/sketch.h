@@ -13,6 +13,11 @@
 //    itself with that consumer as O ("fusion of the consumer").
 //  - The innermost S3 loop (of the chosen vector axis) is vectorized, at most 64
 //    lanes (powers of two drawn twice as often); O's innermost loop too when it fits.
+//    An axis of 4 to 64 with no width of 8 or more (an image row of 7 or 14) may be
+//    vectorized whole: always when no axis has a full width, else the last axis a
+//    quarter of the time where vectorizing any full-width axis instead makes a tensor
+//    that the last axis reads contiguously strided (a depthwise convolution's channels),
+//    never otherwise (a convolution over 7 x 7 vectorizes its output channels).
 //    Random genomes keep the register tile (the S3 factors, lanes included) at most
 //    kMaxTileElements elements, so that its accumulators fit in registers.
 //  - Optionally (layout), reorder_storage puts the vector axis innermost in I's buffer
@@ -72,6 +77,9 @@ struct StagePlan {
   // directly (a bare variable), or -1; and the tensor's rank.
   std::vector<std::vector<int>> read_dims;
   std::vector<int> read_ranks;
+  // Per read tensor, per spatial axis: whether the tensor's innermost index reads the
+  // axis (in any expression: x in P[.., x * 2 + s]).
+  std::vector<std::vector<bool>> read_inner;
   // kPrologue: the tiled stage that reads it, if any
   std::string tiled_reader;
 };
