@@ -20,7 +20,8 @@ Expected<Json> read_json(const std::string& path) {
 
 }  // namespace
 
-Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, const std::vector<std::string>& names) {
+Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, const std::vector<std::string>& names,
+                                                        const std::string& suite) {
   namespace fs = std::filesystem;
   MetaScheduleResults r;
   r.dir = dir;
@@ -66,8 +67,8 @@ Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, 
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ",") + m;
     return not_found(fmt::format("--metaschedule {}: no tuned kernel for {}; tune them with "
-                                 "benchmarks/metaschedule/tune.py --benchmarks {} --out {}",
-                                 dir, list, list, dir));
+                                 "benchmarks/metaschedule/tune.py {}--benchmarks {} --out {}",
+                                 dir, list, suite == "ops-v0" ? "" : "--suite " + suite + " ", list, dir));
   }
   return r;
 }

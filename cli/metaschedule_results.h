@@ -35,7 +35,8 @@ struct MetaScheduleResults {
 // Reads DIR/tvm.json and the record of each of `names`. NOT_FOUND names the benchmarks
 // without a tuned kernel (and the command that tunes them); INVALID_ARGUMENT a file
 // that is not what tune.py writes.
-Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, const std::vector<std::string>& names);
+Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, const std::vector<std::string>& names,
+                                                        const std::string& suite = "ops-v0");
 
 // The first trial (1-based) whose best-so-far reaches `fraction` of the final best of
 // `curve` (best-so-far throughput after each trial); 0 when the curve never rises above 0.

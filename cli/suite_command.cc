@@ -282,10 +282,17 @@ const std::vector<std::string> kOpsHeader = {
 
 std::string family_of(const std::string& name) { return name.substr(0, name.find('-')); }
 
+// The schedule suite --suite names without its scheme ("ops-v0", "ops-heldout-v0"), or "".
+std::string ops_suite_name(const std::string& suite) {
+  const std::string name = suite.rfind("benchmark://", 0) == 0 ? suite.substr(12) : suite;
+  return name == "ops-v0" || name == "ops-heldout-v0" ? name : "";
+}
+
 // The benchmarks to run, in suite order: --benchmarks as given, else every batch-1
 // benchmark of the chosen families.
 Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
-  Expected<const Dataset*> ds = DatasetRegistry::global().find_dataset("benchmark://ops-v0");
+  const std::string suite = ops_suite_name(o.suite);
+  Expected<const Dataset*> ds = DatasetRegistry::global().find_dataset("benchmark://" + suite);
   if (!ds.ok()) return ds.status();
   std::vector<std::string> all, families;
   for (const BenchmarkInfo& b : (*ds)->list(0, (*ds)->size())) {
@@ -298,12 +305,13 @@ Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
     if (!o.families.empty()) return invalid_argument("give --families or --benchmarks, not both");
     for (const std::string& b : o.benchmarks)
       if (std::find(all.begin(), all.end(), b) == all.end())
-        return not_found("--benchmarks: ops-v0 has no benchmark '" + b + "' (names look like gmm-1, c2d-3-b16)");
+        return not_found("--benchmarks: " + suite + " has no benchmark '" + b + "' (names look like " + all.front() +
+                         ", " + all.back() + ")");
     return o.benchmarks;
   }
   for (const std::string& f : o.families)
     if (std::find(families.begin(), families.end(), f) == families.end())
-      return not_found("--families: ops-v0 has no family '" + f + "' (families: " + join(families, ", ") + ")");
+      return not_found("--families: " + suite + " has no family '" + f + "' (families: " + join(families, ", ") + ")");
   std::vector<std::string> picked;
   for (const std::string& name : all) {
     if (name.find("-b") != std::string::npos) continue;
@@ -316,8 +324,8 @@ Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
 
 std::string ops_settings(const SuiteOptions& o) {
   std::string time_limit = fixed(o.time_limit, 3);
-  return fmt::format("suite=ops-v0\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n{}",
-                     o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit,
+  return fmt::format("suite={}\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n{}",
+                     ops_suite_name(o.suite), o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit,
                      o.metaschedule.empty() ? "" : "metaschedule=" + o.metaschedule + "\n");
 }
 
@@ -447,7 +455,7 @@ int run_ops_suite(const SuiteOptions& o) {
 
   std::unique_ptr<MetaScheduleResults> metaschedule;
   if (!o.metaschedule.empty()) {
-    Expected<MetaScheduleResults> m = read_metaschedule_results(o.metaschedule, *names);
+    Expected<MetaScheduleResults> m = read_metaschedule_results(o.metaschedule, *names, ops_suite_name(o.suite));
     if (!m.ok()) return report_error(m.status());
     metaschedule = std::make_unique<MetaScheduleResults>(std::move(*m));
   }
@@ -466,7 +474,8 @@ int run_ops_suite(const SuiteOptions& o) {
 
   // With --json, stdout holds the JSON alone and the running commentary goes to stderr.
   std::ostream& out = o.json ? std::cerr : std::cout;
-  out << fmt::format("suite ops-v0: {} benchmarks, agent {}, {} trials, reward {}, {} thread{}, seed {}; {}\n",
+  const std::string suite = ops_suite_name(o.suite);
+  out << fmt::format("suite {}: {} benchmarks, agent {}, {} trials, reward {}, {} thread{}, seed {}; {}\n", suite,
                      names->size(), o.agent, o.trials, o.reward, o.threads, o.threads == 1 ? "" : "s", o.seed,
                      vendor_libraries_text());
   if (metaschedule)
@@ -474,7 +483,7 @@ int run_ops_suite(const SuiteOptions& o) {
   int64_t ran = 0;
   size_t left = 0;
   for (size_t i = 0; i < names->size(); ++i) {
-    const std::string uri = "benchmark://ops-v0/" + (*names)[i];
+    const std::string uri = "benchmark://" + suite + "/" + (*names)[i];
     const std::string step = fmt::format("[{}/{}] ", i + 1, names->size());
     if (finished.count(uri)) {
       out << step << (*names)[i] << ": finished earlier, skipped" << std::endl;
@@ -504,12 +513,12 @@ int run_ops_suite(const SuiteOptions& o) {
   for (const auto& r : dir.rows()) by_uri[r[0]] = r;
   std::vector<std::vector<std::string>> rows;
   for (const std::string& n : *names)
-    if (by_uri.count("benchmark://ops-v0/" + n)) rows.push_back(by_uri["benchmark://ops-v0/" + n]);
+    if (by_uri.count("benchmark://" + suite + "/" + n)) rows.push_back(by_uri["benchmark://" + suite + "/" + n]);
   out << "\n";
   Json table = print_ops_table(rows, out);
   out << "results: " << dir.path("results.csv") << "\nstates: " << states_path << "\n";
   if (o.json) {
-    Json j = Json{{"suite", "ops-v0"}, {"agent", o.agent}, {"trials", o.trials}, {"reward", o.reward},
+    Json j = Json{{"suite", suite}, {"agent", o.agent}, {"trials", o.trials}, {"reward", o.reward},
                   {"threads", o.threads}, {"seed", o.seed}, {"left", left}};
     j.update(table);
     j["results"] = dir.path("results.csv");
@@ -632,9 +641,9 @@ int run_graphs_suite(const SuiteOptions& o) {
 
 int run_suite(const SuiteOptions& o) {
   if (o.out.empty()) return report_error(invalid_argument("--out DIR is required (where results.csv goes)"));
-  if (o.suite == "ops-v0" || o.suite == "benchmark://ops-v0") return run_ops_suite(o);
+  if (!ops_suite_name(o.suite).empty()) return run_ops_suite(o);
   if (o.suite == "graphs-v0" || o.suite == "benchmark://graphs-v0") return run_graphs_suite(o);
-  return report_error(not_found("--suite: no suite '" + o.suite + "' (suites: ops-v0, graphs-v0)"));
+  return report_error(not_found("--suite: no suite '" + o.suite + "' (suites: ops-v0, ops-heldout-v0, graphs-v0)"));
 }
 
 }  // namespace
@@ -643,7 +652,7 @@ void add_suite_command(CLI::App& app) {
   auto o = std::make_shared<SuiteOptions>();
   CLI::App* cmd = app.add_subcommand(
       "suite", "Run an agent over a benchmark suite (or the planners over graphs-v0), validated, against vendor libraries");
-  cmd->add_option("--suite", o->suite, "ops-v0 (schedules) or graphs-v0 (memory planners)")->required();
+  cmd->add_option("--suite", o->suite, "ops-v0 or ops-heldout-v0 (schedules), or graphs-v0 (memory planners)")->required();
   cmd->add_option("--out", o->out, "Directory for results.csv and states.jsonl; an earlier run there is resumed");
   cmd->add_option("--families", o->families, "ops-v0: families to run, e.g. gmm,c2d (default: all; batch 1)")
       ->delimiter(',');

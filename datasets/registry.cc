@@ -28,6 +28,7 @@ std::string_view scheme_of(std::string_view dataset_uri) {
 
 DatasetRegistry::DatasetRegistry() {
   datasets_.push_back(make_ops_dataset());
+  datasets_.push_back(make_ops_heldout_dataset());
   datasets_.push_back(make_resnet50_dataset());
   datasets_.push_back(make_bert_dataset());
   datasets_.push_back(make_mobilenetv2_dataset());

@@ -13,6 +13,8 @@ namespace tensorgym {
 
 // benchmark://ops-v0: the single-operator suite of the Ansor paper (ops_suite.cc).
 std::unique_ptr<StaticDataset> make_ops_dataset();
+// benchmark://ops-heldout-v0: two held-out shapes of each ops-v0 family (ops_suite.cc).
+std::unique_ptr<StaticDataset> make_ops_heldout_dataset();
 // benchmark://resnet50-v0: the distinct layers of ResNet-50 v1 (resnet50.cc).
 std::unique_ptr<StaticDataset> make_resnet50_dataset();
 // benchmark://bert-v0: the operators of a BERT-base encoder layer (bert.cc).

@@ -85,6 +85,7 @@ TEST(Datasets, RegistryListsTheDatasetsWithTheirSizes) {
   std::map<std::string, int64_t> sizes;
   for (const Dataset* d : registry().datasets()) sizes[d->name()] = d->size();
   EXPECT_EQ(sizes["benchmark://ops-v0"], 80);
+  EXPECT_EQ(sizes["benchmark://ops-heldout-v0"], 20);
   EXPECT_EQ(sizes["benchmark://resnet50-v0"], 21);
   EXPECT_EQ(sizes["benchmark://bert-v0"], 9);
   EXPECT_EQ(sizes["benchmark://mobilenetv2-v0"], 29);
@@ -93,7 +94,7 @@ TEST(Datasets, RegistryListsTheDatasetsWithTheirSizes) {
   EXPECT_EQ(sizes["benchmark://user-v0"], 0);
   EXPECT_EQ(sizes["benchmark://graphs-v0"], -1);  // model graphs for memory-v0 (randwire is a family)
   EXPECT_EQ(sizes["benchmark://inline-v0"], 0);   // a cache of programs sent in jobs: never listed
-  EXPECT_EQ(sizes.size(), 9u);
+  EXPECT_EQ(sizes.size(), 10u);
   for (const Dataset* d : registry().datasets()) EXPECT_FALSE(d->description().empty()) << d->name();
 }
 
@@ -125,7 +126,7 @@ TEST(Datasets, EveryFiniteBenchmarkParsesPrintsBackAndLowers) {
       ++count;
     }
   }
-  EXPECT_EQ(count, 80 + 21 + 9 + 29 + 13);
+  EXPECT_EQ(count, 80 + 20 + 21 + 9 + 29 + 13);
 }
 
 TEST(Datasets, ResolvingTwiceGivesTheSameProgram) {
@@ -191,6 +192,32 @@ TEST(Datasets, OpsSuiteNamesAndShapes) {
   // Padding stages only where the padding is not zero.
   EXPECT_TRUE(resolve_ok("benchmark://ops-v0/c2d-1").program->find_stage("P"));
   EXPECT_FALSE(resolve_ok("benchmark://ops-v0/c2d-2").program->find_stage("P"));
+}
+
+// The held-out shapes: two per family, batch 1, named <family>-h<n>, none of them an
+// ops-v0 shape (a held-out shape equal to a development one would hold nothing out).
+TEST(Datasets, HeldOutOpsShapesAreNotOpsV0Shapes) {
+  const Dataset* ops = *registry().find_dataset("ops-v0");
+  const Dataset* heldout = *registry().find_dataset("ops-heldout-v0");
+  std::map<std::string, std::set<std::string>> shapes;  // family -> shape texts
+  for (const BenchmarkInfo& i : ops->list(0, -1)) {
+    const std::string name = i.uri.substr(i.uri.rfind('/') + 1);
+    shapes[name.substr(0, 3)].insert(i.shape);
+  }
+  std::map<std::string, int> per_family;
+  for (const BenchmarkInfo& i : heldout->list(0, -1)) {
+    const std::string name = i.uri.substr(i.uri.rfind('/') + 1);
+    const std::string family = name.substr(0, 3);
+    EXPECT_EQ(name.substr(3, 2), "-h") << name;
+    EXPECT_TRUE(shapes.count(family)) << name;
+    EXPECT_FALSE(shapes[family].count(i.shape)) << name << " is an ops-v0 shape: " << i.shape;
+    ++per_family[family];
+    Benchmark b = resolve_ok(i.uri);
+    ASSERT_TRUE(b.program) << i.uri;
+  }
+  EXPECT_EQ(per_family.size(), 10u);
+  for (const auto& [family, n] : per_family) EXPECT_EQ(n, 2) << family;
+  EXPECT_EQ(resolve_ok("benchmark://ops-heldout-v0/gmm-h1").program->shape_of("C"), (std::vector<int64_t>{128, 768}));
 }
 
 TEST(Datasets, ListHonoursOffsetAndLimit) {
@@ -916,7 +943,7 @@ TEST(DatasetRegistry, AddDataset) {
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(local.add_dataset(std::make_unique<StaticDataset>("benchmark://mine-v0", "mine", entries)).ok());
   EXPECT_EQ(local.resolve("benchmark://mine-v0/one")->uri, "benchmark://mine-v0/one");
-  EXPECT_EQ(local.datasets().size(), 10u);
+  EXPECT_EQ(local.datasets().size(), 11u);
 }
 
 }  // namespace

@@ -105,6 +105,28 @@ TEST(SuiteTest, OpsSuiteValidatesAndResumesWithoutRepeating) {
   std::filesystem::remove(log);
 }
 
+// The held-out shapes run as a suite of their own: their URIs in the rows and states,
+// the suite's name in the settings.
+TEST(SuiteTest, HeldOutSuiteRunsItsOwnBenchmarks) {
+  const std::string out = temp_dir("heldout"), log = out + ".log";
+  ASSERT_EQ(run("suite --suite ops-heldout-v0 --agent random --trials 4 --reward est_cycles --threads 1 --rounds 1 "
+                "--seed 5 --quiet --benchmarks nrm-h1 --out " + out,
+                log),
+            0)
+      << read(log);
+  int repeated = 0;
+  std::map<std::string, std::string> rows = rows_by_key(read(out + "/results.csv"), &repeated);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NE(rows["benchmark://ops-heldout-v0/nrm-h1"].find(",yes,"), std::string::npos) << read(out + "/results.csv");
+  EXPECT_NE(read(out + "/suite.cfg").find("suite=ops-heldout-v0"), std::string::npos) << read(out + "/suite.cfg");
+  Expected<std::vector<EpisodeState>> states = read_episode_states(out + "/states.jsonl");
+  ASSERT_TRUE(states.ok()) << states.status().to_string();
+  ASSERT_EQ(states->size(), 1u);
+  EXPECT_EQ((*states)[0].benchmark, "benchmark://ops-heldout-v0/nrm-h1");
+  std::filesystem::remove_all(out);
+  std::filesystem::remove(log);
+}
+
 // A run killed while it works, run again, finishes every benchmark exactly once and
 // keeps the rows finished before the kill. (If the machine is fast enough that the
 // first run ends before the kill, the second run must simply skip everything.)
@@ -184,6 +206,10 @@ TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
       {"suite --suite ops-v0 --benchmarks gmm-1,nrm-1 --metaschedule " + ms + " --out " + out,
        "no tuned kernel for nrm-1; tune them with benchmarks/metaschedule/tune.py --benchmarks nrm-1"},
       {"suite --suite graphs-v0 --graphs nope --out " + out, "nope"},
+      // The held-out suite: its own names, and its own tune.py command.
+      {"suite --suite ops-heldout-v0 --benchmarks gmm-1 --out " + out, "ops-heldout-v0 has no benchmark 'gmm-1'"},
+      {"suite --suite ops-heldout-v0 --benchmarks gmm-h1 --metaschedule " + ms + " --out " + out,
+       "tune.py --suite ops-heldout-v0 --benchmarks gmm-h1"},
   };
   for (const Case& c : cases) {
     EXPECT_NE(run(c.args, log), 0) << c.args;

@@ -28,30 +28,30 @@ import tempfile
 import time
 
 
-def benchmark_shapes(tensorgym):
-    """{name: shape text} of every ops-v0 benchmark, from `tensorgym benchmarks`."""
-    out = subprocess.run([tensorgym, "benchmarks", "ops-v0", "--json"], check=True, capture_output=True, text=True).stdout
+def benchmark_shapes(tensorgym, suite):
+    """{name: shape text} of every benchmark of `suite`, from `tensorgym benchmarks`."""
+    out = subprocess.run([tensorgym, "benchmarks", suite, "--json"], check=True, capture_output=True, text=True).stdout
     return {b["uri"].rsplit("/", 1)[1]: b["shape"] for b in json.loads(out)["benchmarks"]}
 
 
-def benchmark_flops(tensorgym, name):
+def benchmark_flops(tensorgym, suite, name):
     out = subprocess.run(
-        [tensorgym, "run", "--benchmark", f"benchmark://ops-v0/{name}", "--observe", "flops", "--json"],
+        [tensorgym, "run", "--benchmark", f"benchmark://{suite}/{name}", "--observe", "flops", "--json"],
         check=True, capture_output=True, text=True,
     ).stdout
     return float(json.loads(out)["observations"]["flops"])
 
 
-def select(shapes, families, benchmarks):
+def select(suite, shapes, families, benchmarks):
     if benchmarks:
         missing = [b for b in benchmarks if b not in shapes]
         if missing:
-            sys.exit(f"tune.py: ops-v0 has no benchmark {', '.join(missing)}")
+            sys.exit(f"tune.py: {suite} has no benchmark {', '.join(missing)}")
         return benchmarks
     known = sorted({n.split("-")[0] for n in shapes})
     bad = [f for f in families if f not in known]
     if bad:
-        sys.exit(f"tune.py: ops-v0 has no family {', '.join(bad)} (families: {', '.join(known)})")
+        sys.exit(f"tune.py: {suite} has no family {', '.join(bad)} (families: {', '.join(known)})")
     return [n for n in shapes if "-b" not in n and (not families or n.split("-")[0] in families)]
 
 
@@ -124,6 +124,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tensorgym", default=os.path.join(here, "..", "..", "build", "bin", "tensorgym"))
+    p.add_argument("--suite", default="ops-v0", choices=["ops-v0", "ops-heldout-v0"],
+                   help="the dataset the benchmarks are from (ops-heldout-v0: the held-out shapes)")
     p.add_argument("--families", default="", help="comma-separated families (default: all ten, batch 1)")
     p.add_argument("--benchmarks", default="", help="comma-separated benchmark names instead, e.g. gmm-1,c2d-3")
     p.add_argument("--trials", type=int, default=64,
@@ -143,8 +145,8 @@ def main():
     import tvm_ffi
     from tvm.target import codegen
 
-    shapes = benchmark_shapes(args.tensorgym)
-    names = select(shapes, [f for f in args.families.split(",") if f], [b for b in args.benchmarks.split(",") if b])
+    shapes = benchmark_shapes(args.tensorgym, args.suite)
+    names = select(args.suite, shapes, [f for f in args.families.split(",") if f], [b for b in args.benchmarks.split(",") if b])
     os.makedirs(args.out, exist_ok=True)
     target_config = {"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": args.threads}
     target = tvm.target.Target(target_config)
@@ -169,7 +171,7 @@ def main():
                 sys.exit(f"tune.py: {record_path} was tuned with other settings; use another --out")
             print(f"[{i + 1}/{len(names)}] {name}: tuned earlier, skipped", flush=True)
             continue
-        record = tune_one(name, shapes[name], benchmark_flops(args.tensorgym, name), args, target)
+        record = tune_one(name, shapes[name], benchmark_flops(args.tensorgym, args.suite, name), args, target)
         with open(record_path + ".tmp", "w") as f:
             json.dump(record, f, indent=1)
         os.replace(record_path + ".tmp", record_path)  # the record last: it marks the kernel complete
