@@ -27,7 +27,6 @@ namespace {
 // Local buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBytes = int64_t(512) << 10;
 
-
 struct BufferBinding {
   llvm::Value* ptr = nullptr;
   llvm::Type* elem = nullptr;
