@@ -167,6 +167,29 @@ TEST(SketchTest, RandomTiledGenomesFollowTheSamplingRules) {
   EXPECT_GT(packed_layouts, 200 * 6 / 10);  // 0.9 x 0.9 expected
 }
 
+// A depthwise convolution over 7x7 outputs: vectorizing its channels makes the input
+// strided (it is NCHW), so the 7-wide rows carry the vector loop whole, a quarter of
+// the time; the 7-high columns never do.
+TEST(SketchTest, ShortRowsCarryTheVectorsWhereTheChannelsWouldStrideTheInput) {
+  Benchmark b = resolve("benchmark://ops-v0/dep-3");
+  SketchPlan plan = make_sketch_plan(*b.program);
+  const size_t yi = size_t(plan.index_of("Y"));
+  Rng rng(3);
+  int rows = 0, channels = 0;
+  for (int i = 0; i < 400; ++i) {
+    const StageGenes s = random_genome(plan, rng).stages[yi];
+    EXPECT_TRUE(s.vec_axis == 1 || s.vec_axis == 3) << s.vec_axis;  // (n, c, y, x)
+    if (s.vec_axis == 3) {
+      ++rows;
+      EXPECT_EQ(s.spatial[3][3], 7);  // the whole row
+    }
+    channels += s.vec_axis == 1;
+  }
+  EXPECT_GT(rows, 400 / 8);
+  EXPECT_LT(rows, 400 / 2);
+  EXPECT_EQ(rows + channels, 400);
+}
+
 // Random genomes render, lower, round-trip through their text form, and compute what
 // the unscheduled program computes.
 TEST(SketchTest, RandomGenomesRenderCorrectSchedules) {
