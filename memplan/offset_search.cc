@@ -454,11 +454,14 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
   const BufferKeys keys = buffer_keys(s, instance);
   // Round robin over the preorderings with a growing node budget: one of them often
   // finds a plan quickly where another wanders. Each round also gives the time sweep
-  // (sweep_fit.h) a restart of its own, with 16 times the budget in placements (each
-  // costs about as much less than a search node): it finds plans on tight instances,
-  // and proves nothing.
+  // (sweep_fit.h) a restart of its own, in placements (each costs much less than a
+  // search node): it finds plans on tight instances, and proves nothing. Its share
+  // grows with the moments that leave no slack, where it is strong (16 to 256
+  // placements per node of the budget); what it refutes carries from round to round.
   int64_t budget = std::max<int64_t>(1000, int64_t(s.buffers.size()) * 4);
   int64_t spent = 0;
+  const int64_t sweep_share = 16 + int64_t(240 * tight_moment_fraction(instance, capacity));
+  SweepMemo memo;
   for (uint64_t round = 0;; ++round) {
     for (const std::string& preordering : preorderings()) {
       Fit fit(s, keys, preordering, capacity, instance.alignment);
@@ -476,7 +479,7 @@ FitResult fit_offsets(const Instance& instance, int64_t capacity, int64_t node_l
       if (spent >= node_limit || Clock::now() > deadline) return FitResult::kGaveUp;
     }
     int64_t used = 0;
-    const bool found = sweep_fit(instance, capacity, budget * 16, deadline, round, offsets, &used);
+    const bool found = sweep_fit(instance, capacity, budget * sweep_share, deadline, round, offsets, &used, &memo);
     *nodes += used;
     if (found) return FitResult::kFound;
     if (Clock::now() > deadline) return FitResult::kGaveUp;

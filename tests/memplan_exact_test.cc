@@ -177,7 +177,7 @@ TEST(SweepFit, TilesStripsExactlyAndOnlyReturnsValidPlans) {
     ASSERT_TRUE(t.ok());
     Offsets offsets;
     int64_t nodes = 0;
-    // Without slack anywhere the sweep is complete; these need under 400,000 placements.
+    // Without slack anywhere these need under 400,000 placements.
     ASSERT_TRUE(sweep_fit(t->instance, t->optimum, 4000000, far, 0, &offsets, &nodes)) << "seed " << seed;
     EXPECT_EQ(*verify_offsets(t->instance, offsets), t->optimum);
     EXPECT_GT(nodes, 0);
@@ -209,6 +209,59 @@ TEST(SweepFit, TilesStripsExactlyAndOnlyReturnsValidPlans) {
   Expected<StripTiling> t = make_strip_tiling(big);
   Offsets offsets;
   EXPECT_FALSE(sweep_fit(t->instance, t->optimum, 1000000, far, 0, &offsets, nullptr));
+}
+
+TEST(SweepFit, JumpsBackToThePlacementsAFailureInvolves) {
+  // Tilings of 250 buffers, where a wrong arrangement shows many moments after it was
+  // made: going back chronologically, the sweep found 3 of these 6 within a million
+  // placements each; jumping back to the placements a failure involves, and never
+  // entering an arrangement that failed before, it finds at least 5.
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    Expected<StripTiling> t = strip_tiling(seed, 250);
+    ASSERT_TRUE(t.ok());
+    Offsets offsets;
+    if (!sweep_fit(t->instance, t->optimum, 1000000, far, 0, &offsets, nullptr)) continue;
+    ++found;
+    EXPECT_EQ(*verify_offsets(t->instance, offsets), t->optimum) << "seed " << seed;
+  }
+  EXPECT_GE(found, 5);
+}
+
+TEST(SweepFit, AMemoCarriesRefutationsOnlyAtItsCapacity) {
+  const auto far = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  Expected<StripTiling> t = strip_tiling(3, 120);
+  ASSERT_TRUE(t.ok());
+  SweepMemo memo;
+  Offsets offsets;
+  int64_t first = 0, again = 0;
+  // Below the optimum the first moment fails, and the memo remembers it: a second call
+  // refutes it without a placement.
+  EXPECT_FALSE(sweep_fit(t->instance, t->optimum - 1024, 100000, far, 0, &offsets, &first, &memo));
+  EXPECT_FALSE(sweep_fit(t->instance, t->optimum - 1024, 100000, far, 1, &offsets, &again, &memo));
+  EXPECT_EQ(again, 0);
+  EXPECT_GT(first, 0);
+  // At another capacity it forgets: the optimum is found with the same memo.
+  ASSERT_TRUE(sweep_fit(t->instance, t->optimum, 4000000, far, 0, &offsets, nullptr, &memo));
+  EXPECT_EQ(*verify_offsets(t->instance, offsets), t->optimum);
+  // Restarts that share a memo keep finding valid plans.
+  for (uint64_t restart = 1; restart <= 3; ++restart) {
+    ASSERT_TRUE(sweep_fit(t->instance, t->optimum, 4000000, far, restart, &offsets, nullptr, &memo));
+    EXPECT_EQ(*verify_offsets(t->instance, offsets), t->optimum);
+  }
+}
+
+TEST(SweepFit, CountsTheMomentsWithoutSlack) {
+  Expected<StripTiling> t = strip_tiling(5, 60);
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(tight_moment_fraction(t->instance, t->optimum), 1.0);
+  EXPECT_DOUBLE_EQ(tight_moment_fraction(t->instance, t->optimum + 1024), 0.0);
+  // Two moments: at 0 the live bytes are 10 (tight at 10), at 5 they are 6.
+  Instance inst;
+  inst.buffers = {{"a", 0, 10, 4}, {"b", 0, 5, 6}, {"c", 5, 10, 2}};
+  EXPECT_DOUBLE_EQ(tight_moment_fraction(inst, 10), 0.5);
+  EXPECT_DOUBLE_EQ(tight_moment_fraction(Instance{}, 10), 0.0);
 }
 
 TEST(StripTiling, IsAPerfectTilingWithItsWitnessAndRepeatsBySeed) {
