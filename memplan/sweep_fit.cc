@@ -364,7 +364,7 @@ class SweepFit {
   const int64_t capacity_;
   std::vector<int64_t> moment_time_;
   static constexpr size_t kMaxStartersChecked = 10;
-  static constexpr size_t kMaxFailed = 1 << 22;
+  static constexpr size_t kMaxFailed = 1 << 20;
   std::vector<char> tight_;
   // Per moment without slack: every (sum, subset of its starters) pair, sorted.
   mutable std::vector<std::vector<std::pair<int64_t, uint32_t>>> masks_;

@@ -29,8 +29,9 @@ inline constexpr int64_t kMaxSweepBuffers = 1000;
 double tight_moment_fraction(const Instance& instance, int64_t capacity);
 
 // What the sweep learned about one instance at one capacity: the arrangements of live
-// buffers at the start of a moment from which no plan exists. Restarts that share it
-// skip what earlier ones refuted.
+// buffers at the start of a moment from which no plan exists (a 64-bit hash each, up
+// to about a million: tens of MB). Restarts that share it skip what earlier ones
+// refuted.
 class SweepMemo {
  public:
   SweepMemo();
