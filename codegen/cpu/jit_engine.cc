@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/cpu/partial_vectors.h"
 #include "codegen/cpu/runtime.h"
 
 namespace tensorgym {
@@ -142,6 +143,9 @@ Status JitEngine::optimize(llvm::Module& module) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PartialVectorMemoryPass()));
+  });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(module, mam);
   return Status();

@@ -154,16 +154,27 @@ class LaneWidener : public IRMutator {
   std::unordered_set<std::string> vector_lets_;
 };
 
-// The loop as vector code, in chunks of power-of-two lanes (28 = 16 + 8 + 4): LLVM's x86
-// backend legalizes a <28 x float> by widening and splitting it, which spills every
-// accumulator of a register tile (a 28-lane GEMM-like tile ran 20x slower than a 16-lane
-// one). The lanes of a vectorized loop are independent, so chunks may run in sequence.
-// A chunk of one lane is a serial one-iteration loop. Undefined when a chunk fails.
+// Lanes of the next chunk of a vectorized loop with `rest` iterations left: the largest
+// power of two while 16 or more remain, then the whole rest (7; 14; 28 = 16 + 12;
+// 49 = 32 + 16 + 1), which a backend runs as one partial vector of the next power of
+// two lanes (masked loads and stores) rather than as 4 + 2 + 1 pieces.
+int64_t chunk_lanes(int64_t rest) {
+  int64_t lanes = 64;
+  while (lanes > rest) lanes /= 2;
+  return lanes >= 16 ? lanes : rest;
+}
+
+// The loop as vector code, in chunks of chunk_lanes(): never a vector of more than 16
+// lanes that is not a power of two, since LLVM's x86 backend legalizes a <28 x float>
+// by widening and splitting it, which spills every accumulator of a register tile (a
+// 28-lane GEMM-like tile ran 20x slower than a 16-lane one). The lanes of a vectorized
+// loop are independent, so chunks may run in sequence. A chunk of one lane is a serial
+// one-iteration loop. Undefined when a chunk fails.
 Stmt vectorize_in_chunks(const std::string& name, const Expr& min, int64_t extent, const Stmt& body) {
   std::vector<Stmt> chunks;
   int64_t offset = 0;
-  for (int64_t lanes = 64; lanes >= 1; lanes /= 2) {
-    if (extent - offset < lanes) continue;
+  while (offset < extent) {
+    const int64_t lanes = chunk_lanes(extent - offset);
     Expr base = offset == 0 ? min : Add::make(min, make_int(offset));
     if (lanes == 1) {
       chunks.push_back(For::make(name, base, make_int(1), ForKind::kSerial, body));
