@@ -87,9 +87,9 @@ std::array<int64_t, N> random_split(int64_t extent, const std::vector<int64_t>& 
 }
 
 // An axis's divisors in 2..64 that are powers of two (twice: drawn twice as often, they
-// fill whole registers) or multiples of 4 from 12 up (28 runs as 16 + 8 + 4 lanes).
-// Widths such as 7 or 14 run as 4 + 2 + 1 and 8 + 4 + 2 lanes, mostly partial vectors,
-// so they are left out here.
+// fill whole registers) or multiples of 4 from 12 up (28 runs as 16 + 12 lanes).
+// Widths such as 7 or 14 run as one partial vector of 8 or 16 lanes (vectorize_loops.cc),
+// a register's lanes idle, so they are left out here.
 std::vector<int64_t> register_widths(int64_t extent) {
   std::vector<int64_t> out;
   for (int64_t d : divisors(extent)) {
@@ -165,8 +165,10 @@ int default_vec_axis(const StagePlan& sp, Rng& rng) {
   std::vector<int> usable, small;
   vector_axes(sp, &usable, &small);
   if (usable.empty()) return small.empty() ? n - 1 : rng.pick(small);
-  // A small last axis (an image's short rows) now and then.
-  if (!small.empty() && rng.chance(0.25)) return small.back();
+  // A small last axis (an image's short rows) half the time: the alternatives need a
+  // transposed copy of what the rows read, and short rows run as one partial vector
+  // each, or flattened into full ones.
+  if (!small.empty() && rng.chance(0.5)) return small.back();
   // Mostly the last usable axis (unit stride in row-major layouts).
   if (usable.size() == 1 || rng.chance(0.6)) return usable.back();
   usable.pop_back();
@@ -180,6 +182,41 @@ bool indexes_away_from_innermost(const StagePlan& sp, size_t j, int a) {
   if (j >= sp.read_dims.size() || a < 0 || size_t(a) >= sp.read_dims[j].size()) return false;
   const int dim = sp.read_dims[j][size_t(a)];
   return dim >= 0 && dim + 1 < sp.read_ranks[j];
+}
+
+// Rows shorter than this may be flattened with the axis before them.
+constexpr int64_t kShortRow = 16;
+
+// Whether `g` may fuse the S3 loops of the last two axes into its vector loop: the
+// vector axis is the last one, short, and whole in S3 (whole rows), and the rows fit
+// in 64 lanes.
+bool can_flatten(const StagePlan& sp, const StageGenes& g) {
+  const int n = int(sp.axes.size());
+  if (n < 2 || g.vec_axis != n - 1 || g.spatial.size() != size_t(n)) return false;
+  const int64_t row = sp.axis_extents[size_t(n - 1)];
+  const int64_t rows = g.spatial[size_t(n - 2)][3];
+  return row < kShortRow && g.spatial[size_t(n - 1)][3] == row && rows > 1 && rows * row <= kMaxLanes;
+}
+
+// Makes `g` flattened: the last axis vectorized whole, a random S3 of more than one row
+// for the axis before, the register tile within kMaxTileElements. False (and `g`
+// unchanged) where the rows do not fit.
+bool make_flattened(const StagePlan& sp, StageGenes* g, Rng& rng) {
+  const int n = int(sp.axes.size());
+  if (n < 2) return false;
+  const int64_t row = sp.axis_extents[size_t(n - 1)];
+  if (row >= kShortRow) return false;
+  int64_t others = 1;  // the rest of the register tile
+  for (int a = 0; a < n - 2; ++a) others *= g->spatial[size_t(a)][3];
+  std::vector<int64_t> rows;
+  for (int64_t d : divisors(sp.axis_extents[size_t(n - 2)]))
+    if (d > 1 && d * row <= kMaxLanes && others * d * row <= kMaxTileElements) rows.push_back(d);
+  if (rows.empty()) return false;
+  g->vec_axis = n - 1;
+  g->spatial[size_t(n - 1)] = {1, 1, 1, row};
+  g->spatial[size_t(n - 2)] = random_split<4>(sp.axis_extents[size_t(n - 2)], rows, rng);
+  g->flatten = true;
+  return true;
 }
 
 int64_t register_tile(const StageGenes& g) {
@@ -222,6 +259,9 @@ StageGenes random_stage_genes(const StagePlan& sp, Rng& rng) {
         const bool needs_pack = g.layout && indexes_away_from_innermost(sp, i, g.vec_axis);
         g.pack.push_back(rng.chance(needs_pack ? 0.1 : 0.5) ? 0 : int(rng.range(1, 4)));
       }
+      // Short whole rows that carry the vectors are flattened with the rows before
+      // them half the time (retiled to more than one row where needed).
+      if (g.vec_axis == n - 1 && rng.chance(0.5)) g.flatten = can_flatten(sp, g) || make_flattened(sp, &g, rng);
       g.parallel = int(rng.range(0, (g.compute_level + 1) * n));
       g.unroll = int(rng.below(4));
       break;
@@ -424,13 +464,27 @@ Status render_tiled(Renderer& r, const StagePlan& sp, const StageGenes& g, Tiled
     r.optional("reorder_storage", dims);
   }
   // Annotations.
-  if (g.spatial[size_t(vec)][3] > 1) r.optional("vectorize", {ref(I, i3[size_t(vec)])});
+  const bool flatten = g.flatten && can_flatten(sp, g);
+  if (flatten) {
+    const std::string rows = r.fresh_loop(I, sp.axes[ns - 2] + sp.axes[ns - 1] + "3");
+    if (r.optional("fuse", {ref(I, i3[ns - 2]), ref(I, i3[ns - 1]), rows})) r.optional("vectorize", {ref(I, rows)});
+  } else if (g.spatial[size_t(vec)][3] > 1) {
+    r.optional("vectorize", {ref(I, i3[size_t(vec)])});
+  }
   int64_t step = kUnrollSteps[std::clamp(g.unroll, 0, 3)];
   if (step > 0) r.optional("pragma", {ref(I, iorder[0]), "auto_unroll_max_step", std::to_string(step)});
   {
     const auto& f = g.spatial[size_t(n - 1)];
     int64_t w = f[2] * f[3];
-    if (w > 1 && w <= kMaxLanes) r.optional("vectorize", {ref(O, l2[size_t(n - 1)])});
+    // O's copy of a flattened tile: its whole rows in one vector loop too.
+    const int64_t rows = n >= 2 ? g.spatial[ns - 2][2] * g.spatial[ns - 2][3] : 1;
+    const std::string both = flatten ? r.fresh_loop(O, o_axes[ns - 2] + o_axes[ns - 1] + "2") : "";
+    if (flatten && w == sp.axis_extents[ns - 1] && rows * w <= kMaxLanes &&
+        r.optional("fuse", {ref(O, l2[ns - 2]), ref(O, l2[ns - 1]), both})) {
+      r.optional("vectorize", {ref(O, both)});
+    } else if (w > 1 && w <= kMaxLanes) {
+      r.optional("vectorize", {ref(O, l2[size_t(n - 1)])});
+    }
   }
 
   info->outer = O;
@@ -636,12 +690,20 @@ SketchPlan make_sketch_plan(const Program& program) {
 Genome random_genome(const SketchPlan& plan, Rng& rng) {
   Genome g;
   for (const StagePlan& sp : plan.stages) g.stages.push_back(random_stage_genes(sp, rng));
+  // A flattened reader's vector loads are contiguous only where the rows it reads are
+  // as wide as its own, which an inlined padding keeps (a materialized one is wider):
+  // such a prologue is inlined more often (70% instead of 40%).
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StagePlan& sp = plan.stages[i];
+    const int reader = sp.rule == StageRule::kPrologue ? plan.index_of(sp.tiled_reader) : -1;
+    if (reader >= 0 && g.stages[size_t(reader)].flatten && rng.chance(0.5)) g.stages[i].location = 0;
+  }
   return g;
 }
 
 Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
   // The mutations that apply to this plan, with Ansor-like weights.
-  enum Kind { kTile, kParallel, kUnroll, kLocation, kPack, kVecAxis, kLayout, kStructure, kVector };
+  enum Kind { kTile, kParallel, kUnroll, kLocation, kPack, kVecAxis, kLayout, kStructure, kVector, kFlatten };
   std::vector<std::pair<Kind, int>> kinds;  // (kind, stage)
   std::vector<double> weights;
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -656,6 +718,7 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
         if (!sp.reads.empty()) kinds.push_back({kPack, si}), weights.push_back(1);
         if (sp.axes.size() > 1) kinds.push_back({kVecAxis, si}), weights.push_back(0.5);
         kinds.push_back({kLayout, si}), weights.push_back(0.5);
+        if (sp.axes.size() > 1 && sp.axis_extents.back() < kShortRow) kinds.push_back({kFlatten, si}), weights.push_back(0.5);
         if (!sp.consumer.empty()) kinds.push_back({kStructure, si}), weights.push_back(0.3);
         break;
       case StageRule::kPrologue:
@@ -747,6 +810,15 @@ Genome mutate_genome(const SketchPlan& plan, const Genome& parent, Rng& rng) {
       case kLayout:
         s.layout = !s.layout;
         break;
+      case kFlatten:
+        if (s.flatten) {
+          s.flatten = false;
+        } else if (can_flatten(sp, s)) {
+          s.flatten = true;
+        } else {
+          make_flattened(sp, &s, rng);
+        }
+        break;
       case kStructure:
         if (sp.rule == StageRule::kTiled) s.fuse_consumer = !s.fuse_consumer;
         if (sp.rule == StageRule::kRFactor) s.use_rfactor = !s.use_rfactor;
@@ -835,7 +907,8 @@ std::string genome_to_text(const Genome& g) {
   std::ostringstream o;
   for (const StageGenes& s : g.stages) {
     o << s.fuse_consumer << ' ' << s.compute_level << ' ' << s.vec_axis << ' ' << s.parallel << ' ' << s.unroll << ' '
-      << s.vector << ' ' << s.use_rfactor << ' ' << s.rfactor_inner << ' ' << s.location << ' ' << s.layout << " ;";
+      << s.vector << ' ' << s.use_rfactor << ' ' << s.rfactor_inner << ' ' << s.location << ' ' << s.layout << ' '
+      << s.flatten << " ;";
     for (const auto& f : s.spatial) o << ' ' << f[0] << ' ' << f[1] << ' ' << f[2] << ' ' << f[3];
     o << " ;";
     for (const auto& f : s.reduce) o << ' ' << f[0] << ' ' << f[1];
@@ -869,6 +942,9 @@ Expected<Genome> genome_from_text(const SketchPlan& plan, const std::string& tex
     head >> fuse >> s.compute_level >> s.vec_axis >> s.parallel >> s.unroll >> s.vector >> use_rf >> s.rfactor_inner >>
         s.location >> layout;
     if (!head) return invalid_argument("malformed genome line: " + line);
+    int flatten = 0;  // absent from genomes written before it existed
+    if (!(head >> flatten)) flatten = 0;
+    s.flatten = flatten != 0;
     s.fuse_consumer = fuse != 0;
     s.layout = layout != 0;
     s.use_rfactor = use_rf != 0;

@@ -15,11 +15,14 @@
 //    lanes (powers of two drawn twice as often); O's innermost loop too when it fits.
 //    An axis of 4 to 64 with no width of 8 or more (an image row of 7 or 14) may be
 //    vectorized whole: always when no axis has a full width, else the last axis a
-//    quarter of the time where vectorizing any full-width axis instead makes a tensor
+//    half of the time where vectorizing any full-width axis instead makes a tensor
 //    that the last axis reads contiguously strided (a depthwise convolution's channels),
 //    never otherwise (a convolution over 7 x 7 vectorizes its output channels).
 //    Random genomes keep the register tile (the S3 factors, lanes included) at most
 //    kMaxTileElements elements, so that its accumulators fit in registers.
+//  - Optionally (flatten), where the vector axis is the last and short (under 16) and
+//    its S3 loop is the whole axis, the S3 loops of the last two axes are fused and
+//    vectorized together: whole rows of a small image in one vector loop.
 //  - Optionally (layout), reorder_storage puts the vector axis innermost in I's buffer
 //    and in the packed copies (Ansor's layout rewrite: a convolution can vectorize over
 //    output channels with contiguous weights and accumulators). Random genomes whose
@@ -106,6 +109,11 @@ struct StageGenes {
   // reorder_storage: the vector axis innermost in I's buffer and in the packed copies
   // (Ansor's layout rewrite; lets a convolution vectorize over output channels).
   bool layout = false;
+  // The vector loop is the last two axes' S3 loops fused (see can_flatten): a small
+  // image's rows run as one vector (7 x 7: 49 lanes, 32 + 16 + 1) instead of 7 vectors
+  // of 7 lanes each; contiguous where the rows of what it reads are as wide as its own
+  // (an inlined same-size padding).
+  bool flatten = false;
   // kTiled, kSimple, kRFactor
   int parallel = 0;  // number of outer loops fused and made parallel
   int unroll = 0;    // index into kUnrollSteps

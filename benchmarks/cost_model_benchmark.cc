@@ -51,7 +51,7 @@
 //                     k-innermost order (5 s each and more on the development VM; with
 //                     the default cap they are capped, ranked as a tie at the slow end)
 //   --single-run-s T  runs at least this long are measured once (0.3)
-//   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1
+//   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1 (or dep-4: 7 x 7 images)
 //   --csv FILE        writes one line per schedule: program, index, steps, status,
 //                     est_cycles, runtime_s (fastest pass), trace, compile_ms, the
 //                     passes' runtimes
@@ -155,6 +155,12 @@ const Workload kWorkloads[] = {
      "P[n, c, h, w] = select(h >= 1 && h <= 112 && w >= 1 && w <= 112, X[n, c, h - 1, w - 1], 0.0)"
      " where h in 0..114, w in 0..114\n"
      "D[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..112, x in 0..112\n"},
+    {"dep-4",  // for --explain-trace only: small images, rows of 7
+     "input X: f32[1, 1024, 7, 7]\n"
+     "input W: f32[1024, 3, 3]\n"
+     "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0)"
+     " where h in 0..9, w in 0..9\n"
+     "Y[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..7, x in 0..7\n"},
 };
 
 ProgramPtr parse_or_die(const char* text) {

@@ -84,8 +84,12 @@ void Model::add_value_demand(Demand* d, const RegionStore& rs) const {
   const int r = rs.r;
   // Integer and boolean parts that read neither the region's loop nor the store's
   // vector loop are computed outside the region (per unrolled copy, they read only
-  // constants and outer loops).
-  const IsInvariant invariant = [&](const Expr& x) { return !moves_in_region(x, st, r, rs.vl); };
+  // constants and outer loops). The backend's vector loop is ramps from constant
+  // bases (vectorize_loops.cc), so a part that reads it besides those is a constant
+  // vector combined with them, folded or hoisted as well (a fused pixel loop's
+  // `i / 7 + r >= 1` in a padding test).
+  const int moving_vl = rs.autovec ? rs.vl : -1;
+  const IsInvariant invariant = [&](const Expr& x) { return !moves_in_region(x, st, r, moving_vl); };
   ValueOps ops;
   count_value(st.node->value, &ops, &invariant);
   if (!rs.autovec && rs.vl < 0 && r >= 0 && range_test_is_switch(st, r)) {
