@@ -28,8 +28,11 @@ const Candidate* pick(const std::vector<Candidate>& candidates, int64_t target) 
   if (best) return best;
   int64_t least = INT64_MAX;
   for (const Candidate& c : candidates) least = std::min(least, c.excess);
+  // Equal work (channel tiles add next to none): the lower excess.
   for (const Candidate& c : candidates)
-    if (c.excess <= least + least / 50 && (!best || c.work < best->work)) best = &c;
+    if (c.excess <= least + least / 50 &&
+        (!best || c.work < best->work || (c.work == best->work && c.excess < best->excess)))
+      best = &c;
   return best;
 }
 
@@ -118,10 +121,12 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
       if (Clock::now() > deadline) break;
       Expected<Graph> g = apply_rewrites(graph, n.next);
       if (!g.ok()) continue;
-      Expected<int64_t> work = graph_work(*g);
-      if (!work.ok()) continue;
       const LivePeak after = live_peak(*g, options.alignment);
-      if (after.bytes > peak || after.excess(target) >= excess) continue;
+      // A lower peak counts even where the excess rises: the quick orders behind both
+      // figures change with the graph, and the excess is summed along them.
+      if (after.bytes > peak || (after.bytes == peak && after.excess(target) >= excess)) continue;
+      Expected<int64_t> work = graph_work(*g);  // after the filter: it costs as much as the rest
+      if (!work.ok()) continue;
       const bool split = n.next.recomputes.size() == state.recomputes.size();
       (split ? splits : recomputes)
           .push_back({std::move(n.next), std::move(*g), after.bytes, after.excess(target), *work});

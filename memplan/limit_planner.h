@@ -5,10 +5,11 @@
 // (memplan/rematerialize.h), then planned by `best`.
 //
 // The search is greedy: while the peak of live bytes is over the limit, it takes
-// the rewrite, among those through the operator at the peak, that leaves the least
-// excess (live bytes over the limit, summed over the steps: a model's repeated
-// layers peak alike, and one layer's split lowers the excess before the peak), and
-// of those within 2% of it the one that adds the least arithmetic (op_work); once
+// the rewrite, among those through the operator at the peak that lower the peak or
+// keep it and lower the excess, that leaves the least excess (live bytes over the
+// limit, summed over the steps: a model's repeated layers peak alike, and one
+// layer's split lowers the excess before the peak), and of those within 2% of it
+// the one that adds the least arithmetic (op_work), then the least excess; once
 // rewrites reach the limit, the cheapest that does, or, given a way to measure
 // runtimes, the fastest of the cheapest few measured. Splits first, recomputations
 // when no split helps.

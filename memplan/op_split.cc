@@ -22,9 +22,9 @@ enum class Use { kRows, kWhole };
 bool windowed(const std::string& type) { return type == "conv2d" || type == "maxpool" || type == "avgpool"; }
 
 bool rowwise_type(const std::string& type) {
-  static const char* const kTypes[] = {"conv2d", "maxpool", "avgpool", "relu",  "relu6",  "gelu",      "sigmoid",
-                                       "tanh",   "add",     "sub",     "mul",   "div",    "scale",     "matmul",
-                                       "softmax", "layernorm", "concat"};
+  static const char* const kTypes[] = {"conv2d",  "maxpool", "avgpool", "relu",      "relu6", "gelu",
+                                       "sigmoid", "tanh",    "add",     "sub",       "mul",   "div",
+                                       "scale",   "matmul",  "softmax", "layernorm", "concat"};
   for (const char* t : kTypes)
     if (type == t) return true;
   return false;
@@ -59,8 +59,7 @@ Use input_use(const Graph& graph, const GraphOp& op, size_t k, size_t axis) {
 Interval rows_needed(const Graph& graph, const GraphOp& op, Interval out) {
   if (!windowed(op.type)) return out;
   const int64_t s = op.attr("stride", 1, 0), p = op.attr("pad", 0, 0);
-  const int64_t k =
-      op.type == "conv2d" ? graph.tensors[size_t(op.inputs[1])].shape[2] : op.attr("kernel", 1);
+  const int64_t k = op.type == "conv2d" ? graph.tensors[size_t(op.inputs[1])].shape[2] : op.attr("kernel", 1);
   return {out.lo * s - p, (out.hi - 1) * s - p + k};
 }
 
@@ -73,11 +72,13 @@ Interval hull(Interval a, Interval b) {
 
 std::string OpRegion::describe(const Graph& graph) const {
   const int n = last - first + 1;
-  return fmt::format("{}{} ({} op{}) along axis {}", graph.ops[size_t(first)].name,
-                     n > 1 ? ".." + graph.ops[size_t(last)].name : "", n, n == 1 ? "" : "s", axis);
+  return fmt::format("{}{} ({} op{}) {}", graph.ops[size_t(first)].name,
+                     n > 1 ? ".." + graph.ops[size_t(last)].name : "", n, n == 1 ? "" : "s",
+                     channels ? std::string("by channels") : fmt::format("along axis {}", axis));
 }
 
 Status check_region(const Graph& graph, const OpRegion& region) {
+  if (region.channels) return check_channel_region(graph, region);
   if (region.first < 0 || region.last < region.first || size_t(region.last) >= graph.ops.size())
     return invalid_argument(fmt::format("the region {}..{} is not a range of the graph's {} operators", region.first,
                                         region.last, graph.ops.size()));
@@ -85,7 +86,7 @@ Status check_region(const Graph& graph, const OpRegion& region) {
   for (int o = region.first; o <= region.last; ++o) {
     const GraphOp& op = graph.ops[size_t(o)];
     size_t axis = 0;
-    if (!row_axis(graph, op, &axis))
+    if (!row_axis(graph, op, &axis) || op.attrs.count("window"))
       return invalid_argument("operator '" + op.name + "' of type '" + op.type + "' cannot run in tiles of rows");
     if (axis != region.axis)
       return invalid_argument(
@@ -130,10 +131,12 @@ std::vector<OpRegion> regions_through(const Graph& graph, int op, int max_length
       if (gains && region.extent >= 2 && check_region(graph, region).ok()) regions.push_back(region);
     }
   }
+  for (OpRegion& region : channel_regions_through(graph, op, max_length)) regions.push_back(region);
   return regions;
 }
 
 Expected<Graph> split_region(const Graph& graph, const OpRegion& region, int64_t tiles) {
+  if (region.channels) return split_channels(graph, region, tiles);
   TG_RETURN_IF_ERROR(check_region(graph, region));
   if (tiles < 2 || tiles > region.extent)
     return invalid_argument(
@@ -142,46 +145,24 @@ Expected<Graph> split_region(const Graph& graph, const OpRegion& region, int64_t
   const int first = region.first, last = region.last;
   const int output = graph.ops[size_t(last)].outputs[0];
   auto inside = [&](int o) { return o >= first && o <= last; };
-
-  Graph g;
-  g.name = graph.name;
-  // Every tensor but the region's intermediates keeps its place.
-  std::vector<int> remap(graph.tensors.size(), -1);
-  for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    const GraphTensor& source = graph.tensors[t];
-    if (inside(source.producer) && int(t) != output) continue;
-    remap[t] = int(g.tensors.size());
-    GraphTensor copy = source;
-    copy.consumers.clear();
-    copy.producer = -1;
-    g.tensors.push_back(std::move(copy));
-  }
-  auto new_tensor = [&](const std::string& name, std::vector<int64_t> shape, int64_t rows) {
-    shape[axis] = rows;
-    return g.add_tensor(name, std::move(shape), TensorKind::kIntermediate, graph.tensors[size_t(output)].dtype);
-  };
-  // Rows [start, start + rows) of `tensor` as a new tensor.
-  auto slice = [&](const std::string& name, int tensor, int64_t start, int64_t rows) {
-    GraphOp op;
-    op.name = name;
-    op.type = "slice";
-    op.inputs = {tensor};
-    op.attrs["axis"] = {int64_t(axis)};
-    op.attrs["start"] = {start};
-    op.outputs = {new_tensor(name, g.tensors[size_t(tensor)].shape, rows)};
-    g.ops.push_back(std::move(op));
-    return g.ops.back().outputs[0];
-  };
-
-  for (int o = 0; o < int(graph.ops.size()); ++o) {
-    if (!inside(o)) {
-      GraphOp op = graph.ops[size_t(o)];
-      for (int& t : op.inputs) t = remap[size_t(t)];
-      for (int& t : op.outputs) t = remap[size_t(t)];
+  return replace_region(graph, first, last, [&](Graph& g, const std::vector<int>& remap) {
+    auto new_tensor = [&](const std::string& name, std::vector<int64_t> shape, int64_t rows) {
+      shape[axis] = rows;
+      return g.add_tensor(name, std::move(shape), TensorKind::kIntermediate, graph.tensors[size_t(output)].dtype);
+    };
+    // Rows [start, start + rows) of `tensor` as a new tensor.
+    auto slice = [&](const std::string& name, int tensor, int64_t start, int64_t rows) {
+      GraphOp op;
+      op.name = name;
+      op.type = "slice";
+      op.inputs = {tensor};
+      op.attrs["axis"] = {int64_t(axis)};
+      op.attrs["start"] = {start};
+      op.outputs = {new_tensor(name, g.tensors[size_t(tensor)].shape, rows)};
       g.ops.push_back(std::move(op));
-      continue;
-    }
-    if (o != last) continue;  // the region runs where its last operator was
+      return g.ops.back().outputs[0];
+    };
+
     int accumulator = -1;
     for (int64_t tile = 0; tile < tiles; ++tile) {
       // Rows each operator computes and reads, from the last back to the first; an
@@ -215,8 +196,9 @@ Expected<Graph> split_region(const Graph& graph, const OpRegion& region, int64_t
             op.inputs[k] = remap[size_t(t)];
           } else if (inside(graph.tensors[size_t(t)].producer)) {
             const Interval held = need[t];
-            op.inputs[k] = held == in_rows[i] ? tile_of[t]
-                                              : slice(slice_name, tile_of[t], in_rows[i].lo - held.lo, in_rows[i].size());
+            op.inputs[k] = held == in_rows[i]
+                               ? tile_of[t]
+                               : slice(slice_name, tile_of[t], in_rows[i].lo - held.lo, in_rows[i].size());
           } else {
             const int64_t rows = graph.tensors[size_t(t)].shape[axis];
             op.inputs[k] = in_rows[i] == Interval{0, rows}
@@ -248,6 +230,34 @@ Expected<Graph> split_region(const Graph& graph, const OpRegion& region, int64_t
                                                    graph.tensors[size_t(output)].shape[axis]);
       acc.outputs = {accumulator};
       g.ops.push_back(std::move(acc));
+    }
+  });
+}
+
+Expected<Graph> replace_region(const Graph& graph, int first, int last,
+                               const std::function<void(Graph& g, const std::vector<int>& remap)>& emit) {
+  const int output = graph.ops[size_t(last)].outputs[0];
+  auto inside = [&](int o) { return o >= first && o <= last; };
+  Graph g;
+  g.name = graph.name;
+  std::vector<int> remap(graph.tensors.size(), -1);
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const GraphTensor& source = graph.tensors[t];
+    if (inside(source.producer) && int(t) != output) continue;
+    remap[t] = int(g.tensors.size());
+    GraphTensor copy = source;
+    copy.consumers.clear();
+    copy.producer = -1;
+    g.tensors.push_back(std::move(copy));
+  }
+  for (int o = 0; o < int(graph.ops.size()); ++o) {
+    if (!inside(o)) {
+      GraphOp op = graph.ops[size_t(o)];
+      for (int& t : op.inputs) t = remap[size_t(t)];
+      for (int& t : op.outputs) t = remap[size_t(t)];
+      g.ops.push_back(std::move(op));
+    } else if (o == last) {
+      emit(g, remap);  // the region runs where its last operator was
     }
   }
   TG_RETURN_IF_ERROR(g.finalize());

@@ -40,9 +40,6 @@ std::string affine(const std::string& a, int64_t s, const std::string& r, int64_
   return e;
 }
 
-const std::vector<int64_t>& shape_of(const Graph& g, const GraphOp& op, size_t k) {
-  return g.tensors[size_t(op.inputs[k])].shape;
-}
 
 // Indices of an operand of shape `in` broadcast to the output variables `v`.
 Names broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out, const Names& v) {
@@ -144,6 +141,31 @@ int64_t op_work(const OpProgram& program) {
   return work;
 }
 
+Expected<std::vector<InputWindow>> op_input_windows(const Graph& graph, const GraphOp& op) {
+  std::vector<InputWindow> windows(op.inputs.size());
+  auto it = op.attrs.find("window");
+  if (it == op.attrs.end()) return windows;
+  const std::vector<int64_t>& w = it->second;
+  if (w.size() % 4 != 0)
+    return invalid_argument(fmt::format("operator '{}': its window attribute holds {} values, not quadruples of "
+                                        "input, axis, start, size",
+                                        op.name, w.size()));
+  for (size_t q = 0; q < w.size(); q += 4) {
+    const int64_t k = w[q], axis = w[q + 1], start = w[q + 2], size = w[q + 3];
+    if (k < 0 || size_t(k) >= op.inputs.size())
+      return invalid_argument(fmt::format("operator '{}' has {} inputs: no input {} to window", op.name,
+                                          op.inputs.size(), k));
+    const std::vector<int64_t>& shape = graph.tensors[size_t(op.inputs[size_t(k)])].shape;
+    if (axis < 0 || size_t(axis) >= shape.size() || start < 0 || size < 1 || start + size > shape[size_t(axis)] ||
+        windows[size_t(k)].axis >= 0)
+      return invalid_argument(fmt::format("operator '{}': window [{}, {}) on axis {} of input {} {} is not inside it "
+                                          "(or the input has another window)",
+                                          op.name, start, start + size, axis, k, shape_text(shape)));
+    windows[size_t(k)] = {axis, start, size};
+  }
+  return windows;
+}
+
 Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
   OpProgram p;
   for (size_t i = 0; i < op.inputs.size(); ++i) p.input_names.push_back("X" + str(int64_t(i)));
@@ -151,23 +173,35 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
   const Names v = vars(out.size());
   const std::string lhs = "Y[" + join(v) + "]";
   const std::string& t = op.type;
-  auto x_at = [&](size_t k, const Names& idx) { return p.input_names[k] + "[" + join(idx) + "]"; };
+  TG_ASSIGN_OR_RETURN(const std::vector<InputWindow> windows, op_input_windows(graph, op));
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    shapes.push_back(graph.tensors[size_t(op.inputs[k])].shape);
+    if (windows[k].axis >= 0) shapes.back()[size_t(windows[k].axis)] = windows[k].size;
+  }
+  auto shape_of = [&](const Graph&, const GraphOp&, size_t k) -> const std::vector<int64_t>& { return shapes[k]; };
+  auto x_at = [&](size_t k, Names idx) {
+    const InputWindow& w = windows[k];
+    // Even "+ 0": a lone variable's range must be the whole axis.
+    if (w.axis >= 0) idx[size_t(w.axis)] += " + " + str(w.start);
+    return p.input_names[k] + "[" + join(idx) + "]";
+  };
 
   if (t == "conv2d") {
-    const std::vector<int64_t>& xs = shape_of(graph, op, 0);
-    const std::vector<int64_t>& ws = shape_of(graph, op, 1);
+    const std::vector<int64_t> xs = shape_of(graph, op, 0);
+    const std::vector<int64_t> ws = shape_of(graph, op, 1);
     const int64_t sh = op.attr("stride", 1, 0), sw = op.attr("stride", 1, 1);
     const int64_t ph = op.attr("pad", 0, 0), pw = op.attr("pad", 0, 1);
     const int64_t groups = op.attr("groups", 1);
     // Padding is read in place (a select), so a convolution needs no scratch.
     const int64_t out_per_group = ws[0] / groups, in_per_group = ws[1];
     const std::string ch = groups == 1 ? "c" : "f / " + str(out_per_group) + " * " + str(in_per_group) + " + c";
-    const std::string load = "X0[n, " + ch + ", " + affine("y", sh, "r", ph) + ", " + affine("x", sw, "s", pw) + "]";
+    const std::string load = x_at(0, {"n", ch, affine("y", sh, "r", ph), affine("x", sw, "s", pw)});
     const std::string val = guard_dim({"y", "r", sh, ph, xs[2], ws[2], out[2]},
                                       guard_dim({"x", "s", sw, pw, xs[3], ws[3], out[3]}, load, "0.0"), "0.0");
     p.stages.push_back({"Y",
                         out,
-                        "Y[n, f, y, x] += " + val + " * X1[f, c, r, s] where n in 0.." + str(out[0]) + ", f in 0.." +
+                        "Y[n, f, y, x] += " + val + " * " + x_at(1, {"f", "c", "r", "s"}) + " where n in 0.." + str(out[0]) + ", f in 0.." +
                             str(out[1]) + ", y in 0.." + str(out[2]) + ", x in 0.." + str(out[3]) + ", c in 0.." +
                             str(ws[1]) + ", r in 0.." + str(ws[2]) + ", s in 0.." + str(ws[3]),
                         {"X0", "X1"}});
@@ -212,21 +246,21 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     const std::string row = "[" + join(pv) + "]", elem = "[" + pre + j + "]";
     const std::string pr = ranges(pv, ps), er = ranges(v, out), red = ", " + j + " in 0.." + str(out.back());
     if (t == "softmax") {
-      p.stages.push_back({"T0", ps, "T0" + row + " max= X0" + elem + pr + red, {"X0"}});
-      p.stages.push_back({"T1", out, "T1" + elem + " = exp(X0" + elem + " - T0" + row + ")" + er, {"X0", "T0"}});
+      p.stages.push_back({"T0", ps, "T0" + row + " max= " + x_at(0, v) + pr + red, {"X0"}});
+      p.stages.push_back({"T1", out, "T1" + elem + " = exp(" + x_at(0, v) + " - T0" + row + ")" + er, {"X0", "T0"}});
       p.stages.push_back({"T2", ps, "T2" + row + " += T1" + elem + pr + red, {"T1"}});
       p.stages.push_back({"Y", out, "Y" + elem + " = T1" + elem + " / T2" + row + er, {"T1", "T2"}});
     } else {
       auto it = op.fattrs.find("epsilon");
       const std::string eps = lit(it == op.fattrs.end() ? 1e-5 : it->second);
       const std::string h = lit(double(out.back()));
-      p.stages.push_back({"T0", ps, "T0" + row + " += X0" + elem + " / " + h + pr + red, {"X0"}});
-      p.stages.push_back({"T1", out, "T1" + elem + " = X0" + elem + " - T0" + row + er, {"X0", "T0"}});
+      p.stages.push_back({"T0", ps, "T0" + row + " += " + x_at(0, v) + " / " + h + pr + red, {"X0"}});
+      p.stages.push_back({"T1", out, "T1" + elem + " = " + x_at(0, v) + " - T0" + row + er, {"X0", "T0"}});
       p.stages.push_back({"T2", ps, "T2" + row + " += T1" + elem + " * T1" + elem + " / " + h + pr + red, {"T1"}});
       p.stages.push_back(
           {"Y",
            out,
-           "Y" + elem + " = T1" + elem + " / sqrt(T2" + row + " + " + eps + ") * X1[" + j + "] + X2[" + j + "]" + er,
+           "Y" + elem + " = T1" + elem + " / sqrt(T2" + row + " + " + eps + ") * " + x_at(1, {j}) + " + " + x_at(2, {j}) + er,
            {"T1", "T2", "X1", "X2"}});
     }
   } else if (t == "maxpool" || t == "avgpool") {
@@ -237,7 +271,7 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     const int64_t k = op.attr("kernel", 1), s = op.attr("stride", 1), ph = op.attr("pad", 0);
     const int64_t pw = op.attr("pad", ph, 1);
     const std::string fill = t == "maxpool" ? "-3.0e38" : "0.0";
-    const std::string load = "X0[n, c, " + affine("y", s, "r", ph) + ", " + affine("x", s, "q", pw) + "]";
+    const std::string load = x_at(0, {"n", "c", affine("y", s, "r", ph), affine("x", s, "q", pw)});
     const std::string val = guard_dim({"y", "r", s, ph, xs[2], k, out[2]},
                                       guard_dim({"x", "q", s, pw, xs[3], k, out[3]}, load, fill), fill);
     const std::string body = t == "maxpool" ? " max= " + val : " += " + val + " / " + lit(double(k * k));
@@ -251,7 +285,7 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     const std::vector<int64_t>& xs = shape_of(graph, op, 0);
     p.stages.push_back({"Y",
                         out,
-                        "Y[n, c] += X0[n, c, h, w] / " + lit(double(xs[2] * xs[3])) + " where n in 0.." + str(out[0]) +
+                        "Y[n, c] += " + x_at(0, {"n", "c", "h", "w"}) + " / " + lit(double(xs[2] * xs[3])) + " where n in 0.." + str(out[0]) +
                             ", c in 0.." + str(out[1]) + ", h in 0.." + str(xs[2]) + ", w in 0.." + str(xs[3]),
                         {"X0"}});
   } else if (t == "concat") {

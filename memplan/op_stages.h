@@ -32,6 +32,18 @@ struct OpProgram {
   std::string stage_text(const Graph& graph, const GraphOp& op, size_t k) const;
 };
 
+// A window on an operator's input: the operator sees `size` entries of it along
+// `axis`, from `start` (attribute "window": quadruples of input, axis, start, size).
+// A split operator reads its tile of a weight, or of a tensor from outside the
+// split, in place this way.
+struct InputWindow {
+  int64_t axis = -1;  // -1: the whole input
+  int64_t start = 0, size = 0;
+};
+// One per input; INVALID_ARGUMENT naming the operator for a window that is not
+// inside its input.
+Expected<std::vector<InputWindow>> op_input_windows(const Graph& graph, const GraphOp& op);
+
 // The program of an operator; UNIMPLEMENTED naming the type when there is none.
 Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op);
 

@@ -93,7 +93,12 @@ std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& cu
         }
       }
       if (straddles) continue;
-      for (int64_t tiles = 2; tiles <= std::min<int64_t>(region.extent, 64) && out.size() < limit; tiles *= 2) {
+      // Powers of two, and one row or channel group a tile where there are fewer than 64.
+      std::vector<int64_t> counts;
+      for (int64_t tiles = 2; tiles <= std::min<int64_t>(region.extent, 64); tiles *= 2) counts.push_back(tiles);
+      if (region.extent <= 64 && counts.back() != region.extent) counts.push_back(region.extent);
+      for (int64_t tiles : counts) {
+        if (out.size() >= limit) break;
         NextRewrite n{kept, fmt::format("split {} in {} tiles", region.describe(original), tiles)};
         n.next.splits.push_back({region, tiles});
         n.next.texts.push_back(n.text);

@@ -60,7 +60,8 @@ struct NextRewrite {
 // The rewrites that may follow `current` (`graph` is its result), all through the
 // peak: while there are no recomputations, every region of the original through
 // the operator at the peak, up to `max_region` operators, in 2, 4, .. 64 tiles (no
-// more than its rows), in place of the splits it contains, shorter regions first;
+// more than its rows or channels) and, under 64, one row or channel group a tile (a
+// head of BERT's 12), in place of the splits it contains, shorter regions first;
 // then the recomputations of the tensors live at the peak. At most `limit`.
 std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& current, const Graph& graph,
                                        int64_t alignment, int max_region = 48, size_t limit = 4096);

@@ -4,6 +4,7 @@
 // limit planner's plans are verified and fit; what cannot fit says so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "datasets/graphs.h"
@@ -11,6 +12,7 @@
 #include "memplan/graph_builder.h"
 #include "memplan/limit_planner.h"
 #include "memplan/op_split.h"
+#include "memplan/op_stages.h"
 #include "memplan/order.h"
 #include "memplan/rematerialize.h"
 #include "tests/test_support.h"
@@ -135,6 +137,147 @@ TEST(OpSplit, IllegalRegionsAndTileCountsAreNamed) {
   EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(too_many.status().message(), "tiles");
   EXPECT_EQ(split_region(g, ok, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+// MobileNetV2's inverted residual block: a 1x1 expansion to six times the
+// channels, a depthwise 3x3, a 1x1 projection summing over them, the skip.
+Graph inverted_residual() {
+  GraphBuilder b("inverted_residual");
+  const int x = b.input("image", {1, 8, 12, 12});
+  int y = b.unary("relu6", b.conv2d(x, 48, 1, 1, 0));
+  y = b.unary("relu6", b.conv2d(y, 48, 3, 1, 1, 48));
+  y = b.conv2d(y, 8, 1, 1, 0);
+  b.mark_output(b.binary("add", y, x));
+  return *b.finish();
+}
+
+TEST(ChannelSplit, AnInvertedResidualBlockNeverHoldsItsWideMiddleAndComputesNothingTwice) {
+  const Graph g = inverted_residual();
+  const std::vector<OpRegion> regions = regions_through(g, 2);
+  const auto whole = std::find_if(regions.begin(), regions.end(),
+                                  [](const OpRegion& r) { return r.channels && r.first == 0 && r.last == 4; });
+  ASSERT_NE(whole, regions.end()) << "expand..project is a channel region";
+  EXPECT_EQ(whole->extent, 48);
+  EXPECT_CONTAINS(whole->describe(g), "by channels");
+  // Nothing follows a reduction over the channels: the skip's add does not join.
+  for (const OpRegion& r : regions) EXPECT_FALSE(r.channels && r.last == 5) << r.describe(g);
+
+  const GraphRun want = reference_run(g);
+  int64_t before = 0, after = 0;
+  arena_run(g, &before);
+  Expected<Graph> split = split_region(g, *whole, 6);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  const GraphRun got = arena_run(*split, &after);
+  EXPECT_LE(max_output_difference(want, got), tolerance(want));
+  // Before: two 48-channel images at once; after: two 8-channel tiles of them, the
+  // input, and two partial sums of the output.
+  EXPECT_LT(after * 2, before) << before << " -> " << after;
+  // No halo, no recomputation: the same arithmetic, plus one add per later tile.
+  auto work = [](const Graph& graph) {
+    int64_t w = 0;
+    for (const GraphOp& op : graph.ops) w += op_work(*op_program(graph, op));
+    return w;
+  };
+  const int64_t adds = 5 * 8 * 12 * 12;
+  EXPECT_EQ(work(*split), work(g) + adds);
+}
+
+TEST(ChannelSplit, AFeedForwardLayerRunsInColumnTilesReadingItsWeightsInPlace) {
+  GraphBuilder b("ffn");
+  const int x = b.input("tokens", {16, 12});
+  b.mark_output(b.dense(b.unary("gelu", b.dense(x, 40)), 12));
+  const Graph g = *b.finish();
+  // matmul, add (bias), gelu, matmul (sums over the 40 columns), add (bias).
+  OpRegion region{0, 3, 1, 40, true};
+  ASSERT_TRUE(check_region(g, region).ok()) << check_region(g, region).to_string();
+  Expected<Graph> split = split_region(g, region, 3);
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  // No copies of weights: every tile reads them through windows, and the arena holds
+  // no more bytes of constants than before.
+  EXPECT_EQ(split->total_bytes(TensorKind::kConstant), g.total_bytes(TensorKind::kConstant));
+  int windowed = 0;
+  for (const GraphOp& op : split->ops) windowed += op.attrs.count("window") ? 1 : 0;
+  EXPECT_EQ(windowed, 3 * 3) << "each tile's matmuls and bias add read windows";
+  EXPECT_LE(max_output_difference(reference_run(g), arena_run(*split)), tolerance(reference_run(g)));
+}
+
+// BERT's self-attention, small: Q, K and V projections split into heads through a
+// reshape and a transpose, per-head scores, softmax, context, the output projection.
+Graph attention(int64_t seq, int64_t heads, int64_t dim) {
+  GraphBuilder b("attention");
+  const int64_t hidden = heads * dim;
+  const int x = b.input("tokens", {seq, hidden});
+  auto split_heads = [&](int t) { return b.transpose(b.reshape(t, {seq, heads, dim}), {1, 0, 2}); };
+  const int q = split_heads(b.dense(x, hidden));
+  const int k = split_heads(b.dense(x, hidden));
+  const int v = split_heads(b.dense(x, hidden));
+  const int probs = b.softmax(b.scale(b.matmul(q, k, /*transpose_b=*/true), 0.5));
+  const int ctx = b.reshape(b.transpose(b.matmul(probs, v), {1, 0, 2}), {seq, hidden});
+  b.mark_output(b.layernorm(b.binary("add", b.dense(ctx, hidden), x)));
+  return *b.finish();
+}
+
+TEST(ChannelSplit, AttentionRunsHeadByHeadThroughItsReshapesAndTransposes) {
+  const Graph g = attention(24, 4, 8);
+  // Through the scores: the region from the Q projection to the output projection.
+  int scores = -1;
+  for (size_t o = 0; o < g.ops.size(); ++o)
+    if (g.ops[o].type == "softmax") scores = int(o);
+  const std::vector<OpRegion> regions = regions_through(g, scores);
+  const auto heads = std::find_if(regions.begin(), regions.end(), [&](const OpRegion& r) {
+    return r.channels && r.first == 0 && g.ops[size_t(r.last)].type == "matmul" && r.last > scores;
+  });
+  ASSERT_NE(heads, regions.end()) << "the attention block is a channel region";
+  EXPECT_EQ(heads->extent, 4) << "tiles are ranges of whole heads";
+  const GraphRun want = reference_run(g);
+  int64_t before = 0;
+  arena_run(g, &before);
+  for (int64_t tiles : {2, 4}) {
+    Expected<Graph> split = split_region(g, *heads, tiles);
+    ASSERT_TRUE(split.ok()) << split.status().to_string();
+    int64_t after = 0;
+    EXPECT_LE(max_output_difference(want, arena_run(*split, &after)), tolerance(want)) << tiles << " tiles";
+    EXPECT_LT(after, before) << tiles << " tiles";
+  }
+}
+
+TEST(ChannelSplit, RegionsThatMixChannelsOrLeakAreNamed) {
+  const Graph g = inverted_residual();
+  // A reduction in the middle: project (4) then the skip's add (5).
+  Status s = check_region(g, OpRegion{0, 5, 1, 48, true});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(s.message(), "only the region's last operator");
+  // The expansion's output is read by the depthwise conv outside 0..0's extension.
+  s = check_region(g, OpRegion{0, 1, 1, 48, true});
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  s = check_region(g, OpRegion{0, 2, 1, 47, true});
+  EXPECT_CONTAINS(s.message(), "extent");
+  GraphBuilder b("grouped");
+  int x = b.input("image", {1, 8, 6, 6});
+  x = b.conv2d(b.conv2d(x, 8, 1, 1, 0), 8, 3, 1, 1, 2);
+  b.mark_output(x);
+  const Graph grouped = *b.finish();
+  s = check_region(grouped, OpRegion{0, 1, 1, 8, true});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(s.message(), "groups mix channels");
+  Expected<Graph> too_many = split_region(g, OpRegion{0, 4, 1, 48, true}, 49);
+  EXPECT_CONTAINS(too_many.status().message(), "48 channels");
+  // A window already in place is not split again.
+  Graph windowed = g;
+  windowed.ops[0].attrs["window"] = {1, 0, 0, 48};
+  EXPECT_CONTAINS(check_region(windowed, OpRegion{0, 4, 1, 48, true}).message(), "window");
+}
+
+TEST(ChannelSplit, WindowsOutsideTheirInputAreInvalid) {
+  Graph g = inverted_residual();
+  g.ops[0].attrs["window"] = {1, 0, 40, 16};  // rows 40..56 of a 48-row weight
+  Expected<OpProgram> p = op_program(g, g.ops[0]);
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(p.status().message(), "not inside");
+  g.ops[0].attrs["window"] = {1, 0, 40};
+  EXPECT_CONTAINS(op_program(g, g.ops[0]).status().message(), "quadruples");
+  g.ops[0].attrs["window"] = {7, 0, 0, 1};
+  EXPECT_CONTAINS(op_program(g, g.ops[0]).status().message(), "no input 7");
 }
 
 TEST(Rematerialize, TheCopyServesLaterReadersAndOutputsMatch) {

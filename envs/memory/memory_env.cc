@@ -59,12 +59,13 @@ DoubleTensor candidate_features(const MemoryEpisode& e) {
   DoubleTensor t{{0, 4}, {}};
   switch (e.pending()) {
     case Decision::kRewrite: {
-      // Action 0 stops: no row. Each rewrite offered: split (0) or recompute (1),
-      // tiles, operators of the region, rows of its output.
+      // Action 0 stops: no row. Each rewrite offered: split by rows (0), recompute
+      // (1) or split by channels (2), tiles, operators of the region, its rows or
+      // channels.
       for (const NextRewrite& n : e.offered()) {
         const bool split = n.next.recomputes.size() == e.rewrites().recomputes.size();
         const Split& s = split ? n.next.splits.back() : Split{};
-        t.values.insert(t.values.end(), {split ? 0.0 : 1.0, split ? double(s.tiles) : 0.0,
+        t.values.insert(t.values.end(), {split ? (s.region.channels ? 2.0 : 0.0) : 1.0, split ? double(s.tiles) : 0.0,
                                          split ? double(s.region.last - s.region.first + 1) : 0.0,
                                          split ? double(s.region.extent) : 0.0});
       }
@@ -158,8 +159,9 @@ std::vector<MemoryObservation> make_observations() {
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(tensor_features(e)); }});
   obs.push_back({Space::double_box("candidate_features", {-1, 4})
                      .set_default(Event(DoubleTensor{{0, 4}, {}}))
-                     .set_description("per candidate of the pending decision; rewrite (action i + 1 is row i): split 0 "
-                                      "or recompute 1, tiles, operators split, rows; order: bytes produced, bytes "
+                     .set_description("per candidate of the pending decision; rewrite (action i + 1 is row i): split by "
+                                      "rows 0, recompute 1 or split by channels 2, tiles, operators split, rows or "
+                                      "channels; order: bytes produced, bytes "
                                       "freed, net, ready index; inplace: fused, bytes saved, 0, 0; placement: offset, arena after, "
                                       "free bytes above (-1: none), size"),
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(candidate_features(e)); }});
