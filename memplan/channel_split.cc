@@ -244,8 +244,13 @@ std::vector<OpRegion> channel_regions_through(const Graph& graph, int op, int ma
       int64_t extent = 0;
       const Status s = plan_channels(graph, region, &plans, &extent);
       if (s.ok() && extent >= 2) {
+        // Worth splitting only where the tensors made inside outweigh the output,
+        // which stays whole, twice over (a matmul, its bias and a residual add gain
+        // nothing: they may run in place).
+        int64_t made = 0;
+        for (int o = first; o < last; ++o) made += graph.tensors[size_t(graph.ops[size_t(o)].outputs[0])].bytes;
         region.extent = extent;
-        regions.push_back(region);
+        if (made > 2 * graph.tensors[size_t(graph.ops[size_t(last)].outputs[0])].bytes) regions.push_back(region);
         if (plans.back().role == Role::kReducer) break;  // nothing may follow a reduction
       } else if (s.message().find("outside the region") == std::string::npos &&
                  s.message().find("never read") == std::string::npos) {

@@ -2,6 +2,8 @@
 // rematerialization rewrite the graph; the rewritten graph, planned and executed in
 // one arena, computes what the original computes with a buffer per tensor; the
 // limit planner's plans are verified and fit; what cannot fit says so.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -333,6 +335,32 @@ TEST(LimitPlanner, FitsBelowTheLowerBoundAndRunsCorrectly) {
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     EXPECT_LE(max_output_difference(want, *got), tolerance(want)) << uri;
   }
+}
+
+TEST(LimitPlanner, ATransformerFitsAtHalfItsBoundWithHeadsInTiles) {
+  // Two BERT-base layers at half the bound: rows of tokens leave a layer's Q, K and
+  // V whole; heads in tiles do not.
+  const Graph g = *bert_base_graph(32, 2);
+  GraphPlanOptions opt;
+  opt.planner = "best";
+  opt.time_limit_s = 1;
+  Expected<GraphPlan> unlimited = plan_graph(g, opt);
+  ASSERT_TRUE(unlimited.ok());
+  LimitPlanOptions lo;
+  lo.memory_limit = std::max(order_independent_bound(g, true), unlimited->layout.lb_live) / 2;
+  lo.time_limit_s = 30;
+  Expected<LimitPlan> fit = plan_under_limit(g, lo);
+  ASSERT_TRUE(fit.ok()) << fit.status().to_string();
+  EXPECT_LE(fit->plan.arena, lo.memory_limit);
+  bool channels = false;
+  for (const std::string& r : fit->rewrites) channels |= r.find("by channels") != std::string::npos;
+  EXPECT_TRUE(channels) << fmt::format("{}", fmt::join(fit->rewrites, "; "));
+  Expected<int64_t> verified = verify_graph_plan(fit->graph, fit->plan.decisions, fit->plan.offsets);
+  ASSERT_TRUE(verified.ok()) << verified.status().to_string();
+  const GraphRun want = reference_run(g);
+  Expected<GraphRun> got = run_graph(fit->graph, fit->plan.decisions, &fit->plan.offsets, kDefaultAlignment, kernels());
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_LE(max_output_difference(want, *got), tolerance(want));
 }
 
 TEST(LimitPlanner, GivenRuntimesItTakesTheFastestOfTheRewritesThatFit) {
