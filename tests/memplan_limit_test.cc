@@ -36,12 +36,16 @@ GraphRun reference_run(const Graph& g) {
   return run.ok() ? *run : GraphRun{};
 }
 
-// `rewritten` planned by `best` (in place where legal) and run in its arena.
-GraphRun arena_run(const Graph& rewritten, int64_t* arena = nullptr) {
+Expected<GraphPlan> best_plan(const Graph& g) {
   GraphPlanOptions opt;
   opt.planner = "best";
   opt.time_limit_s = 1;
-  Expected<GraphPlan> plan = plan_graph(rewritten, opt);
+  return plan_graph(g, opt);
+}
+
+// `rewritten` planned by `best` (in place where legal) and run in its arena.
+GraphRun arena_run(const Graph& rewritten, int64_t* arena = nullptr) {
+  Expected<GraphPlan> plan = best_plan(rewritten);
   EXPECT_TRUE(plan.ok()) << plan.status().to_string();
   if (!plan.ok()) return {};
   if (arena) *arena = plan->arena;
@@ -306,20 +310,22 @@ TEST(Rematerialize, TheCopyServesLaterReadersAndOutputsMatch) {
   EXPECT_EQ(rematerialize(g, Recompute{x, 1}).status().code(), StatusCode::kInvalidArgument);
 }
 
+// What no plan of the graph as it is beats: the larger of the order-independent
+// bound and `best`'s live bound.
+int64_t graph_bound(const Graph& g) {
+  Expected<GraphPlan> unlimited = best_plan(g);
+  EXPECT_TRUE(unlimited.ok()) << unlimited.status().to_string();
+  return std::max(order_independent_bound(g, true), unlimited.ok() ? unlimited->layout.lb_live : 0);
+}
+
 TEST(LimitPlanner, FitsBelowTheLowerBoundAndRunsCorrectly) {
   // MobileNetV2 at half its bound; a mixed graph (residual and branchy blocks) at 3/4.
   const std::pair<const char*, int64_t> cases[] = {{"benchmark://graphs-v0/mobilenet_v2@96", 2},
                                                    {"benchmark://graphs-v0/mixed_1@64", 4}};
   for (const auto& [uri, parts] : cases) {
     const Graph g = *resolve_graph(uri)->graph;
-    const int64_t bound = order_independent_bound(g, true);
-    GraphPlanOptions opt;
-    opt.planner = "best";
-    opt.time_limit_s = 1;
-    Expected<GraphPlan> unlimited = plan_graph(g, opt);
-    ASSERT_TRUE(unlimited.ok());
     LimitPlanOptions lo;
-    lo.memory_limit = std::max(bound, unlimited->layout.lb_live) * (parts - 1) / parts;
+    lo.memory_limit = graph_bound(g) * (parts - 1) / parts;
     lo.time_limit_s = 20;
     Expected<LimitPlan> fit = plan_under_limit(g, lo);
     ASSERT_TRUE(fit.ok()) << uri << ": " << fit.status().to_string();
@@ -341,13 +347,8 @@ TEST(LimitPlanner, ATransformerFitsAtHalfItsBoundWithHeadsInTiles) {
   // Two BERT-base layers at half the bound: rows of tokens leave a layer's Q, K and
   // V whole; heads in tiles do not.
   const Graph g = *bert_base_graph(32, 2);
-  GraphPlanOptions opt;
-  opt.planner = "best";
-  opt.time_limit_s = 1;
-  Expected<GraphPlan> unlimited = plan_graph(g, opt);
-  ASSERT_TRUE(unlimited.ok());
   LimitPlanOptions lo;
-  lo.memory_limit = std::max(order_independent_bound(g, true), unlimited->layout.lb_live) / 2;
+  lo.memory_limit = graph_bound(g) / 2;
   lo.time_limit_s = 30;
   Expected<LimitPlan> fit = plan_under_limit(g, lo);
   ASSERT_TRUE(fit.ok()) << fit.status().to_string();
