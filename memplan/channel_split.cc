@@ -264,8 +264,8 @@ std::vector<OpRegion> channel_regions_through(const Graph& graph, int op, int ma
 Expected<Graph> split_channels(const Graph& graph, const OpRegion& region, int64_t tiles) {
   std::vector<OpPlan> plans;
   int64_t channels = 0;
-  TG_RETURN_IF_ERROR(check_channel_region(graph, region));
   TG_RETURN_IF_ERROR(plan_channels(graph, region, &plans, &channels));
+  if (region.extent != channels) return check_channel_region(graph, region);  // names the mismatch
   if (tiles < 2 || tiles > channels)
     return invalid_argument(
         fmt::format("{} tiles for a region of {} channels: use 2 to {}", tiles, channels, channels));
@@ -299,6 +299,7 @@ Expected<Graph> split_channels(const Graph& graph, const OpRegion& region, int64
           }
         }
         if (!windows.empty()) op.attrs["window"] = windows;
+        op.fusible = op.fusible && plan.reads[0] == Read::kTile;  // never into an outside tensor's producer
         std::vector<int64_t> shape = graph.tensors[size_t(source.outputs[0])].shape;
         if (plan.out_axis >= 0) shape[size_t(plan.out_axis)] = size * (shape[size_t(plan.out_axis)] / channels);
         if (source.type == "conv2d" && source.attr("groups", 1) != 1) op.attrs["groups"] = {shape[1]};

@@ -21,8 +21,8 @@
 
 namespace tensorgym {
 
-// Operators first..last, contiguous in program order. In tiles of rows, they compute the last one's
-// output rows from intervals of rows along `axis`: conv2d and pools (axis 2 of
+// Operators first..last, contiguous in program order. In tiles of rows, they
+// compute the last one's output rows from intervals of rows along `axis`: conv2d and pools (axis 2 of
 // NCHW), elementwise operators (an operand of the same rows read by rows, a
 // broadcast one or a constant whole), matmul (rows of its first operand), softmax
 // and layernorm (not over the axis), concat (along another axis). Every other tensor the region produces is read
@@ -34,10 +34,11 @@ namespace tensorgym {
 // (groups 1) or of a matmul by a 2-D weight reading a tensor from outside whole (its
 // weight read through a window), then operators that keep channels apart
 // (elementwise, depthwise convolutions, pools, softmax and layernorm over another
-// axis), and last either one of those (its channels written into the output as
-// rows are) or a convolution or matmul that sums over the channels: each tile adds
-// its partial sums into the output. An inverted residual block then never holds its
-// wide middle, nor a transformer its feed-forward layer.
+// axis, transposes, reshapes that group channels, batched matmuls over them), and
+// last either one of those (its channels written into the output as rows are) or a
+// convolution or matmul that sums over the channels: each tile adds its partial
+// sums into the output. An inverted residual block then never holds its wide
+// middle, a transformer its feed-forward layer, nor attention all its heads.
 struct OpRegion {
   int first = 0, last = 0;
   size_t axis = 0;     // rows: the split axis; channels: the first operator's channel axis

@@ -40,7 +40,6 @@ std::string affine(const std::string& a, int64_t s, const std::string& r, int64_
   return e;
 }
 
-
 // Indices of an operand of shape `in` broadcast to the output variables `v`.
 Names broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out, const Names& v) {
   Names idx;
@@ -147,20 +146,22 @@ Expected<std::vector<InputWindow>> op_input_windows(const Graph& graph, const Gr
   if (it == op.attrs.end()) return windows;
   const std::vector<int64_t>& w = it->second;
   if (w.size() % 4 != 0)
-    return invalid_argument(fmt::format("operator '{}': its window attribute holds {} values, not quadruples of "
-                                        "input, axis, start, size",
-                                        op.name, w.size()));
+    return invalid_argument(
+        fmt::format("operator '{}': its window attribute holds {} values, not quadruples of "
+                    "input, axis, start, size",
+                    op.name, w.size()));
   for (size_t q = 0; q < w.size(); q += 4) {
     const int64_t k = w[q], axis = w[q + 1], start = w[q + 2], size = w[q + 3];
     if (k < 0 || size_t(k) >= op.inputs.size())
-      return invalid_argument(fmt::format("operator '{}' has {} inputs: no input {} to window", op.name,
-                                          op.inputs.size(), k));
+      return invalid_argument(
+          fmt::format("operator '{}' has {} inputs: no input {} to window", op.name, op.inputs.size(), k));
     const std::vector<int64_t>& shape = graph.tensors[size_t(op.inputs[size_t(k)])].shape;
     if (axis < 0 || size_t(axis) >= shape.size() || start < 0 || size < 1 || start + size > shape[size_t(axis)] ||
         windows[size_t(k)].axis >= 0)
-      return invalid_argument(fmt::format("operator '{}': window [{}, {}) on axis {} of input {} {} is not inside it "
-                                          "(or the input has another window)",
-                                          op.name, start, start + size, axis, k, shape_text(shape)));
+      return invalid_argument(
+          fmt::format("operator '{}': window [{}, {}) on axis {} of input {} {} is not inside it "
+                      "(or the input has another window)",
+                      op.name, start, start + size, axis, k, shape_text(shape)));
     windows[size_t(k)] = {axis, start, size};
   }
   return windows;
@@ -179,7 +180,7 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     shapes.push_back(graph.tensors[size_t(op.inputs[k])].shape);
     if (windows[k].axis >= 0) shapes.back()[size_t(windows[k].axis)] = windows[k].size;
   }
-  auto shape_of = [&](const Graph&, const GraphOp&, size_t k) -> const std::vector<int64_t>& { return shapes[k]; };
+  auto shape_of = [&](size_t k) -> const std::vector<int64_t>& { return shapes[k]; };  // as the operator sees it
   auto x_at = [&](size_t k, Names idx) {
     const InputWindow& w = windows[k];
     // Even "+ 0": a lone variable's range must be the whole axis.
@@ -188,8 +189,8 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
   };
 
   if (t == "conv2d") {
-    const std::vector<int64_t> xs = shape_of(graph, op, 0);
-    const std::vector<int64_t> ws = shape_of(graph, op, 1);
+    const std::vector<int64_t>& xs = shape_of(0);
+    const std::vector<int64_t>& ws = shape_of(1);
     const int64_t sh = op.attr("stride", 1, 0), sw = op.attr("stride", 1, 1);
     const int64_t ph = op.attr("pad", 0, 0), pw = op.attr("pad", 0, 1);
     const int64_t groups = op.attr("groups", 1);
@@ -201,9 +202,10 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
                                       guard_dim({"x", "s", sw, pw, xs[3], ws[3], out[3]}, load, "0.0"), "0.0");
     p.stages.push_back({"Y",
                         out,
-                        "Y[n, f, y, x] += " + val + " * " + x_at(1, {"f", "c", "r", "s"}) + " where n in 0.." + str(out[0]) + ", f in 0.." +
-                            str(out[1]) + ", y in 0.." + str(out[2]) + ", x in 0.." + str(out[3]) + ", c in 0.." +
-                            str(ws[1]) + ", r in 0.." + str(ws[2]) + ", s in 0.." + str(ws[3]),
+                        "Y[n, f, y, x] += " + val + " * " + x_at(1, {"f", "c", "r", "s"}) + " where n in 0.." +
+                            str(out[0]) + ", f in 0.." + str(out[1]) + ", y in 0.." + str(out[2]) + ", x in 0.." +
+                            str(out[3]) + ", c in 0.." + str(ws[1]) + ", r in 0.." + str(ws[2]) + ", s in 0.." +
+                            str(ws[3]),
                         {"X0", "X1"}});
   } else if (!elementwise(t, "x").empty()) {
     p.stages.push_back({"Y", out, lhs + " = " + elementwise(t, x_at(0, v)) + ranges(v, out), {"X0"}});
@@ -211,16 +213,16 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     const char* sym = t == "add" ? " + " : t == "sub" ? " - " : t == "mul" ? " * " : " / ";
     p.stages.push_back({"Y",
                         out,
-                        lhs + " = " + x_at(0, broadcast_index(shape_of(graph, op, 0), out, v)) + sym +
-                            x_at(1, broadcast_index(shape_of(graph, op, 1), out, v)) + ranges(v, out),
+                        lhs + " = " + x_at(0, broadcast_index(shape_of(0), out, v)) + sym +
+                            x_at(1, broadcast_index(shape_of(1), out, v)) + ranges(v, out),
                         {"X0", "X1"}});
   } else if (t == "scale") {
     auto it = op.fattrs.find("scale");
     const double s = it == op.fattrs.end() ? 1.0 : it->second;
     p.stages.push_back({"Y", out, lhs + " = " + x_at(0, v) + " * " + lit(s) + ranges(v, out), {"X0"}});
   } else if (t == "matmul") {
-    const std::vector<int64_t>& as = shape_of(graph, op, 0);
-    const std::vector<int64_t>& bs = shape_of(graph, op, 1);
+    const std::vector<int64_t>& as = shape_of(0);
+    const std::vector<int64_t>& bs = shape_of(1);
     const bool tb = op.attr("transpose_b", 0) != 0;
     const size_t r = out.size();
     Names a_idx(v.begin(), v.end() - 1), b_idx;
@@ -257,14 +259,14 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
       p.stages.push_back({"T0", ps, "T0" + row + " += " + x_at(0, v) + " / " + h + pr + red, {"X0"}});
       p.stages.push_back({"T1", out, "T1" + elem + " = " + x_at(0, v) + " - T0" + row + er, {"X0", "T0"}});
       p.stages.push_back({"T2", ps, "T2" + row + " += T1" + elem + " * T1" + elem + " / " + h + pr + red, {"T1"}});
-      p.stages.push_back(
-          {"Y",
-           out,
-           "Y" + elem + " = T1" + elem + " / sqrt(T2" + row + " + " + eps + ") * " + x_at(1, {j}) + " + " + x_at(2, {j}) + er,
-           {"T1", "T2", "X1", "X2"}});
+      p.stages.push_back({"Y",
+                          out,
+                          "Y" + elem + " = T1" + elem + " / sqrt(T2" + row + " + " + eps + ") * " + x_at(1, {j}) +
+                              " + " + x_at(2, {j}) + er,
+                          {"T1", "T2", "X1", "X2"}});
     }
   } else if (t == "maxpool" || t == "avgpool") {
-    const std::vector<int64_t>& xs = shape_of(graph, op, 0);
+    const std::vector<int64_t>& xs = shape_of(0);
     // `pad` is one value for both axes, or [top, left] (a split operator's tiles pad
     // only where they meet the image's edge; the bottom and right follow from the
     // output's extent).
@@ -282,11 +284,12 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
                             ", q in 0.." + str(k),
                         {"X0"}});
   } else if (t == "global_avgpool") {
-    const std::vector<int64_t>& xs = shape_of(graph, op, 0);
+    const std::vector<int64_t>& xs = shape_of(0);
     p.stages.push_back({"Y",
                         out,
-                        "Y[n, c] += " + x_at(0, {"n", "c", "h", "w"}) + " / " + lit(double(xs[2] * xs[3])) + " where n in 0.." + str(out[0]) +
-                            ", c in 0.." + str(out[1]) + ", h in 0.." + str(xs[2]) + ", w in 0.." + str(xs[3]),
+                        "Y[n, c] += " + x_at(0, {"n", "c", "h", "w"}) + " / " + lit(double(xs[2] * xs[3])) +
+                            " where n in 0.." + str(out[0]) + ", c in 0.." + str(out[1]) + ", h in 0.." + str(xs[2]) +
+                            ", w in 0.." + str(xs[3]),
                         {"X0"}});
   } else if (t == "concat") {
     const size_t axis = size_t(op.attr("axis", 1));
@@ -298,7 +301,7 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
       // Never a lone variable: its range is the output's, wider than this input's.
       idx[axis] = v[axis] + " - " + str(start);
       const std::string load = x_at(k, idx);
-      start += shape_of(graph, op, k)[axis];
+      start += shape_of(k)[axis];
       reads.push_back(p.input_names[k]);
       if (k + 1 == op.inputs.size()) {
         body += load;
@@ -321,18 +324,17 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
       p.stages.push_back({"Y", out, lhs + " = " + x_at(0, idx) + ranges(v, out), {"X0"}});
     } else {
       const size_t part = t == "pad" ? 0 : 1;
-      const int64_t rows = shape_of(graph, op, part)[axis];
+      const int64_t rows = shape_of(part)[axis];
       // Never a lone variable: the range is the output's, wider than the part's.
       idx[axis] = a + " - " + str(start);
       const std::string outside = t == "pad" ? "0.0" : x_at(0, v);
-      p.stages.push_back({"Y",
-                          out,
-                          lhs + " = select(" + a + " >= " + str(start) + " && " + a + " < " + str(start + rows) +
-                              ", " + x_at(part, idx) + ", " + outside + ")" + ranges(v, out),
+      p.stages.push_back({"Y", out,
+                          lhs + " = select(" + a + " >= " + str(start) + " && " + a + " < " + str(start + rows) + ", " +
+                              x_at(part, idx) + ", " + outside + ")" + ranges(v, out),
                           t == "pad" ? Names{"X0"} : Names{"X0", "X1"}});
     }
   } else if (t == "reshape") {
-    const std::vector<int64_t>& xs = shape_of(graph, op, 0);
+    const std::vector<int64_t>& xs = shape_of(0);
     // The flat index of the output element, then the input's indices from it.
     std::string flat;
     int64_t stride = 1;
@@ -352,7 +354,7 @@ Expected<OpProgram> op_program(const Graph& graph, const GraphOp& op) {
     }
     p.stages.push_back({"Y", out, lhs + " = " + x_at(0, idx) + ranges(v, out), {"X0"}});
   } else if (t == "transpose") {
-    const std::vector<int64_t>& xs = shape_of(graph, op, 0);
+    const std::vector<int64_t>& xs = shape_of(0);
     Names idx(xs.size());
     for (size_t k = 0; k < out.size(); ++k) idx[size_t(op.attr("perm", int64_t(k), k))] = v[k];
     p.stages.push_back({"Y", out, lhs + " = " + x_at(0, idx) + ranges(v, out), {"X0"}});
