@@ -253,9 +253,12 @@ TEST(ChannelSplit, RegionsThatMixChannelsOrLeakAreNamed) {
   Status s = check_region(g, OpRegion{0, 5, 1, 48, true});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_CONTAINS(s.message(), "only the region's last operator");
-  // The expansion's output is read by the depthwise conv outside 0..0's extension.
   s = check_region(g, OpRegion{0, 1, 1, 48, true});
   EXPECT_TRUE(s.ok()) << s.to_string();
+  // conv_net's first relu is read by the skip add outside conv, relu, conv.
+  s = check_region(conv_net(), OpRegion{0, 2, 1, 8, true});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(s.message(), "outside the region");
   s = check_region(g, OpRegion{0, 2, 1, 47, true});
   EXPECT_CONTAINS(s.message(), "extent");
   GraphBuilder b("grouped");
