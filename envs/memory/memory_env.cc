@@ -159,11 +159,11 @@ std::vector<MemoryObservation> make_observations() {
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(tensor_features(e)); }});
   obs.push_back({Space::double_box("candidate_features", {-1, 4})
                      .set_default(Event(DoubleTensor{{0, 4}, {}}))
-                     .set_description("per candidate of the pending decision; rewrite (action i + 1 is row i): split by "
-                                      "rows 0, recompute 1 or split by channels 2, tiles, operators split, rows or "
-                                      "channels; order: bytes produced, bytes "
-                                      "freed, net, ready index; inplace: fused, bytes saved, 0, 0; placement: offset, arena after, "
-                                      "free bytes above (-1: none), size"),
+                     .set_description(
+                         "per candidate of the pending decision; rewrite (action i + 1 is row i): split by rows 0, "
+                         "recompute 1 or split by channels 2, tiles, operators split, rows or channels; order: bytes "
+                         "produced, bytes freed, net, ready index; inplace: fused, bytes saved, 0, 0; placement: "
+                         "offset, arena after, free bytes above (-1: none), size"),
                  [](const MemoryEpisode& e) -> Expected<Event> { return Event(candidate_features(e)); }});
   obs.push_back({Space::int64_box("action_mask", {-1}, 0, 1)
                      .set_default(Event(Int64Tensor{{0}, {}}))
