@@ -4,15 +4,18 @@
 // operator splitting (memplan/op_split.h) and rematerialization
 // (memplan/rematerialize.h), then planned by `best`.
 //
-// The search is greedy: while the peak of live bytes is over the limit, it takes
-// the rewrite, among those through the operator at the peak that lower the peak or
-// keep it and lower the excess, that leaves the least excess (live bytes over the
-// limit, summed over the steps: a model's repeated layers peak alike, and one
-// layer's split lowers the excess before the peak), and of those within 2% of it
-// the one that adds the least arithmetic (op_work), then the least excess; once
-// rewrites reach the limit, the cheapest that does, or, given a way to measure
-// runtimes, the fastest of the cheapest few measured. Splits first, recomputations
-// when no split helps.
+// The search goes over states (sets of rewrites). From a state whose peak of live
+// bytes is over the limit, it takes the rewrites through the operator at the peak
+// that lower the peak, or keep it and lower the excess (live bytes over the limit,
+// summed over the steps: a model's repeated layers peak alike, and one layer's split
+// lowers the excess before the peak); splits first, recomputations when no split
+// helps. The greedy rule follows one such rewrite a step: the least excess, and of
+// those within 2% of it the one that adds the least arithmetic (op_work), then the
+// least excess. It runs first; then, with the time left, a beam of `beam_width`
+// states a step (the greedy choice and the others with the least excess), pruned at
+// the arithmetic of the cheapest state found that fits. Of all the states that fit,
+// the cheapest, or, given a way to measure runtimes, the fastest of the cheapest few
+// measured.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +37,12 @@ struct LimitPlanOptions {
   int max_rewrites = 64;
   int max_region = 48;  // operators in one split region
   // When set: the seconds of one run of a rewritten graph (memplan/exec/graph_job.h
-  // measures them). Of the rewrites that reach the limit in the last step, the
+  // measures them). Of the states found that reach the limit, the
   // `measure_candidates` cheapest are measured while the time limit allows, and the
   // fastest is taken.
   std::function<Expected<double>(const Graph&)> runtime;
   int measure_candidates = 4;
+  int beam_width = 4;  // 1: the greedy search alone
 };
 
 struct LimitPlan {
@@ -46,8 +50,8 @@ struct LimitPlan {
   GraphPlan plan;                     // verified; arena <= the limit
   std::vector<std::string> rewrites;  // in the order applied
   int64_t work = 0, original_work = 0;
-  // The last step's candidates that were measured (none without `runtime`): each
-  // one's rewrites ("; "-separated) and seconds, the chosen one first.
+  // The states that fit and were measured (none without `runtime`): each one's
+  // rewrites ("; "-separated) and seconds, the chosen one first.
   std::vector<std::pair<std::string, double>> measured;
 };
 
