@@ -1,6 +1,6 @@
 // tensorgym memplan (--benchmark URI | --onnx FILE | --lifetimes FILE)
 //     [--planner NAME | --planner all] [--order NAME] [--inplace on|off]
-//     [--time-limit S] [--memory-limit BYTES] [--alignment A] [--seed N]
+//     [--time-limit S] [--memory-limit BYTES] [--beam-width W] [--alignment A] [--seed N]
 //     [--plan-out FILE] [--lifetimes-out FILE] [--plot FILE.svg] [--json]
 //   Plans the memory of a model graph or an offset-only instance with each planner
 //   and prints, per planner, the arena bytes, the live lower bound (lb_live, for the
@@ -59,6 +59,7 @@ struct Options {
   std::string plan_out, lifetimes_out, plot;
   bool json = false;
   bool no_rewrite = false;
+  int beam_width = 4;
   bool order_given = false, inplace_given = false;
 };
 
@@ -123,6 +124,7 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   lo.alignment = alignment;
   lo.time_limit_s = o.time_limit;
   lo.seed = o.seed;
+  lo.beam_width = o.beam_width;
   GraphKernelCache cache;
   const bool runs = std::all_of(graph.tensors.begin(), graph.tensors.end(),
                                 [](const GraphTensor& t) { return t.dtype == "f32"; });
@@ -485,6 +487,10 @@ void add_memplan_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_flag("--no-rewrite", o->no_rewrite,
                 "With --memory-limit: report a graph that no planner fits as infeasible, without rewriting it");
+  cmd->add_option("--beam-width", o->beam_width,
+                  "With --memory-limit: states a step of the rewrite search's beam (1: the greedy search alone)")
+      ->default_val(4)
+      ->check(CLI::Range(1, 64));
   cmd->callback([o, order, inplace] {
     o->order_given = order->count() > 0;
     o->inplace_given = inplace->count() > 0;

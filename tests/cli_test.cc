@@ -592,6 +592,13 @@ TEST(CliTest, MemplanUnderAMemoryLimitRewritesTheGraphRunsItAndWritesAVerifiedPl
   EXPECT_CONTAINS(t.out, "best+rewrites");
   EXPECT_CONTAINS(t.out, "runtime in the arena");
   EXPECT_CONTAINS(t.out, "outputs match");
+  // The greedy search alone fits too; a beam of no states is refused.
+  Result greedy = run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --beam-width 1 --json");
+  ASSERT_EQ(greedy.rc, 0) << greedy.err;
+  EXPECT_LE(parse(greedy.out)["planners"][1].value("arena", limit + 1), limit);
+  Result zero = run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --beam-width 0");
+  EXPECT_NE(zero.rc, 0);
+  EXPECT_CONTAINS(zero.err, "--beam-width");
   // Without rewriting, or below what any rewrite reaches, it is infeasible (2).
   EXPECT_EQ(run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --no-rewrite").rc, 2);
   Result none = run("memplan " + uri + " --memory-limit 1000");
