@@ -1,6 +1,6 @@
 // tensorgym memplan (--benchmark URI | --onnx FILE | --lifetimes FILE)
 //     [--planner NAME | --planner all] [--order NAME] [--inplace on|off]
-//     [--time-limit S] [--memory-limit BYTES] [--beam-width W] [--alignment A] [--seed N]
+//     [--time-limit S] [--memory-limit BYTES] [--beam-width W] [--recompute-depth D] [--alignment A] [--seed N]
 //     [--plan-out FILE] [--lifetimes-out FILE] [--plot FILE.svg] [--json]
 //   Plans the memory of a model graph or an offset-only instance with each planner
 //   and prints, per planner, the arena bytes, the live lower bound (lb_live, for the
@@ -30,16 +30,17 @@
 
 #include "cli/cli_common.h"
 #include "cli/json_text.h"
+#include "codegen/measure/measure_error.h"
 #include "datasets/graphs.h"
 #include "datasets/lifetimes_csv.h"
 #include "datasets/onnx_import.h"
-#include "codegen/measure/measure_error.h"
 #include "memplan/exec/arena_exec.h"
 #include "memplan/exec/graph_job.h"
 #include "memplan/exec/graph_wire.h"
 #include "memplan/limit_planner.h"
 #include "memplan/order.h"
 #include "memplan/planner.h"
+#include "memplan/rematerialize.h"
 #include "memplan/verify.h"
 #include "plot/plan_svg.h"
 #include "spaces/event.h"
@@ -60,6 +61,7 @@ struct Options {
   bool json = false;
   bool no_rewrite = false;
   int beam_width = 4;
+  int recompute_depth = 4;
   bool order_given = false, inplace_given = false;
 };
 
@@ -125,6 +127,7 @@ Expected<UnderLimit> fit_by_rewriting(const Graph& graph, const Options& o, int6
   lo.time_limit_s = o.time_limit;
   lo.seed = o.seed;
   lo.beam_width = o.beam_width;
+  lo.recompute_depth = o.recompute_depth;
   GraphKernelCache cache;
   const bool runs = std::all_of(graph.tensors.begin(), graph.tensors.end(),
                                 [](const GraphTensor& t) { return t.dtype == "f32"; });
@@ -491,6 +494,10 @@ void add_memplan_command(CLI::App& app) {
                   "With --memory-limit: states a step of the rewrite search's beam (1: the greedy search alone)")
       ->default_val(4)
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--recompute-depth", o->recompute_depth,
+                  "With --memory-limit: levels of producers a recomputation may run again (1: the tensor's own)")
+      ->default_val(4)
+      ->check(CLI::Range(1, kMaxRecomputeDepth));
   cmd->callback([o, order, inplace] {
     o->order_given = order->count() > 0;
     o->inplace_given = inplace->count() > 0;

@@ -118,7 +118,8 @@ class Search {
     if (int(parent.rewrites.texts.size()) >= options_.max_rewrites) return splits;
     TG_ASSIGN_OR_RETURN(const Graph graph, apply_rewrites(original_, parent.rewrites));
     const int64_t excess = parent.peak.excess(target);
-    for (NextRewrite& n : next_rewrites(original_, parent.rewrites, graph, options_.alignment, options_.max_region)) {
+    for (NextRewrite& n : next_rewrites(original_, parent.rewrites, graph, options_.alignment, options_.max_region,
+                                        4096, options_.recompute_depth)) {
       if (Clock::now() > deadline_) break;
       const Evaluated* e = evaluate(n.next);
       if (!e) continue;
@@ -215,6 +216,9 @@ Expected<int64_t> graph_work(const Graph& graph) {
 
 Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions& options) {
   if (options.memory_limit <= 0) return invalid_argument("a memory limit of at least 1 byte is needed");
+  if (options.recompute_depth < 1 || options.recompute_depth > kMaxRecomputeDepth)
+    return invalid_argument(
+        fmt::format("a recomputation's depth is 1 to {}, not {}", kMaxRecomputeDepth, options.recompute_depth));
   const auto began = Clock::now();
   const Clock::time_point deadline =
       began + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.time_limit_s * 0.6));

@@ -43,6 +43,9 @@ struct LimitPlanOptions {
   std::function<Expected<double>(const Graph&)> runtime;
   int measure_candidates = 4;
   int beam_width = 4;  // 1: the greedy search alone
+  // Levels of producers a recomputation may run again (Recompute::depth; 1: the
+  // tensor's own producer alone).
+  int recompute_depth = 4;
 };
 
 struct LimitPlan {

@@ -69,7 +69,7 @@ int origin_operator(const Graph& original, const std::string& name) {
 }
 
 std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& current, const Graph& graph,
-                                       int64_t alignment, int max_region, size_t limit) {
+                                       int64_t alignment, int max_region, size_t limit, int max_depth) {
   std::vector<NextRewrite> out;
   const LivePeak peak = live_peak(graph, alignment);
   if (peak.op < 0) return out;
@@ -106,7 +106,7 @@ std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& cu
       }
     }
   }
-  for (const Recompute& r : recompute_candidates(graph, peak.live)) {
+  for (const Recompute& r : recompute_candidates(graph, peak.live, max_depth)) {
     if (out.size() >= limit) break;
     NextRewrite n{current, r.describe(graph)};
     n.next.recomputes.push_back(r);

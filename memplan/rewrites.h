@@ -62,8 +62,9 @@ struct NextRewrite {
 // the operator at the peak, up to `max_region` operators, in 2, 4, .. 64 tiles (no
 // more than its rows or channels) and, under 64, one row or channel group a tile (a
 // head of BERT's 12), in place of the splits it contains, shorter regions first;
-// then the recomputations of the tensors live at the peak. At most `limit`.
+// then the recomputations of the tensors live at the peak, with their cones up to
+// `max_depth` levels. At most `limit`.
 std::vector<NextRewrite> next_rewrites(const Graph& original, const Rewrites& current, const Graph& graph,
-                                       int64_t alignment, int max_region = 48, size_t limit = 4096);
+                                       int64_t alignment, int max_region = 48, size_t limit = 4096, int max_depth = 4);
 
 }  // namespace tensorgym

@@ -592,13 +592,21 @@ TEST(CliTest, MemplanUnderAMemoryLimitRewritesTheGraphRunsItAndWritesAVerifiedPl
   EXPECT_CONTAINS(t.out, "best+rewrites");
   EXPECT_CONTAINS(t.out, "runtime in the arena");
   EXPECT_CONTAINS(t.out, "outputs match");
-  // The greedy search alone fits too; a beam of no states is refused.
-  Result greedy = run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --beam-width 1 --json");
-  ASSERT_EQ(greedy.rc, 0) << greedy.err;
-  EXPECT_LE(parse(greedy.out)["planners"][1].value("arena", limit + 1), limit);
-  Result zero = run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --beam-width 0");
-  EXPECT_NE(zero.rc, 0);
-  EXPECT_CONTAINS(zero.err, "--beam-width");
+  // The greedy search alone fits, and so do recomputations without their cones;
+  // a beam of no states and a depth past the most are refused.
+  auto with = [&](const std::string& flag) {
+    return run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " " + flag);
+  };
+  for (const char* flag : {"--beam-width 1", "--recompute-depth 1"}) {
+    Result fits = with(std::string(flag) + " --json");
+    ASSERT_EQ(fits.rc, 0) << flag << fits.err;
+    EXPECT_LE(parse(fits.out)["planners"][1].value("arena", limit + 1), limit) << flag;
+  }
+  for (const char* flag : {"--beam-width 0", "--recompute-depth 9"}) {
+    Result refused = with(flag);
+    EXPECT_NE(refused.rc, 0) << flag;
+    EXPECT_CONTAINS(refused.err, std::string(flag).substr(0, std::string(flag).find(' ')));
+  }
   // Without rewriting, or below what any rewrite reaches, it is infeasible (2).
   EXPECT_EQ(run("memplan " + uri + " --memory-limit " + std::to_string(limit) + " --no-rewrite").rc, 2);
   Result none = run("memplan " + uri + " --memory-limit 1000");

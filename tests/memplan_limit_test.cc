@@ -17,6 +17,7 @@
 #include "memplan/op_stages.h"
 #include "memplan/order.h"
 #include "memplan/rematerialize.h"
+#include "memplan/rewrites.h"
 #include "tests/test_support.h"
 
 namespace tensorgym {
@@ -311,6 +312,56 @@ TEST(Rematerialize, TheCopyServesLaterReadersAndOutputsMatch) {
   }
   EXPECT_EQ(rematerialize(g, Recompute{r, 5}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(rematerialize(g, Recompute{x, 1}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Rematerialize, AConeRecomputesTheInputsSoTheyDieEarlyToo) {
+  // `node` is read by the wide middle and by the end. Recomputed alone for the end,
+  // its copy keeps its wide input `a` alive through the middle; with its cone (depth
+  // 2), `a` is recomputed too and dies at its first reader, and the narrow `x` lives
+  // on instead.
+  GraphBuilder b("cone");
+  int x = b.input("x", {1, 4, 16, 16});
+  const int a = b.conv2d(x, 16, 1, 1, 0);
+  const int node = b.conv2d(a, 8, 3, 1, 1);
+  int m = b.unary("relu", b.conv2d(node, 32, 3, 1, 1));
+  m = b.conv2d(m, 8, 3, 1, 1);
+  b.mark_output(b.binary("add", m, node));
+  const Graph g = *b.finish();
+  const GraphRun want = reference_run(g);
+
+  Expected<Graph> alone = rematerialize(g, Recompute{node, 1, 1});
+  Expected<Graph> cone = rematerialize(g, Recompute{node, 1, 2});
+  ASSERT_TRUE(alone.ok() && cone.ok()) << alone.status().to_string() << cone.status().to_string();
+  EXPECT_EQ(alone->ops.size(), g.ops.size() + 1);
+  EXPECT_EQ(cone->ops.size(), g.ops.size() + 2);
+  const int first_middle = g.tensors[size_t(node)].consumers[0];
+  EXPECT_GT(alone->tensors[size_t(a)].consumers.back(), first_middle) << "alone, `a` waits for the copy";
+  EXPECT_LT(cone->tensors[size_t(a)].consumers.back(), first_middle) << "in the cone, `a` dies at its first reader";
+  EXPECT_LT(live_peak(*cone, kDefaultAlignment).bytes, live_peak(*alone, kDefaultAlignment).bytes);
+  EXPECT_EQ(Recompute({node, 1, 2}).describe(g), "recompute conv2d_1 for add_5 with its inputs 1 level up");
+  for (const Recompute& c : recompute_candidates(g, {}, 3))
+    EXPECT_LE(max_output_difference(want, arena_run(*rematerialize(g, c))), tolerance(want)) << c.describe(g);
+  EXPECT_EQ(rematerialize(g, Recompute{node, 1, 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rematerialize(g, Recompute{node, 1, kMaxRecomputeDepth + 1}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Rematerialize, AConeRecomputesASharedAncestorOnce) {
+  // node = relu(a) + sigmoid(a): its cone three levels deep recomputes the add, the
+  // relu, the sigmoid and `a` once, both branches reading the one copy.
+  GraphBuilder b("diamond");
+  int x = b.input("x", {1, 4, 12, 12});
+  const int a = b.conv2d(x, 4, 3, 1, 1);
+  const int node = b.binary("add", b.unary("relu", a), b.unary("sigmoid", a));
+  int m = b.unary("relu", b.conv2d(node, 16, 3, 1, 1));
+  b.mark_output(b.binary("add", b.conv2d(m, 4, 1, 1, 0), node));
+  const Graph g = *b.finish();
+  Expected<Graph> cone = rematerialize(g, Recompute{node, 1, 3});
+  ASSERT_TRUE(cone.ok()) << cone.status().to_string();
+  EXPECT_EQ(cone->ops.size(), g.ops.size() + 4);
+  const int copy_of_a = cone->find_tensor(g.tensors[size_t(a)].name + "@re");
+  ASSERT_GE(copy_of_a, 0);
+  EXPECT_EQ(cone->tensors[size_t(copy_of_a)].consumers.size(), 2u);
+  EXPECT_LE(max_output_difference(reference_run(g), arena_run(*cone)), tolerance(reference_run(g)));
 }
 
 // What no plan of the graph as it is beats: the larger of the order-independent

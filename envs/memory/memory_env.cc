@@ -60,14 +60,15 @@ DoubleTensor candidate_features(const MemoryEpisode& e) {
   switch (e.pending()) {
     case Decision::kRewrite: {
       // Action 0 stops: no row. Each rewrite offered: split by rows (0), recompute
-      // (1) or split by channels (2), tiles, operators of the region, its rows or
-      // channels.
+      // (1) or split by channels (2), tiles, operators of the region (of a
+      // recomputation: its depth), its rows or channels.
       for (const NextRewrite& n : e.offered()) {
         const bool split = n.next.recomputes.size() == e.rewrites().recomputes.size();
         const Split& s = split ? n.next.splits.back() : Split{};
-        t.values.insert(t.values.end(), {split ? (s.region.channels ? 2.0 : 0.0) : 1.0, split ? double(s.tiles) : 0.0,
-                                         split ? double(s.region.last - s.region.first + 1) : 0.0,
-                                         split ? double(s.region.extent) : 0.0});
+        t.values.insert(t.values.end(),
+                        {split ? (s.region.channels ? 2.0 : 0.0) : 1.0, split ? double(s.tiles) : 0.0,
+                         split ? double(s.region.last - s.region.first + 1) : double(n.next.recomputes.back().depth),
+                         split ? double(s.region.extent) : 0.0});
       }
       break;
     }
