@@ -106,31 +106,46 @@ class Search {
     return {};
   }
 
+  // From now on, a state that no split or recomputation improves takes cones.
+  void allow_cones() { depth_ = options_.recompute_depth; }
+
   std::vector<Candidate>& fits() { return fits_; }
   // The state with the lowest peak seen (for the message when nothing fits).
   const Candidate& closest() const { return closest_; }
 
  private:
   // The rewrites that may follow `parent` and lower its peak, or keep it and lower
-  // the excess: splits, or recomputations where no split does.
+  // the excess: splits, or recomputations where no split does, and cones (deeper
+  // recomputations, several times as many) where neither does.
   Expected<std::vector<Candidate>> children(const Candidate& parent, int64_t target) {
     std::vector<Candidate> splits, recomputes;
     if (int(parent.rewrites.texts.size()) >= options_.max_rewrites) return splits;
     TG_ASSIGN_OR_RETURN(const Graph graph, apply_rewrites(original_, parent.rewrites));
     const int64_t excess = parent.peak.excess(target);
-    for (NextRewrite& n : next_rewrites(original_, parent.rewrites, graph, options_.alignment, options_.max_region,
-                                        4096, options_.recompute_depth)) {
-      if (Clock::now() > deadline_) break;
+    auto consider = [&](NextRewrite& n) {
       const Evaluated* e = evaluate(n.next);
-      if (!e) continue;
+      if (!e) return;
       // A lower peak counts even where the excess rises: the quick orders behind both
       // figures change with the graph, and the excess is summed along them.
       if (e->peak.bytes > parent.peak.bytes || (e->peak.bytes == parent.peak.bytes && e->peak.excess(target) >= excess))
-        continue;
+        return;
       const int64_t work = work_of(n.next);  // after the filter: it costs as much as the rest
-      if (work < 0) continue;
+      if (work < 0) return;
       const bool split = n.next.recomputes.size() == parent.rewrites.recomputes.size();
       (split ? splits : recomputes).push_back({std::move(n.next), e->peak, work});
+    };
+    for (NextRewrite& n : next_rewrites(original_, parent.rewrites, graph, options_.alignment, options_.max_region,
+                                        4096, /*max_depth=*/1)) {
+      if (Clock::now() > deadline_) break;
+      consider(n);
+    }
+    if (splits.empty() && recomputes.empty() && depth_ > 1) {
+      for (NextRewrite& n :
+           next_rewrites(original_, parent.rewrites, graph, options_.alignment, options_.max_region, 4096, depth_)) {
+        if (Clock::now() > deadline_) break;
+        if (n.next.recomputes.size() > parent.rewrites.recomputes.size() && n.next.recomputes.back().depth > 1)
+          consider(n);
+      }
     }
     return splits.empty() ? recomputes : splits;
   }
@@ -167,6 +182,7 @@ class Search {
   const Graph& original_;
   const LimitPlanOptions& options_;
   Clock::time_point deadline_;
+  int depth_ = 1;  // of the recomputations offered
   std::map<std::string, std::optional<Evaluated>> evaluated_;
   std::vector<Candidate> fits_;  // each state once, over both passes
   std::set<std::string> fit_keys_;
@@ -260,10 +276,17 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
       continue;
     }
     // The greedy search first, then a wider beam with the time left, bounded by the
-    // arithmetic of what the greedy search found.
+    // arithmetic of what the greedy search found; where neither fits, both again
+    // with cones (each state already seen is not evaluated again).
     Search search(graph, options, deadline);
-    TG_RETURN_IF_ERROR(search.run(start, target, 1));
-    if (options.beam_width > 1) TG_RETURN_IF_ERROR(search.run(start, target, size_t(options.beam_width)));
+    for (int pass = 0; pass < 2 && search.fits().empty(); ++pass) {
+      if (pass == 1) {
+        if (options.recompute_depth == 1) break;
+        search.allow_cones();
+      }
+      TG_RETURN_IF_ERROR(search.run(start, target, 1));
+      if (options.beam_width > 1) TG_RETURN_IF_ERROR(search.run(start, target, size_t(options.beam_width)));
+    }
     std::vector<Candidate>& fits = search.fits();
     if (fits.empty()) {
       const Candidate& near = search.closest().peak.bytes > 0 ? search.closest() : start;
