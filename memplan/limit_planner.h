@@ -9,12 +9,15 @@
 // that lower the peak, or keep it and lower the excess (live bytes over the limit,
 // summed over the steps: a model's repeated layers peak alike, and one layer's split
 // lowers the excess before the peak); splits first, recomputations when no split
-// helps. Where the search below fits nothing, it runs again with recomputations'
-// cones (Recompute::depth up to `recompute_depth`) where neither helps. The greedy rule follows one such rewrite a
-// step: the least excess, and of those within 2% of it the one that adds the least arithmetic (op_work), then the least
-// excess. It runs first; then, with the time left, a beam of `beam_width` states a step (the greedy choice and the
-// others with the least excess), pruned at the arithmetic of the cheapest state found that fits. Of all the states that
-// fit, the cheapest, or, given a way to measure runtimes, the fastest of the cheapest few measured.
+// helps. The greedy rule follows one such rewrite a step: the least excess, and of
+// those within 2% of it the one that adds the least arithmetic (op_work), then the
+// least excess. It runs first; then, with the time left, a beam of `beam_width`
+// states a step (the greedy choice and the others with the least excess), pruned at
+// the arithmetic of the cheapest state found that fits. Where neither fits, both run
+// again offering recomputations' cones (Recompute::depth up to `recompute_depth`)
+// where no split or recomputation alone helps. Of all the states that fit, the
+// cheapest, or, given a way to measure runtimes, the fastest of the cheapest few
+// measured.
 #pragma once
 
 #include <cstdint>
