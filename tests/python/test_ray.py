@@ -1,10 +1,14 @@
 """tensorgym.ray on a real local Ray instance (2 CPUs): batch evaluation spread over
 actors, an actor killed mid-batch, and rollout workers. The actors connect to a managed
 service of this process by its address, as they would to services on other hosts."""
+import glob
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -20,19 +24,46 @@ from conftest import run_cli  # noqa: E402
 OBSERVE = ["est_cycles", "loop_nest"]
 
 
+def gcs_log_tail(temp_dir, lines=20):
+    """The GCS server's stderr and its warnings and errors under `temp_dir` (the last `lines` of
+    each log), to say why it did not start."""
+    tails = []
+    for path in sorted(glob.glob(os.path.join(temp_dir, "session_*", "logs", "gcs_server.*"))):
+        with open(path, errors="replace") as f:
+            kept = [line for line in f if path.endswith(".err") or re.match(r"\[\S+ \S+ [WEF] ", line)]
+        tails.append(f"{path}:\n" + "".join(kept[-lines:]))
+    return "\n".join(tails) or f"(no GCS log under {temp_dir})"
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
     """A local Ray instance with 2 CPUs, shut down after the module even when a test fails
-    (one that another module started is used as it is, and left running)."""
+    (one that another module started is used as it is, and left running).
+
+    It lives in a fresh temporary directory (never a stale /tmp/ray of another run), its GCS
+    server gets 120 s to bind its port instead of 30 (a loaded 2-core machine has taken
+    longer), and a start that fails is tried once more; a second failure names the GCS logs."""
     if ray.is_initialized():
         yield
         return
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False,
-             configure_logging=False)
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+    temp_dir = tempfile.mkdtemp(prefix="tgray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    for attempt in (1, 2):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024,
+                     log_to_driver=False, configure_logging=False, _temp_dir=temp_dir)
+            break
+        except Exception as e:  # Ray raises RuntimeError, ConnectionError, TimeoutError by version
+            ray.shutdown()
+            if attempt == 2:
+                why = gcs_log_tail(temp_dir)
+                shutil.rmtree(temp_dir, ignore_errors=True)
+                pytest.fail(f"Ray did not start twice: {e}\n{why}")
     try:
         yield
     finally:
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
