@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "datasets/graphs.h"
 #include "envs/env_context.h"
@@ -316,6 +317,65 @@ TEST(MemoryEnv, RewritesBringAGraphUnderALimitNoPlanFitsAndTheStateReplays) {
   StepResult replay = again->step(std::vector<Event>(state.actions.begin(), state.actions.end()), {}, {});
   ASSERT_TRUE(replay.error.ok()) << replay.error.to_string();
   EXPECT_EQ(again->step({}, {"plan"}, {}).observations[0].as<std::string>(), r.observations[0].as<std::string>());
+}
+
+TEST(MemoryEnv, RecomputationsAndTheirConesAreOfferedWithTheirDepth) {
+  // BERT at 8 tokens under a tight limit: after the splits, memory-v0 offers the
+  // recomputation of a tensor live at the peak and its cones (the producers of its
+  // inputs recomputed too, levels up). candidate_features: kind 1, no tiles, the depth.
+  const char* uri = "benchmark://graphs-v0/bert_base_128@8";
+  auto env = make();
+  ResetOptions o;
+  o.action_space = "rewrite;memory_limit=100000";
+  Expected<std::vector<Event>> obs = env->reset(uri, o, {"rewrites_offered", "candidate_features"});
+  ASSERT_TRUE(obs.ok()) << obs.status().to_string();
+  std::vector<std::string> offered;
+  std::istringstream lines((*obs)[0].as<std::string>());
+  for (std::string line; std::getline(lines, line);) offered.push_back(line);
+  const DoubleTensor& features = (*obs)[1].as<DoubleTensor>();
+  ASSERT_EQ(features.shape[0], int64_t(offered.size()));
+  ASSERT_EQ(features.shape[1], 4);
+  int64_t cone = -1, deepest = 0;
+  for (size_t i = 0; i < offered.size(); ++i) {
+    const double* row = &features.values[i * 4];
+    if (offered[i].rfind("recompute ", 0) != 0) {
+      EXPECT_NE(row[0], 1.0) << offered[i];
+      continue;
+    }
+    // "... with its inputs N level(s) up" is a cone of depth N + 1; without it, depth 1.
+    int64_t depth = 1;
+    if (size_t at = offered[i].find("with its inputs "); at != std::string::npos)
+      depth = 1 + std::stoll(offered[i].substr(at + 16));
+    EXPECT_EQ(row[0], 1.0) << offered[i];
+    EXPECT_EQ(row[1], 0.0) << offered[i];
+    EXPECT_EQ(row[2], double(depth)) << offered[i];
+    if (depth > deepest) {
+      deepest = depth;
+      cone = int64_t(i);
+    }
+  }
+  ASSERT_GE(deepest, 3) << "no cone of depth 3 offered";
+  // Take the deepest cone: it is the episode's rewrite, and the state replays to the
+  // same rewrites and the same default completion.
+  StepResult r = env->step({Event(cone + 1)}, {"rewrites", "rollout_arena"}, {});
+  ASSERT_TRUE(r.error.ok()) << r.error.to_string();
+  EXPECT_EQ(r.observations[0].as<std::string>(), offered[size_t(cone)] + "\n");
+  EpisodeState state = env->state();
+  ASSERT_EQ(state.actions.size(), 1u);
+  auto again = make();
+  ResetOptions ro;
+  ro.action_space = state.action_space;
+  ASSERT_TRUE(again->reset(state.benchmark, ro, {}).ok());
+  StepResult replay =
+      again->step(std::vector<Event>(state.actions.begin(), state.actions.end()), {"rewrites", "rollout_arena"}, {});
+  ASSERT_TRUE(replay.error.ok()) << replay.error.to_string();
+  EXPECT_EQ(replay.observations[0].as<std::string>(), r.observations[0].as<std::string>());
+  EXPECT_EQ(replay.observations[1].as<int64_t>(), r.observations[1].as<int64_t>());
+  // Still over the limit: stopping finishes a plan that is reported infeasible.
+  StepResult stop = env->step({Event("stop")}, {}, {});
+  EXPECT_TRUE(stop.terminated);
+  EXPECT_EQ(stop.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(stop.error.message(), "over the memory limit of 100000 bytes");
 }
 
 TEST(MemoryEnv, TheRuntimeRewardRunsTheWholeGraphInItsArenaInAWorkerOnceAtTheEnd) {
