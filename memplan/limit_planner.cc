@@ -190,8 +190,8 @@ class Search {
   Candidate closest_;
 };
 
-// Of the states that reach the target, the cheapest few by work measured (while more
-// than a quarter of the time is left, and at least the cheapest), the fastest.
+// Of the states that reach the target, the cheapest few by work measured while more
+// than a quarter of the time is left, the fastest; the cheapest when none could be.
 Expected<const Candidate*> fastest(const Graph& original, const std::vector<Candidate>& fits,
                                    const LimitPlanOptions& options, const std::function<double()>& seconds_left,
                                    std::vector<std::pair<std::string, double>>* measured) {
@@ -204,7 +204,7 @@ Expected<const Candidate*> fastest(const Graph& original, const std::vector<Cand
   measured->clear();
   for (const Candidate* c : order) {
     if (int(measured->size()) >= std::max(1, options.measure_candidates)) break;
-    if (best && seconds_left() < options.time_limit_s / 4) break;
+    if (seconds_left() < options.time_limit_s / 4) break;
     TG_ASSIGN_OR_RETURN(const Graph g, apply_rewrites(original, c->rewrites));
     TG_ASSIGN_OR_RETURN(double s, options.runtime(g));
     std::string texts;
@@ -216,7 +216,7 @@ Expected<const Candidate*> fastest(const Graph& original, const std::vector<Cand
       std::rotate(measured->begin(), measured->end() - 1, measured->end());  // the chosen one first
     }
   }
-  return best;
+  return best ? best : order.front();
 }
 
 }  // namespace
@@ -248,29 +248,29 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
   po.alignment = options.alignment;
   po.seed = options.seed;
   int64_t smallest = INT64_MAX;
-  auto plan = [&](const Graph& g) -> Expected<GraphPlan> {
+  std::vector<std::string> smallest_rewrites;  // those of the smallest arena planned
+  auto plan = [&](const Graph& g, const Rewrites& rewrites) -> Expected<GraphPlan> {
     po.time_limit_s = std::max(0.2, std::min(seconds_left(), options.time_limit_s * 0.2));
     TG_ASSIGN_OR_RETURN(GraphPlan p, plan_graph(g, po));
-    smallest = std::min(smallest, p.arena);
+    if (p.arena < smallest) {
+      smallest = p.arena;
+      smallest_rewrites = rewrites.texts;
+    }
     return p;
   };
   int64_t target = options.memory_limit;
   Candidate start{{}, live_peak(graph, options.alignment), result.original_work};
-  size_t rewrites = 0;
   for (;;) {
     if (start.peak.bytes <= target) {
       // Plan it; an arena over the limit although the peak fits asks for a lower peak.
       TG_ASSIGN_OR_RETURN(result.graph, apply_rewrites(graph, start.rewrites));
-      TG_ASSIGN_OR_RETURN(result.plan, plan(result.graph));
+      TG_ASSIGN_OR_RETURN(result.plan, plan(result.graph, start.rewrites));
       if (result.plan.arena <= options.memory_limit) {
         result.rewrites = start.rewrites.texts;
         result.work = start.work;
         return result;
       }
-      if (Clock::now() > deadline) {
-        rewrites = start.rewrites.texts.size();
-        break;
-      }
+      if (Clock::now() > deadline) break;
       target -= std::max<int64_t>(options.alignment, result.plan.arena - options.memory_limit);
       start.peak = live_peak(result.graph, options.alignment);
       continue;
@@ -290,22 +290,37 @@ Expected<LimitPlan> plan_under_limit(const Graph& graph, const LimitPlanOptions&
     std::vector<Candidate>& fits = search.fits();
     if (fits.empty()) {
       const Candidate& near = search.closest().peak.bytes > 0 ? search.closest() : start;
-      rewrites = near.rewrites.texts.size();
       TG_ASSIGN_OR_RETURN(const Graph g, apply_rewrites(graph, near.rewrites));
-      (void)plan(g);
+      (void)plan(g, near.rewrites);
       break;
     }
-    const Candidate* chosen = &*std::min_element(
+    const Candidate* cheapest = &*std::min_element(
         fits.begin(), fits.end(), [](const Candidate& a, const Candidate& b) { return a.work < b.work; });
+    const Candidate* chosen = cheapest;
     if (options.runtime) {
-      TG_ASSIGN_OR_RETURN(chosen, fastest(graph, fits, options, seconds_left, &result.measured));
+      // Measured only once the cheapest one's plan fits: a peak under the limit can
+      // still leave an arena over it, and then the search goes on instead.
+      TG_ASSIGN_OR_RETURN(Graph g, apply_rewrites(graph, cheapest->rewrites));
+      TG_ASSIGN_OR_RETURN(GraphPlan p, plan(g, cheapest->rewrites));
+      if (p.arena <= options.memory_limit) {
+        TG_ASSIGN_OR_RETURN(chosen, fastest(graph, fits, options, seconds_left, &result.measured));
+        if (chosen == cheapest) {
+          result.graph = std::move(g);
+          result.plan = std::move(p);
+          result.rewrites = cheapest->rewrites.texts;
+          result.work = cheapest->work;
+          return result;
+        }
+      }
     }
     start = *chosen;
   }
-  return resource_exhausted(
-      fmt::format("graph '{}' does not fit {} bytes: the smallest arena reached is {} bytes "
-                  "after {} rewrites (splitting operators and recomputing tensors)",
-                  graph.name, options.memory_limit, smallest == INT64_MAX ? 0 : smallest, rewrites));
+  std::string which;
+  for (const std::string& t : smallest_rewrites) which += (which.empty() ? ": " : "; ") + t;
+  return resource_exhausted(fmt::format(
+      "graph '{}' does not fit {} bytes: the smallest arena reached is {} bytes "
+      "after {} rewrites (splitting operators and recomputing tensors){}",
+      graph.name, options.memory_limit, smallest == INT64_MAX ? 0 : smallest, smallest_rewrites.size(), which));
 }
 
 }  // namespace tensorgym

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "datasets/graphs.h"
 #include "memplan/exec/arena_exec.h"
@@ -447,6 +449,32 @@ TEST(LimitPlanner, GivenRuntimesItTakesTheFastestOfTheRewritesThatFit) {
   EXPECT_CONTAINS(plan_under_limit(g, lo).status().message(), "the measuring broke");
 }
 
+TEST(LimitPlanner, MeasuresOnlyWhileAQuarterOfItsTimeIsLeft) {
+  // Measuring a rewritten graph compiles and runs it: seconds each. The search keeps
+  // to its time limit by starting a measurement only while a quarter of the limit is
+  // left, and takes the cheapest unmeasured when none can start.
+  const Graph g = *resolve_graph("benchmark://graphs-v0/mobilenet_v2@96")->graph;
+  LimitPlanOptions lo;
+  lo.memory_limit = 500000;
+  lo.time_limit_s = 8;
+  lo.measure_candidates = 16;
+  std::vector<double> starts;
+  const auto began = std::chrono::steady_clock::now();
+  lo.runtime = [&](const Graph& candidate) -> Expected<double> {
+    starts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    TG_ASSIGN_OR_RETURN(int64_t work, graph_work(candidate));
+    return 1.0 / double(work);
+  };
+  Expected<LimitPlan> fit = plan_under_limit(g, lo);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  ASSERT_TRUE(fit.ok()) << fit.status().to_string();
+  EXPECT_LE(fit->plan.arena, lo.memory_limit);
+  EXPECT_EQ(fit->measured.size(), starts.size());
+  for (double t : starts) EXPECT_LE(t, lo.time_limit_s * 0.75 + 0.05);
+  EXPECT_LT(elapsed, 30);  // the limit, one measurement, one plan: generous, it asserts the stop
+}
+
 TEST(LimitPlanner, ABeamFindsCheaperRewritesThanTheGreedySearch) {
   // MobileNetV2 at a third of its bound: the greedy search's first split leaves it
   // recomputing a third more arithmetic; the beam, through states the greedy rule
@@ -484,6 +512,7 @@ TEST(LimitPlanner, WhatCannotFitIsResourceExhaustedAndAFittingGraphIsUntouched) 
   Expected<LimitPlan> none = plan_under_limit(g, lo);
   EXPECT_EQ(none.status().code(), StatusCode::kResourceExhausted);
   EXPECT_CONTAINS(none.status().message(), "smallest arena reached");
+  EXPECT_CONTAINS(none.status().message(), "rewrites (splitting operators and recomputing tensors): split conv");
   lo.memory_limit = int64_t(1) << 30;
   Expected<LimitPlan> roomy = plan_under_limit(g, lo);
   ASSERT_TRUE(roomy.ok());
