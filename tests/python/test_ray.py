@@ -41,12 +41,13 @@ def ray_instance():
     (one that another module started is used as it is, and left running).
 
     It lives in a fresh temporary directory (never a stale /tmp/ray of another run), its GCS
-    server gets 120 s to bind its port instead of 30 (a loaded 2-core machine has taken
-    longer), and a start that fails is tried once more; a second failure names the GCS logs."""
+    server gets 45 s to bind its port instead of 30 (a loaded 2-core machine has taken
+    longer), and a start that fails is tried once more (both within the first test's
+    timeout); a second failure names the GCS logs."""
     if ray.is_initialized():
         yield
         return
-    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+    os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "45")
     temp_dir = tempfile.mkdtemp(prefix="tgray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     for attempt in (1, 2):
         try:
