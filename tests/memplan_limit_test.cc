@@ -456,13 +456,13 @@ TEST(LimitPlanner, MeasuresOnlyWhileAQuarterOfItsTimeIsLeft) {
   const Graph g = *resolve_graph("benchmark://graphs-v0/mobilenet_v2@96")->graph;
   LimitPlanOptions lo;
   lo.memory_limit = 500000;
-  lo.time_limit_s = 8;
+  lo.time_limit_s = 20;  // the search's 60% finds a fit in a sanitizer build too
   lo.measure_candidates = 16;
   std::vector<double> starts;
   const auto began = std::chrono::steady_clock::now();
   lo.runtime = [&](const Graph& candidate) -> Expected<double> {
     starts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     TG_ASSIGN_OR_RETURN(int64_t work, graph_work(candidate));
     return 1.0 / double(work);
   };
@@ -472,7 +472,7 @@ TEST(LimitPlanner, MeasuresOnlyWhileAQuarterOfItsTimeIsLeft) {
   EXPECT_LE(fit->plan.arena, lo.memory_limit);
   EXPECT_EQ(fit->measured.size(), starts.size());
   for (double t : starts) EXPECT_LE(t, lo.time_limit_s * 0.75 + 0.05);
-  EXPECT_LT(elapsed, 30);  // the limit, one measurement, one plan: generous, it asserts the stop
+  EXPECT_LT(elapsed, 60);  // the limit, one measurement, one plan: generous, it asserts the stop
 }
 
 TEST(LimitPlanner, ABeamFindsCheaperRewritesThanTheGreedySearch) {
