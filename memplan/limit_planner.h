@@ -40,7 +40,8 @@ struct LimitPlanOptions {
   int max_region = 48;  // operators in one split region
   // When set: the seconds of one run of a rewritten graph (memplan/exec/graph_job.h
   // measures them). Of the states found that reach the limit, the
-  // `measure_candidates` cheapest are measured while the time limit allows, and the
+  // `measure_candidates` cheapest are measured once the cheapest one's arena fits, each
+  // started only while a quarter of the time limit is left (none: the cheapest), and the
   // fastest is taken.
   std::function<Expected<double>(const Graph&)> runtime;
   int measure_candidates = 4;
