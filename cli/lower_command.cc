@@ -8,8 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.h"
+#include "codegen/analysis/constant_work.h"
 #include "codegen/backend/registry.h"
 #include "codegen/ir/ir_printer.h"
 #include "codegen/lower/lower.h"
@@ -57,12 +59,17 @@ void add_lower_command(CLI::App& app) {
       for (const BufferArg& a : nest.inputs) {
         std::cout << "input " << a.name << ": " << a.dtype.str() << "[";
         for (size_t i = 0; i < a.shape.size(); ++i) std::cout << (i ? ", " : "") << a.shape[i];
-        std::cout << "]\n";
+        std::cout << (a.constant ? "] const\n" : "]\n");
       }
       for (const BufferArg& a : nest.outputs) {
         std::cout << "output " << a.name << ": " << a.dtype.str() << "[";
         for (size_t i = 0; i < a.shape.size(); ++i) std::cout << (i ? ", " : "") << a.shape[i];
         std::cout << "]\n";
+      }
+      if (std::optional<ConstantWork> work = split_constant_work(nest)) {
+        std::cout << "# constant work, done once ahead of the runs (Executable::prepare):";
+        for (const BufferArg& b : work->prepared) std::cout << " " << b.name;
+        std::cout << "\n";
       }
       if (opts->after.empty()) {
         std::cout << nest.body;

@@ -402,6 +402,30 @@ TEST(CliTest, TheReadmeRunsEachScheduleOnTheBenchmarkItWasWrittenFor) {
     if (b["uri"] == "benchmark://ops-v0/gmm-4") EXPECT_CONTAINS(b["shape"].get<std::string>(), "1024");
 }
 
+// ---- constant inputs -------------------------------------------------------------------
+
+// A pack of a constant input at the root is constant work: lower names it, and eval
+// checks and times the kernel over the packed weights (docs/program_language.md).
+TEST(CliTest, ConstantWorkIsShownByLowerAndDoneOnceByEval) {
+  const std::string program = temp_path("const.tg"), plain = temp_path("plain.tg");
+  const std::string body =
+      "P[c, h] = select(h >= 1 && h <= 30, X[c, h - 1], 0.0) where h in 0..32\n"
+      "Y[f, y] += P[c, y + r] * W[f, c, r] where y in 0..30\n";
+  write(program, "input X: f32[4, 30]\ninput W: f32[8, 4, 3] const\n" + body);
+  write(plain, "input X: f32[4, 30]\ninput W: f32[8, 4, 3]\n" + body);
+  const std::string schedule = " --schedule 'cache_read(W, Y, WP); reorder_storage(WP, ax1, ax2, ax0)'";
+  Result r = run("lower --program " + program + schedule);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "input W: f32[8, 4, 3] const\n");
+  EXPECT_CONTAINS(r.out, "# constant work, done once ahead of the runs (Executable::prepare): WP\n");
+  r = run("lower --program " + plain + schedule);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("constant work"), std::string::npos) << r.out;
+  r = run("eval --program " + program + schedule + " --repeat 1 --min-repeat-ms 0");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "correct    yes");
+}
+
 // ---- the cuda target ------------------------------------------------------------------
 
 TEST(CliTest, TheCudaTargetLowersChecksAndInterpretsButDoesNotRun) {

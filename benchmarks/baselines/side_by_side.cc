@@ -35,6 +35,9 @@ Expected<CompiledSchedule> compile_schedule(const ProgramPtr& program, const std
   for (const BufferArg& a : nest->outputs) c.output_names.push_back(a.name);
   for (HostBuffer& b : c.inputs) c.args.push_back(b.data());
   for (HostBuffer& b : c.outputs) c.args.push_back(b.data());
+  Expected<std::shared_ptr<const PreparedConstants>> prepared = c.kernel->prepare(c.args.data(), 1);
+  if (!prepared.ok()) return Status(prepared.status().code(), "constant work: " + prepared.status().message());
+  c.prepared = std::move(*prepared);
   c.flops = count_ops(*program).flops;
   return c;
 }

@@ -31,7 +31,10 @@ struct CompiledSchedule {
   double flops = 0;     // of the program (codegen/analysis/op_count.h)
   double compile_ms = 0;
 
-  void run(int threads) const { kernel->run(args.data(), threads); }
+  // The kernel's constant work, done once (Executable::prepare); null where it has none.
+  std::shared_ptr<const PreparedConstants> prepared;
+
+  void run(int threads) const { kernel->run_prepared(prepared.get(), args.data(), threads); }
   // The output named `name`, or null.
   const HostBuffer* output(const std::string& name) const;
 };

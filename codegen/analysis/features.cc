@@ -1,11 +1,13 @@
 #include "codegen/analysis/features.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
-#include <fmt/format.h>
-
+#include "codegen/analysis/constant_work.h"
 #include "codegen/analysis/speculative_loads.h"
 #include "codegen/ir/interval.h"
 #include "codegen/ir/ir_equality.h"
@@ -485,7 +487,12 @@ class Summarizer {
 
 NestSummary summarize_nest(const LoopNest& nest) {
   NestSummary s;
-  Summarizer(&s).run(nest);
+  // What the runs repeat: a backend does the constant work once, ahead of them. The
+  // split shares the nest's statements, so the Store pointers stay the nest's.
+  if (std::optional<ConstantWork> work = split_constant_work(nest))
+    Summarizer(&s).run(work->main);
+  else
+    Summarizer(&s).run(nest);
   return s;
 }
 

@@ -124,6 +124,8 @@ struct NestSummary {
   std::vector<NestStore> stores;  // program order
 };
 
+// The loops, buffers and stores of what each run repeats: without the nest's constant
+// work (constant_work.h), which a backend does once, ahead of the runs.
 NestSummary summarize_nest(const LoopNest& nest);
 
 // Distinct elements and cache lines an access touches while the loops of its store's

@@ -157,6 +157,13 @@ struct Conv2dParams {
   }
 };
 
+// What an executable keeps of its constant work (codegen/analysis/constant_work.h) done for
+// one set of constant-input values: Executable::prepare's result.
+class PreparedConstants {
+ public:
+  virtual ~PreparedConstants() = default;
+};
+
 // A compiled loop nest, callable any number of times from any thread.
 class Executable {
  public:
@@ -179,6 +186,23 @@ class Executable {
     run(args, num_threads);
     return Status();
   }
+
+  // The nest's constant work (the root statements that read only `const` inputs: weights
+  // packed into another layout) done once with the constant inputs of `args`, its
+  // results kept; null where the executable has none (or runs it on every run). Then
+  // run_prepared(prepared, args) computes what run(args) does, without that work, for
+  // args whose constant inputs hold the same values. The runner checks and times
+  // run_prepared, as TVM times a kernel over weights its layout rewrite packed ahead.
+  virtual Expected<std::shared_ptr<const PreparedConstants>> prepare(void* const* args, int num_threads) const {
+    (void)args, (void)num_threads;
+    return std::shared_ptr<const PreparedConstants>();
+  }
+  virtual void run_prepared(const PreparedConstants* prepared, void* const* args, int num_threads) const {
+    (void)prepared;
+    run(args, num_threads);
+  }
+  // Whether prepare() takes work out of the runs (the nest has constant work).
+  virtual bool has_constant_work() const { return false; }
 
   // Whether the executable times its kernels on its device's own clock. The runner then
   // takes its runtimes from time_on_device(), the kernels alone; otherwise it times

@@ -1,5 +1,5 @@
 // Parser of the program language (see program.h): one statement per line, either
-// `input NAME: DTYPE[dims]` or `NAME[vars] OP expr [where v in lo..hi, ...]`.
+// `input NAME: DTYPE[dims] [const]` or `NAME[vars] OP expr [where v in lo..hi, ...]`.
 //
 // The parser is a recursive descent over the token stream of lexer.h. Expressions
 // are typed while they are built; literals, and expressions over literals only,
@@ -279,6 +279,10 @@ class Parser {
       }
       TG_RETURN_IF_ERROR(expect(TokenKind::kRBracket, "',' or ']' in the input's dimensions"));
       break;
+    }
+    if (at_word("const")) {
+      input.constant = true;
+      advance();
     }
     TG_RETURN_IF_ERROR(check_tensor_size("input " + input.name, input.loc, input.dtype, input.shape));
     for (size_t i = 0; i < input.shape.size(); ++i) {

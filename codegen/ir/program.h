@@ -18,11 +18,15 @@ struct SourceLoc {
   int column = 0;  // 1-based
 };
 
-// `input NAME: DTYPE[dims]`
+// `input NAME: DTYPE[dims]`, or `input NAME: DTYPE[dims] const`
 struct TensorInput {
   std::string name;
   DataType dtype;
   std::vector<int64_t> shape;
+  // `const`: its values are the same on every run of a compiled program (a layer's
+  // weights), so work that reads only constant inputs may be done once, ahead of the runs
+  // that are timed (LoopNest::prepared; TVM's layout-free placeholders).
+  bool constant = false;
   SourceLoc loc;
 };
 

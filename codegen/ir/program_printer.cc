@@ -69,7 +69,8 @@ void append_where(const Program& p, const StageDef& s, const std::vector<IterVar
 std::string Program::to_text() const {
   std::string out;
   for (const TensorInput& in : inputs) {
-    fmt::format_to(std::back_inserter(out), "input {}: {}[{}]\n", in.name, in.dtype.str(), fmt::join(in.shape, ", "));
+    fmt::format_to(std::back_inserter(out), "input {}: {}[{}]{}\n", in.name, in.dtype.str(), fmt::join(in.shape, ", "),
+                   in.constant ? " const" : "");
   }
   for (const StageDef& s : stages) {
     out += s.name + "[";
@@ -93,7 +94,7 @@ bool structural_equal(const Program& a, const Program& b) {
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const TensorInput& x = a.inputs[i];
     const TensorInput& y = b.inputs[i];
-    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape) return false;
+    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape || x.constant != y.constant) return false;
   }
   for (size_t i = 0; i < a.stages.size(); ++i) {
     const StageDef& x = a.stages[i];

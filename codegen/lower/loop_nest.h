@@ -19,6 +19,7 @@ struct BufferArg {
   std::string name;
   DataType dtype;
   std::vector<int64_t> shape;
+  bool constant = false;  // an input declared `const` (TensorInput::constant)
 };
 
 struct LoopNest {

@@ -77,7 +77,7 @@ Expected<LoopNest> lower_before_limits(const ScheduleState& state, const LowerOp
   std::vector<BufferArg> inputs, outputs;
   inputs.reserve(program.inputs.size());
   outputs.reserve(program.outputs.size());
-  for (const TensorInput& in : program.inputs) inputs.push_back({in.name, in.dtype, in.shape});
+  for (const TensorInput& in : program.inputs) inputs.push_back({in.name, in.dtype, in.shape, in.constant});
   for (const std::string& out : program.outputs) outputs.push_back({out, program.dtype_of(out), program.shape_of(out)});
   nest.inputs = std::move(inputs);
   nest.outputs = std::move(outputs);

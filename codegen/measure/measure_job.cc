@@ -230,7 +230,15 @@ MeasureResult run_pipeline(const MeasureRequest& request, const RunnerSettings& 
   for (HostBuffer& b : inputs) args.push_back(b.data());
   for (HostBuffer& b : outputs) args.push_back(b.data());
   const int threads = settings.threads;
-  auto run_once = [&] { kernel->run(args.data(), threads); };
+  // Constant work (weights packed into another layout) is done once here, outside the
+  // runs checked and timed below.
+  Expected<std::shared_ptr<const PreparedConstants>> prepared = kernel->prepare(args.data(), threads);
+  if (!prepared.ok()) {
+    MeasureResult r = error_result(MeasureError::kRuntimeCrash, "constant work failed: " + prepared.status().message());
+    r.compile_ms = result.compile_ms;
+    return r;
+  }
+  auto run_once = [&] { kernel->run_prepared(prepared->get(), args.data(), threads); };
 
   const double t0 = now_s();
   run_once();

@@ -31,6 +31,7 @@ Expected<Event> loop_nest_text(ScheduleEpisode& e) {
       s += a.name;
       s += ": ";
       s += a.dtype.str();
+      if (a.constant) s += " const";
       s += '\n';
     }
   }
