@@ -58,6 +58,12 @@ Expected<MetaScheduleResults> read_metaschedule_results(const std::string& dir, 
       m.search_s = j->at("search_s").get<double>();
       m.trials_to_90 = j->at("trials_to_90").get<int64_t>();
       m.tuned_gflops = j->at("tuned_gflops").get<double>();
+      if (j->contains("prepack") && !(*j)["prepack"].is_null()) {
+        const Json& p = (*j)["prepack"];
+        m.prepack.input = p.at("input").get<int>();
+        m.prepack.shape = p.at("shape").get<std::vector<int64_t>>();
+        if (m.prepack.input < 0) return invalid_argument(record.string() + ": prepack's input is negative");
+      }
     } catch (const Json::exception& e) {
       return invalid_argument(fmt::format("{}: {}", record.string(), e.what()));
     }

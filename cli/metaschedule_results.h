@@ -5,7 +5,9 @@
 //                      "libtvm_ffi": path, "libtvm_runtime": path}
 //   DIR/<name>.so     the tuned kernel of ops-v0/<name>, exported by TVM
 //   DIR/<name>.json   {"benchmark": name, "trials": N, "search_s": S, "trials_to_90": T,
-//                      "tuned_gflops": G, "curve": [...]}  (MetaSchedule's own measurements)
+//                      "tuned_gflops": G, "curve": [...],  (MetaSchedule's own measurements)
+//                      "prepack": {"input": I, "shape": [...]} or null}  (the .so's
+//                      `prepack` packs input I once; its `main` takes the packed copy)
 #pragma once
 
 #include <map>
@@ -23,6 +25,7 @@ struct MetaScheduleRecord {
   double search_s = 0;
   int64_t trials_to_90 = 0;
   double tuned_gflops = 0;  // the best during tuning, as MetaSchedule measured it
+  TvmPrepack prepack;       // input -1: none
 };
 
 struct MetaScheduleResults {

@@ -390,7 +390,7 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   CompareOptions co;
   co.threads = o.threads;
   co.timing.rounds = o.rounds;
-  if (ms) co.peers.push_back({"MetaSchedule", metaschedule->libs, ms->module_path});
+  if (ms) co.peers.push_back({"MetaSchedule", metaschedule->libs, ms->module_path, ms->prepack});
   Expected<KernelComparison> cmp = compare_kernels(s.benchmark(), best->trace, co);
   if (!cmp.ok()) {
     std::cerr << "tensorgym: warning: " << cmp.status().message() << "\n";

@@ -18,8 +18,8 @@ std::string dims(const std::vector<int64_t>& shape) { return fmt::format("[{}]",
 
 std::string header(const std::string& comment) { return comment.empty() ? "" : "# " + comment + "\n"; }
 
-std::string input_line(const std::string& name, const std::vector<int64_t>& shape) {
-  return "input " + name + ": f32" + dims(shape) + "\n";
+std::string input_line(const std::string& name, const std::vector<int64_t>& shape, bool constant = false) {
+  return "input " + name + ": f32" + dims(shape) + (constant ? " const" : "") + "\n";
 }
 
 // `v`, `v * 2`.
@@ -97,7 +97,7 @@ std::string conv_program(const ConvSpec& spec) {
   std::vector<int64_t> w_shape = {spec.out_channels, in_per_group};
   w_shape.insert(w_shape.end(), rank, spec.kernel);
 
-  std::string text = header(spec.comment) + input_line("X", x_shape) + input_line("W", w_shape);
+  std::string text = header(spec.comment) + input_line("X", x_shape) + input_line("W", w_shape, spec.constant_weights);
   std::string source = "X";
   if (spec.pad > 0) {
     text += padding_stage({"n", "c"}, spec.input_size, spec.pad, {});
@@ -124,7 +124,7 @@ std::string depthwise_conv2d_program(const DepthwiseSpec& spec) {
   const std::vector<int64_t> out = {out_size(spec.height, spec.kernel, spec.stride, spec.pad, 1),
                                     out_size(spec.width, spec.kernel, spec.stride, spec.pad, 1)};
   std::string text = header(spec.comment) + input_line("X", {spec.batch, spec.channels, spec.height, spec.width}) +
-                     input_line("W", {spec.channels, spec.kernel, spec.kernel});
+                     input_line("W", {spec.channels, spec.kernel, spec.kernel}, spec.constant_weights);
   std::string source = "X";
   if (spec.pad > 0) {
     text += padding_stage({"n", "c"}, size, spec.pad, {});
@@ -164,9 +164,9 @@ std::string transposed_conv2d_program(const TransposedConvSpec& spec) {
   const int64_t out_w = transposed_conv_output_size(spec.width, spec.kernel, spec.stride, spec.pad);
   const std::string flip = str(spec.kernel - 1);
   return header(spec.comment) + input_line("X", {spec.batch, spec.in_channels, spec.height, spec.width}) +
-         input_line("W", {spec.in_channels, spec.out_channels, spec.kernel, spec.kernel}) + "D[n, c, h, w] = select(" +
-         join(conds, " && ") + ", X[" + join(read) + "], 0.0) where " + join(ranges) + "\n" +
-         "Y[n, f, y, x] += D[n, c, y + r, x + s] * W[c, f, " + flip + " - r, " + flip + " - s] where y in 0.." +
+         input_line("W", {spec.in_channels, spec.out_channels, spec.kernel, spec.kernel}, spec.constant_weights) +
+         "D[n, c, h, w] = select(" + join(conds, " && ") + ", X[" + join(read) + "], 0.0) where " + join(ranges) +
+         "\n" + "Y[n, f, y, x] += D[n, c, y + r, x + s] * W[c, f, " + flip + " - r, " + flip + " - s] where y in 0.." +
          str(out_h) + ", x in 0.." + str(out_w) + ", r in 0.." + str(spec.kernel) + ", s in 0.." + str(spec.kernel) +
          "\n";
 }
@@ -175,9 +175,9 @@ std::string capsule_conv2d_program(const CapsuleConvSpec& spec) {
   const int64_t cap = spec.capsule;
   const std::vector<int64_t> out = {out_size(spec.height, spec.kernel, spec.stride, spec.pad, 1),
                                     out_size(spec.width, spec.kernel, spec.stride, spec.pad, 1)};
-  std::string text = header(spec.comment) +
-                     input_line("X", {spec.batch, spec.in_channels, spec.height, spec.width, cap, cap}) +
-                     input_line("W", {spec.out_channels, spec.in_channels, spec.kernel, spec.kernel, cap, cap});
+  std::string text =
+      header(spec.comment) + input_line("X", {spec.batch, spec.in_channels, spec.height, spec.width, cap, cap}) +
+      input_line("W", {spec.out_channels, spec.in_channels, spec.kernel, spec.kernel, cap, cap}, spec.constant_weights);
   std::string source = "X";
   if (spec.pad > 0) {
     text += padding_stage({"n", "c"}, {spec.height, spec.width}, spec.pad, {"i", "k"});

@@ -29,7 +29,8 @@ struct ConvSpec {
   int64_t dilation = 1;
   int64_t groups = 1;  // must divide both channel counts
   Activation activation = Activation::kNone;
-  std::string comment;  // written as the first line, "# comment", when not empty
+  bool constant_weights = false;  // `input W: ... const`: weights known ahead of the runs
+  std::string comment;            // written as the first line, "# comment", when not empty
 };
 std::vector<int64_t> conv_output_size(const ConvSpec& spec);
 std::string conv_program(const ConvSpec& spec);
@@ -43,6 +44,7 @@ struct DepthwiseSpec {
   int64_t stride = 1;
   int64_t pad = 0;
   Activation activation = Activation::kNone;
+  bool constant_weights = false;  // as ConvSpec's
   std::string comment;
 };
 std::string depthwise_conv2d_program(const DepthwiseSpec& spec);
@@ -59,6 +61,7 @@ struct TransposedConvSpec {
   int64_t kernel = 1;
   int64_t stride = 1;
   int64_t pad = 0;
+  bool constant_weights = false;  // as ConvSpec's
   std::string comment;
 };
 int64_t transposed_conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad);
@@ -77,6 +80,7 @@ struct CapsuleConvSpec {
   int64_t stride = 1;
   int64_t pad = 0;
   int64_t capsule = 4;
+  bool constant_weights = false;  // as ConvSpec's
   std::string comment;
 };
 std::string capsule_conv2d_program(const CapsuleConvSpec& spec);

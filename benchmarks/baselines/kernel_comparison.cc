@@ -28,23 +28,39 @@ const ComparedKernel* KernelComparison::fastest_vendor() const {
 
 namespace {
 
-// A peer's kernel with output buffers of its own, shaped like ours'.
+// A peer's kernel with output buffers of its own, shaped like ours', and the packed
+// copy of an input when it takes one.
 struct LoadedPeer {
   std::unique_ptr<TvmKernel> kernel;
+  std::unique_ptr<HostBuffer> packed;
   std::vector<HostBuffer> outputs;
 };
 
 Expected<LoadedPeer> load_peer(const CompareOptions::Peer& p, CompiledSchedule& ours, int threads) {
+  auto fail = [&](const Status& s) { return Status(s.code(), p.name + " (" + p.module_path + "): " + s.message()); };
   LoadedPeer lp;
   Expected<std::unique_ptr<TvmKernel>> k = TvmKernel::load(p.libs, p.module_path, threads);
-  if (!k.ok()) return Status(k.status().code(), p.name + ": " + k.status().message());
+  if (!k.ok()) return fail(k.status());
   lp.kernel = std::move(*k);
-  for (const HostBuffer& o : ours.outputs) lp.outputs.emplace_back(o.dtype(), o.shape());
   std::vector<HostBuffer*> buffers;
   for (HostBuffer& in : ours.inputs) buffers.push_back(&in);
+  if (p.prepack.input >= 0) {
+    // The pack runs once, here; the kernel's runs read the packed copy.
+    if (size_t(p.prepack.input) >= ours.inputs.size())
+      return fail(invalid_argument(fmt::format("its prepack packs input {}, but the benchmark has {} inputs",
+                                               p.prepack.input, ours.inputs.size())));
+    Expected<std::unique_ptr<TvmKernel>> pack = TvmKernel::load(p.libs, p.module_path, threads, p.prepack.function);
+    if (!pack.ok()) return fail(pack.status());
+    HostBuffer& input = ours.inputs[size_t(p.prepack.input)];
+    lp.packed = std::make_unique<HostBuffer>(input.dtype(), p.prepack.shape);  // TVM checks the shape
+    Status s = (*pack)->bind({&input, lp.packed.get()});
+    if (!s.ok()) return fail(s);
+    buffers[size_t(p.prepack.input)] = lp.packed.get();
+  }
+  for (const HostBuffer& o : ours.outputs) lp.outputs.emplace_back(o.dtype(), o.shape());
   for (HostBuffer& out : lp.outputs) buffers.push_back(&out);
   Status s = lp.kernel->bind(buffers);  // its first run
-  if (!s.ok()) return Status(s.code(), p.name + " (" + p.module_path + "): " + s.message());
+  if (!s.ok()) return fail(s);
   return lp;
 }
 

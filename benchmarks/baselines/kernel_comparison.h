@@ -45,11 +45,13 @@ struct CompareOptions {
   bool with_vendors = true;
   // Kernels another compiler built for the same benchmark (TVM's MetaSchedule),
   // loaded into this process (benchmarks/baselines/tvm_kernel.h) and timed as more
-  // contenders. Each takes ours' inputs, in the program's order, then its outputs.
+  // contenders. Each takes ours' inputs, in the program's order, then its outputs;
+  // with a prepack, one input is packed once first and `main` takes the packed copy.
   struct Peer {
     std::string name;
     TvmLibraries libs;
     std::string module_path;
+    TvmPrepack prepack;
   };
   std::vector<Peer> peers;
   // A vendor whose output differs from ours by more than this (relative) is an error:

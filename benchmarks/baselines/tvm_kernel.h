@@ -29,6 +29,15 @@ struct TvmLibraries {
   std::string runtime;  // path of libtvm_runtime.so
 };
 
+// A module whose `main` takes one input in a packed layout, with a function that
+// packs it (`prepack(input, packed)`), run once ahead of the timed runs: TVM's layout
+// rewrite of weights, split off as relax's SplitLayoutRewritePreproc does.
+struct TvmPrepack {
+  int input = -1;              // which input `prepack` packs; -1: none
+  std::vector<int64_t> shape;  // the packed tensor's shape (same element type)
+  std::string function = "prepack";
+};
+
 class TvmKernel {
  public:
   // Opens the libraries (once per process; a second call must name the same ones),

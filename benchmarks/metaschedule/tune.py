@@ -17,6 +17,14 @@ with `tvm.compile`) and DIR/<name>.json (trials, search seconds, trials to reach
 the final best, the best-so-far curve), and DIR/tvm.json (the versions, the target and
 TVM's runtime libraries, which the suite loads). A benchmark with a record for the
 same settings is skipped, so an interrupted run resumes.
+
+Weights: the workloads declare the convolutions' weights layout-free, so MetaSchedule's
+RewriteLayout may give the kernel a packing stage for them (its builder already times
+candidates without it). The tuned function is split as relax's
+SplitLayoutRewritePreproc splits it in a model: DIR/<name>.so then holds `main` over
+the packed weights and `prepack` (weights -> packed weights), and the record names the
+input and the packed shape ("prepack"); the suite runs `prepack` once, ahead of the
+timed runs, as ours does its constant work and oneDNN its weight reorder.
 """
 
 import argparse
@@ -67,11 +75,11 @@ def tune_one(name, shape, flops, args, target):
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
-    from workloads import prim_func
+    from workloads import prim_func, tensors
 
     mod = prim_func(name, shape)
     if args.trials == 0:  # the workload as written, untuned: checks it against the program
-        return export(tvm.compile(mod, target=target), name, shape, args, [], 0.0, "")
+        return export(tvm.compile(mod, target=target), name, shape, args, [], 0.0, "", None)
     with tempfile.TemporaryDirectory(prefix=f"ms-{name}-") as work:
         start = time.perf_counter()
         db = ms.tune_tir(
@@ -98,10 +106,45 @@ def tune_one(name, shape, flops, args, target):
                 curve.append(best)
     if sch is None:
         raise RuntimeError(f"{name}: MetaSchedule found no valid schedule in {args.trials} trials")
-    return export(tvm.compile(sch.mod, target=target), name, shape, args, curve, search_s, str(sch.trace))
+    kernel, prepack = split_weight_prepack(sch.mod["main"], tensors(name, shape))
+    return export(tvm.compile(kernel, target=target), name, shape, args, curve, search_s, str(sch.trace), prepack)
 
 
-def export(lib, name, shape, args, curve, search_s, trace):
+def split_weight_prepack(func, te_tensors):
+    """(IRModule, prepack record or None): the tuned PrimFunc `func` as `main` alone when
+    it packs no weights; else `main` over the packed weights and `prepack`, split by
+    relax's SplitLayoutRewritePreproc from a one-call relax function, and the record
+    {"input": index of the weights, "shape": the packed shape}."""
+    import tvm
+    from tvm import relax
+
+    def tensor_type(t):
+        return relax.TensorType([int(d) for d in t.shape], t.dtype)
+
+    inputs, output = te_tensors[:-1], te_tensors[-1]
+    bb = relax.BlockBuilder()
+    params = [relax.Var(t.op.name, tensor_type(t)) for t in inputs]
+    with bb.function("main", params):
+        with bb.dataflow():
+            gv = bb.add_func(func.without_attr("global_symbol"), "kernel")
+            out = bb.emit_output(bb.emit(relax.call_tir(gv, params, tensor_type(output))))
+        bb.emit_func_output(out)
+    split = relax.transform.SplitLayoutRewritePreproc()(bb.get())
+    funcs = {gv.name_hint: f for gv, f in split.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    if "kernel_prepacked" not in funcs:
+        return tvm.IRModule({"main": func}), None
+    main, prepack = funcs["kernel_prepacked"], funcs["kernel_weight_prepack"]
+    if len(prepack.params) != 2:
+        raise RuntimeError(f"MetaSchedule packs {len(prepack.params) - 1} tensors; the suite runs a prepack of one")
+    # prepack(W, W_packed); main takes W_packed where the workload takes W.
+    weight = str(prepack.params[0].name)
+    index = [t.op.name for t in inputs].index(weight)
+    record = {"input": index, "shape": [int(d) for d in prepack.params[1].shape]}
+    return tvm.IRModule({"main": main.with_attr("global_symbol", "main"),
+                         "prepack": prepack.with_attr("global_symbol", "prepack")}), record
+
+
+def export(lib, name, shape, args, curve, search_s, trace, prepack):
     """Writes DIR/<name>.so; returns its record."""
     lib.export_library(os.path.join(args.out, f"{name}.so"))
     return {
@@ -117,6 +160,7 @@ def export(lib, name, shape, args, curve, search_s, trace):
         "tuned_gflops": round(curve[-1] if curve else 0.0, 3),
         "curve": [round(v, 3) for v in curve],
         "trace": trace,  # the schedule MetaSchedule chose, as its trace prints
+        "prepack": prepack,  # {"input": i, "shape": [...]}: `prepack` packs input i, once; null: none
     }
 
 

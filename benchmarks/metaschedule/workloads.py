@@ -2,7 +2,10 @@
 
 Each function mirrors the program of the same family in datasets/ops_suite.cc: same
 inputs in the same order and layout, same padding stage, same output, so that the
-kernel TVM builds takes TensorGym's buffers as they are. The sizes come from the
+kernel TVM builds takes TensorGym's buffers as they are. The weights of the
+convolutions are layout-free placeholders (`LAYOUT_FREE`), as TOPI declares them and
+as ops-v0 marks them constant: MetaSchedule's RewriteLayout may pack them, and tune.py
+exports that pack as a function of its own, run once ahead of the timed runs. The sizes come from the
 benchmark's shape text (`tensorgym benchmarks ops-v0 --json`), e.g.
 "N=1 H=56 W=56 CI=64 CO=64 K=1 S=1 P=0". `tensorgym suite --metaschedule` runs every
 kernel once on the same inputs as ours and refuses one whose output differs.
@@ -10,6 +13,9 @@ kernel once on the same inputs as ours and refuses one whose output differs.
 
 from tvm import te
 from tvm import tirx as tir
+
+# The attribute TE's compute takes for weights a schedule may store in any layout.
+LAYOUT_FREE = "layout_free_placeholders"
 
 
 def parse_shape(text):
@@ -78,7 +84,7 @@ def _conv(s, dims):
         pos = [xs[i] * st + red[i] * dil for i in range(dims)]
         return te.sum(P[(nn, chan, *pos)] * W[(f, c, *red)], axis=[c, *red])
 
-    Y = te.compute((n, co, *out), body, name="Y")
+    Y = te.compute((n, co, *out), body, name="Y", attrs={LAYOUT_FREE: [W]})
     return [X, W, Y]
 
 
@@ -110,7 +116,8 @@ def dep(s):
     oh, ow = (h + 2 * p - k) // st + 1, (w + 2 * p - k) // st + 1
     r = te.reduce_axis((0, k), name="r")
     q = te.reduce_axis((0, k), name="s")
-    Y = te.compute((n, c, oh, ow), lambda nn, cc, y, x: te.sum(P[nn, cc, y * st + r, x * st + q] * W[cc, r, q], axis=[r, q]), name="Y")
+    Y = te.compute((n, c, oh, ow), lambda nn, cc, y, x: te.sum(P[nn, cc, y * st + r, x * st + q] * W[cc, r, q], axis=[r, q]),
+                   name="Y", attrs={LAYOUT_FREE: [W]})
     return [X, W, Y]
 
 
@@ -132,7 +139,8 @@ def t2d(s):
     c = te.reduce_axis((0, ci), name="c")
     r = te.reduce_axis((0, k), name="r")
     q = te.reduce_axis((0, k), name="s")
-    Y = te.compute((n, co, oh, ow), lambda nn, f, y, x: te.sum(D[nn, c, y + r, x + q] * W[c, f, k - 1 - r, k - 1 - q], axis=[c, r, q]), name="Y")
+    Y = te.compute((n, co, oh, ow), lambda nn, f, y, x: te.sum(D[nn, c, y + r, x + q] * W[c, f, k - 1 - r, k - 1 - q], axis=[c, r, q]),
+                   name="Y", attrs={LAYOUT_FREE: [W]})
     return [X, W, Y]
 
 
@@ -150,6 +158,7 @@ def cap(s):
         (n, co, oh, ow, cp, cp),
         lambda nn, f, y, x, i, j: te.sum(P[nn, c, y * st + r, x * st + q, i, kk] * W[f, c, r, q, kk, j], axis=[c, r, q, kk]),
         name="Y",
+        attrs={LAYOUT_FREE: [W]},
     )
     return [X, W, Y]
 
@@ -167,9 +176,14 @@ def nrm(s):
 FAMILIES = {"gmm": gmm, "c1d": c1d, "c2d": c2d, "c3d": c3d, "grp": grp, "dil": dil, "dep": dep, "t2d": t2d, "cap": cap, "nrm": nrm}
 
 
-def prim_func(name, shape_text):
-    """The PrimFunc of ops-v0/<name> ('c2d-3', 'gmm-1-b16') with its shape text."""
+def tensors(name, shape_text):
+    """The TE tensors of ops-v0/<name> ('c2d-3', 'gmm-1-b16'): its inputs, then its output."""
     family = name.split("-")[0]
     if family not in FAMILIES:
         raise KeyError(f"no TE workload for family {family!r} (families: {', '.join(FAMILIES)})")
-    return te.create_prim_func(FAMILIES[family](parse_shape(shape_text)))
+    return FAMILIES[family](parse_shape(shape_text))
+
+
+def prim_func(name, shape_text):
+    """The PrimFunc of ops-v0/<name> with its shape text."""
+    return te.create_prim_func(tensors(name, shape_text))

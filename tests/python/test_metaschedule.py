@@ -109,3 +109,30 @@ tvm.compile(te.create_prim_func([A, B, C]), target="llvm").export_library(sys.ar
                 "--out", str(tmp_path / "suite"), check=False)
     assert "MetaSchedule's output" in r.stderr and "differs from ours" in r.stderr, r.stderr
     assert suite_rows(tmp_path / "suite")["gmm-1"]["metaschedule_gflops"] == ""
+
+
+def test_layout_free_weights_are_packed_once_ahead_of_the_runs(binary, tmp_path):
+    # The convolutions' weights are layout-free: MetaSchedule's RewriteLayout packs them,
+    # tune.py exports the pack as `prepack` and names it in the record, and the suite
+    # packs once, then checks and times `main` over the packed weights.
+    ms = tmp_path / "ms"
+    tune(binary, ms, "--benchmarks", "c1d-4", "--trials", "4", "--per-round", "4")
+    record = json.loads((ms / "c1d-4.json").read_text())
+    assert record["prepack"]["input"] == 1, record["prepack"]  # W
+    packed = 1
+    for d in record["prepack"]["shape"]:
+        packed *= d
+    assert packed >= 512 * 512 * 3, record["prepack"]  # c1d-4's W: [512, 512, 3], maybe padded
+
+    args = ["suite", "--suite", "ops-v0", "--benchmarks", "c1d-4", "--agent", "random", "--trials", "2",
+            "--reward", "est_cycles", "--rounds", "1", "--quiet", "--metaschedule", str(ms)]
+    r = run_cli(*args, "--out", str(tmp_path / "suite"), check=False)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert float(suite_rows(tmp_path / "suite")["c1d-4"]["metaschedule_gflops"]) > 0
+
+    # A record whose prepack names an input the benchmark lacks is refused, by name.
+    record["prepack"]["input"] = 7
+    (ms / "c1d-4.json").write_text(json.dumps(record))
+    r = run_cli(*args, "--out", str(tmp_path / "suite2"), check=False)
+    assert "packs input 7, but the benchmark has 2 inputs" in r.stderr, r.stderr
+    assert suite_rows(tmp_path / "suite2")["c1d-4"]["metaschedule_gflops"] == ""
