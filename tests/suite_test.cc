@@ -185,11 +185,20 @@ TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
   // are gone, and one with gmm-1's kernel but not nrm-1's (the libraries exist: any
   // file will do, nothing is loaded before every kernel is there).
   const std::string ms_empty = temp_dir("ms_empty"), ms_gone = temp_dir("ms_gone"), ms = temp_dir("ms");
-  for (const std::string& d : {ms_empty, ms_gone, ms}) std::filesystem::create_directories(d);
+  const std::string ms_pack = temp_dir("ms_pack");
+  for (const std::string& d : {ms_empty, ms_gone, ms, ms_pack}) std::filesystem::create_directories(d);
   std::ofstream(ms_gone + "/tvm.json") << R"({"libtvm_ffi": "/nonexistent/libtvm_ffi.so", "libtvm_runtime": "/nonexistent/libtvm_runtime.so"})";
   std::ofstream(ms + "/tvm.json") << R"({"libtvm_ffi": ")" << kBinary << R"(", "libtvm_runtime": ")" << kBinary << R"("})";
   std::ofstream(ms + "/gmm-1.so") << "not loaded";
   std::ofstream(ms + "/gmm-1.json") << R"({"trials": 8, "search_s": 1.5, "trials_to_90": 3, "tuned_gflops": 50})";
+  // A prepack record must name an input and the packed shape.
+  std::filesystem::copy_file(ms + "/tvm.json", ms_pack + "/tvm.json");
+  std::filesystem::copy_file(ms + "/gmm-1.so", ms_pack + "/c2d-4.so");
+  std::ofstream(ms_pack + "/c2d-4.json")
+      << R"({"trials": 8, "search_s": 1.5, "trials_to_90": 3, "tuned_gflops": 50, "prepack": {"input": -1, "shape": [4]}})";
+  std::filesystem::copy_file(ms + "/gmm-1.so", ms_pack + "/c2d-3.so");
+  std::ofstream(ms_pack + "/c2d-3.json")
+      << R"({"trials": 8, "search_s": 1.5, "trials_to_90": 3, "tuned_gflops": 50, "prepack": {"input": 1}})";
   struct Case {
     std::string args, message;
   };
@@ -205,6 +214,9 @@ TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
       {"suite --suite ops-v0 --benchmarks gmm-1 --metaschedule " + ms_gone + " --out " + out, "does not exist"},
       {"suite --suite ops-v0 --benchmarks gmm-1,nrm-1 --metaschedule " + ms + " --out " + out,
        "no tuned kernel for nrm-1; tune them with benchmarks/metaschedule/tune.py --benchmarks nrm-1"},
+      {"suite --suite ops-v0 --benchmarks c2d-4 --metaschedule " + ms_pack + " --out " + out,
+       "c2d-4.json: prepack's input is negative"},
+      {"suite --suite ops-v0 --benchmarks c2d-3 --metaschedule " + ms_pack + " --out " + out, "c2d-3.json"},
       {"suite --suite graphs-v0 --graphs nope --out " + out, "nope"},
       // The held-out suite: its own names, and its own tune.py command.
       {"suite --suite ops-heldout-v0 --benchmarks gmm-1 --out " + out, "ops-heldout-v0 has no benchmark 'gmm-1'"},
@@ -215,7 +227,7 @@ TEST(SuiteTest, UserErrorsSayWhatIsWrong) {
     EXPECT_NE(run(c.args, log), 0) << c.args;
     EXPECT_NE(read(log).find(c.message), std::string::npos) << c.args << "\n" << read(log);
   }
-  for (const std::string& d : {out, ms_empty, ms_gone, ms}) std::filesystem::remove_all(d);
+  for (const std::string& d : {out, ms_empty, ms_gone, ms, ms_pack}) std::filesystem::remove_all(d);
   std::filesystem::remove(log);
 }
 
