@@ -144,6 +144,9 @@ Status Search::init(const SearchSetup& setup) {
   if (setup.budget.max_trials == 0 && setup.budget.max_seconds == 0)
     return invalid_argument("a search needs a trial or time budget");
   TG_RETURN_IF_ERROR(check_options(setup.options));
+  if (setup.finalists < 0 || setup.finalists > 1000) return invalid_argument("finalists must be in 0..1000");
+  if (setup.finalist_rounds < 1 || setup.finalist_rounds > 100)
+    return invalid_argument("finalist_rounds must be in 1..100");
   DatasetRegistry& registry = setup.datasets ? *setup.datasets : DatasetRegistry::global();
   TG_ASSIGN_OR_RETURN(benchmark_, registry.resolve(setup.benchmark));
   metric_ = setup.evaluator->metric();
@@ -197,7 +200,102 @@ const Evaluation* Search::lookup(const std::string& trace) const {
 
 double Search::elapsed_s() const { return elapsed_before_ + (now_s() - start_time_); }
 
-const TrialRecord* Search::best() const { return best_index_ < 0 ? nullptr : &records_[size_t(best_index_)]; }
+const TrialRecord* Search::best() const {
+  const int64_t i = best_finalist_ >= 0 ? best_finalist_ : best_index_;
+  return i < 0 ? nullptr : &records_[size_t(i)];
+}
+
+Evaluation Search::best_evaluation() const {
+  const TrialRecord* b = best();
+  if (!b) return Evaluation{failed_precondition("the search found no valid schedule for " + benchmark_.uri)};
+  Evaluation e = b->eval;
+  if (best_finalist_ < 0) return e;
+  for (const FinalistRecord& f : finalists_) {
+    if (f.trial != b->trial) continue;
+    if (e.cost > 0 && f.median_cost > 0) e.gflops *= e.cost / f.median_cost;
+    e.cost = f.median_cost;
+  }
+  return e;
+}
+
+int64_t Search::finalist_measurements() const {
+  int64_t n = 0;
+  for (const FinalistRecord& f : finalists_) n += int64_t(f.costs.size());
+  return n;
+}
+
+std::pair<int, int> Search::finalist_plan() const {
+  if (setup_.finalists < 2 || setup_.evaluator->deterministic()) return {0, 0};
+  const int rounds = setup_.finalist_rounds;
+  int64_t k = setup_.finalists;
+  if (setup_.budget.max_trials > 0) k = std::min<int64_t>(k, setup_.budget.max_trials / 10 / rounds);
+  if (k < 2) return {0, 0};
+  return {int(k), rounds};
+}
+
+int64_t Search::exploration_trials() const {
+  const auto [k, rounds] = finalist_plan();
+  return setup_.budget.max_trials - int64_t(k) * rounds;
+}
+
+Status Search::measure_finalists(const ProgressFn& progress) {
+  const auto [k, rounds] = finalist_plan();
+  if (k == 0) return Status();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < records_.size(); ++i)
+    if (records_[i].eval.ok()) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return records_[a].eval.cost < records_[b].eval.cost; });
+  if (order.size() < 2) return Status();
+  order.resize(std::min<size_t>(order.size(), size_t(k)));
+  // Finalists measured before (a resumed search) keep their measurements.
+  std::vector<FinalistRecord> next;
+  for (size_t i : order) {
+    FinalistRecord f;
+    f.trial = records_[i].trial;
+    for (const FinalistRecord& old : finalists_)
+      if (old.trial == f.trial) f = old;
+    next.push_back(std::move(f));
+  }
+  finalists_ = std::move(next);
+  for (size_t round = 0;; ++round) {
+    std::vector<size_t> todo;
+    for (size_t j = 0; j < finalists_.size(); ++j)
+      if (int(finalists_[j].costs.size()) < rounds) todo.push_back(j);
+    if (todo.empty()) break;
+    // A different finalist goes first each round: none always runs after the same one.
+    std::rotate(todo.begin(), todo.begin() + ptrdiff_t(round % todo.size()), todo.end());
+    std::vector<Candidate> candidates;
+    for (size_t j : todo) candidates.push_back({benchmark_.uri, "", records_[size_t(finalists_[j].trial - 1)].trace});
+    std::vector<Evaluation> evals = setup_.evaluator->evaluate(candidates);
+    if (evals.size() != candidates.size())
+      return internal_error(
+          fmt::format("the evaluator returned {} evaluations for {} candidates", evals.size(), candidates.size()));
+    for (size_t i = 0; i < todo.size(); ++i)
+      finalists_[todo[i]].costs.push_back(evals[i].ok() ? evals[i].cost : std::numeric_limits<double>::infinity());
+    pick_best_finalist();
+    if (progress) progress(this->progress());
+  }
+  pick_best_finalist();
+  return Status();
+}
+
+void Search::pick_best_finalist() {
+  best_finalist_ = -1;
+  double best_median = std::numeric_limits<double>::infinity();
+  for (FinalistRecord& f : finalists_) {
+    if (f.costs.empty()) continue;
+    std::vector<double> c = f.costs;
+    std::sort(c.begin(), c.end());
+    const size_t n = c.size();
+    f.median_cost = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    // Ties go to the finalist with the lower trial cost (finalists_ is in that order).
+    if (f.median_cost < best_median) {
+      best_median = f.median_cost;
+      best_finalist_ = f.trial - 1;
+    }
+  }
+}
 
 std::vector<double> Search::best_gflops_curve() const {
   std::vector<double> out;
@@ -214,13 +312,14 @@ std::vector<double> Search::best_gflops_curve() const {
 
 SearchProgress Search::progress() const {
   SearchProgress p;
-  p.trials = trials();
+  p.trials = trials() + finalist_measurements();
   p.max_trials = setup_.budget.max_trials;
   p.elapsed_s = elapsed_s();
   if (const TrialRecord* b = best()) {
+    const Evaluation e = best_evaluation();
     p.has_best = true;
-    p.best_cost = b->eval.cost;
-    p.best_gflops = b->eval.gflops;
+    p.best_cost = e.cost;
+    p.best_gflops = e.gflops;
     p.best_trial = b->trial;
   }
   for (const TrialRecord& r : records_) p.failed_trials += !r.eval.ok();
@@ -229,7 +328,7 @@ SearchProgress Search::progress() const {
 
 bool Search::budget_spent() {
   const SearchBudget& b = setup_.budget;
-  if (b.max_trials > 0 && trials() >= b.max_trials) {
+  if (b.max_trials > 0 && trials() >= exploration_trials()) {
     stop_reason_ = StopReason::kTrials;
     return true;
   }
@@ -257,7 +356,7 @@ Expected<bool> Search::evaluate_pending(const ProgressFn& progress) {
     // chunking never changes which candidates are evaluated.
     int64_t limit = std::numeric_limits<int64_t>::max();
     const SearchBudget& b = setup_.budget;
-    if (b.max_trials > 0) limit = std::min(limit, b.max_trials - trials());
+    if (b.max_trials > 0) limit = std::min(limit, exploration_trials() - trials());
     if (b.early_stopping > 0) limit = std::min(limit, b.early_stopping - (trials() - last_improvement_trial_));
     if (setup_.eval_chunk > 0) limit = std::min<int64_t>(limit, setup_.eval_chunk);
     std::vector<std::string> chunk;
@@ -282,6 +381,7 @@ Expected<bool> Search::evaluate_pending(const ProgressFn& progress) {
       by_trace_[r.trace] = records_.size();
       records_.push_back(std::move(r));
       const TrialRecord& added = records_.back();
+      best_finalist_ = -1;  // picked among candidates that are no longer all there are
       if (added.eval.ok() && (best_index_ < 0 || added.eval.cost < records_[size_t(best_index_)].eval.cost)) {
         best_index_ = int64_t(records_.size()) - 1;
         last_improvement_trial_ = added.trial;
@@ -293,6 +393,11 @@ Expected<bool> Search::evaluate_pending(const ProgressFn& progress) {
 }
 
 Status Search::run(const ProgressFn& progress) {
+  TG_RETURN_IF_ERROR(explore(progress));
+  return measure_finalists(progress);
+}
+
+Status Search::explore(const ProgressFn& progress) {
   SearchContext ctx = context();
   for (;;) {
     if (has_pending_) {
@@ -353,6 +458,12 @@ std::string Search::checkpoint_bytes() const {
   for (const Evaluation& e : pending_done_) r.put("pending_done", evaluation_bytes(e));
   r.put_bool("agent_done", agent_done_);
   r.put_int("idle_rounds", idle_rounds_);
+  for (const FinalistRecord& f : finalists_) {
+    Record fr;
+    fr.put_int("trial", f.trial);
+    for (double c : f.costs) fr.put_double("cost", c);
+    r.put("finalist", fr.bytes());
+  }
   r.put("agent_state", agent_->save());
   return r.bytes();
 }
@@ -429,6 +540,19 @@ Expected<std::unique_ptr<Search>> Search::resume(const std::string& checkpoint_p
   TG_ASSIGN_OR_RETURN(search->agent_done_, r.get_bool("agent_done"));
   TG_ASSIGN_OR_RETURN(int64_t idle, r.get_int("idle_rounds"));
   search->idle_rounds_ = int(idle);
+  for (const std::string& bytes : r.get_all("finalist")) {
+    TG_ASSIGN_OR_RETURN(Record fr, Record::parse(bytes, what + " finalist"));
+    FinalistRecord f;
+    TG_ASSIGN_OR_RETURN(f.trial, fr.get_int("trial"));
+    if (f.trial < 1 || f.trial > search->trials() || !search->records_[size_t(f.trial - 1)].eval.ok())
+      return invalid_argument(fmt::format("{}: finalist {} is not a valid trial", what, f.trial));
+    for (const std::string& c : fr.get_all("cost")) {
+      TG_ASSIGN_OR_RETURN(double cost, double_from_exact(c));
+      f.costs.push_back(cost);
+    }
+    search->finalists_.push_back(std::move(f));
+  }
+  search->pick_best_finalist();
   TG_ASSIGN_OR_RETURN(std::string agent_state, r.get("agent_state"));
   SearchContext ctx = search->context();
   TG_RETURN_IF_ERROR(search->agent_->start(ctx));

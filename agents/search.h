@@ -72,7 +72,7 @@ struct TrialRecord {
 
 // Where the search stands, for progress displays.
 struct SearchProgress {
-  int64_t trials = 0;
+  int64_t trials = 0;  // spent: candidates evaluated and finalist measurements
   int64_t max_trials = 0;
   double elapsed_s = 0;
   bool has_best = false;
@@ -150,6 +150,24 @@ struct SearchSetup {
   // Largest number of candidates sent to the evaluator at once (progress and the time
   // budget are checked between chunks); 0: a whole batch at once.
   int eval_chunk = 0;
+  // How a measured search (an evaluator that is not deterministic) picks its best: the
+  // `finalists` best candidates by their trial measurement are measured again
+  // `finalist_rounds` times each, interleaved, and the best is the finalist with the
+  // lowest median of those measurements. The trial measurement that made a candidate a
+  // finalist is biased low (the winner's curse: of many near-equal candidates, the one
+  // measured luckiest leads), so it does not vote. The measurements come out of the
+  // trial budget: the search explores max_trials - finalists * finalist_rounds
+  // candidates, and has fewer finalists where they would take over a tenth of it.
+  // 0 or 1: the best trial measurement wins.
+  int finalists = 0;
+  int finalist_rounds = 3;
+};
+
+// The measurements of one finalist (Search::finalists()).
+struct FinalistRecord {
+  int64_t trial = 0;          // its trial
+  std::vector<double> costs;  // one per round; +inf where the measurement failed
+  double median_cost = 0;     // of costs
 };
 
 class Search {
@@ -163,7 +181,8 @@ class Search {
 
   ~Search();
 
-  // Runs until a budget is spent, early stopping triggers, or the agent is done.
+  // Runs until a budget is spent, early stopping triggers, or the agent is done; then
+  // measures the finalists (SearchSetup::finalists).
   Status run(const ProgressFn& progress = nullptr);
   StopReason stop_reason() const { return stop_reason_; }
 
@@ -172,8 +191,17 @@ class Search {
   std::string checkpoint_bytes() const;
 
   const std::vector<TrialRecord>& records() const { return records_; }
-  // The best valid record (lowest cost; the earliest among equals), or null.
+  // The best valid record, or null: the finalist with the lowest median once the
+  // finalists are measured (SearchSetup::finalists), else the lowest trial cost (the
+  // earliest among equals).
   const TrialRecord* best() const;
+  // The best's evaluation: its trial's, with the cost (and GFLOP/s) of its finalist
+  // median where it has one. Not OK when there is no best.
+  Evaluation best_evaluation() const;
+  // The finalists measured so far, by their trial cost.
+  const std::vector<FinalistRecord>& finalists() const { return finalists_; }
+  // Measurements of finalists so far (each counts against the trial budget).
+  int64_t finalist_measurements() const;
   // Best-so-far GFLOP/s after each trial (0 until a valid one).
   std::vector<double> best_gflops_curve() const;
   int64_t trials() const { return int64_t(records_.size()); }
@@ -197,10 +225,19 @@ class Search {
  private:
   Search() = default;
   Status init(const SearchSetup& setup);
+  // The candidates the agent proposes, until a budget is spent or the agent stops.
+  Status explore(const ProgressFn& progress);
   SearchContext context();
   // Evaluates the pending batch as far as the budget allows; true when it finished.
   Expected<bool> evaluate_pending(const ProgressFn& progress);
   bool budget_spent();
+  // Candidates to explore before the finalists' measurements (max_trials less theirs).
+  int64_t exploration_trials() const;
+  // Finalists and rounds the budget allows (0 finalists: none).
+  std::pair<int, int> finalist_plan() const;
+  // Measures the finalists until each has its rounds, then picks the best of them.
+  Status measure_finalists(const ProgressFn& progress);
+  void pick_best_finalist();
   const Evaluation* lookup(const std::string& trace) const;
 
   SearchSetup setup_;
@@ -215,7 +252,9 @@ class Search {
   std::vector<std::string> pending_;
   std::vector<Evaluation> pending_done_;
   bool has_pending_ = false;
-  int64_t best_index_ = -1;
+  int64_t best_index_ = -1;     // lowest trial cost
+  int64_t best_finalist_ = -1;  // index into records_ of the finalist picked, or -1
+  std::vector<FinalistRecord> finalists_;
   int64_t last_improvement_trial_ = 0;
   double elapsed_before_ = 0;  // seconds spent before this process resumed the search
   double start_time_ = 0;      // steady clock at create/resume

@@ -27,6 +27,11 @@ struct ScheduleSource {
 };
 Expected<Schedule> load_schedule(const ProgramPtr& program, const ScheduleSource& source);
 
+// --finalists of search and suite (SearchSetup::finalists).
+inline constexpr const char* kFinalistsHelp =
+    "Measured searches: measure the best N candidates 3 more times each and keep the one with the lowest median "
+    "(within the trial budget, at most a tenth of it; 0: the best trial measurement wins)";
+
 // Prints "tensorgym: error: message" to stderr and returns the exit status to use.
 int report_error(const Status& status);
 

@@ -40,6 +40,7 @@ struct SearchCliOptions {
   int64_t trials = 1000;
   double time_limit = 0;
   int64_t early_stopping = 0;
+  int finalists = 4;
   std::string reward = "runtime";
   std::string target;  // empty: the reward's (cuda for est_gpu_time, else the cpu)
   int threads = 0;
@@ -157,6 +158,7 @@ int run_search(const SearchCliOptions& o) {
   setup.budget.max_trials = o.trials;
   setup.budget.max_seconds = o.time_limit;
   setup.budget.early_stopping = o.early_stopping;
+  setup.finalists = o.finalists;
   setup.options = o.agent_options;
   setup.evaluator = evaluator->get();
   // Remote: a whole batch at once, spread over the endpoints.
@@ -235,8 +237,8 @@ int run_search(const SearchCliOptions& o) {
     j["elapsed_s"] = p.elapsed_s;
     j["stop_reason"] = stop_reason_name(s.stop_reason());
     if (best) {
-      j["best"] = Json{{"trial", best->trial}, {"cost", best->eval.cost}, {"gflops", best->eval.gflops},
-                       {"schedule", best->trace}};
+      const Evaluation e = s.best_evaluation();
+      j["best"] = Json{{"trial", best->trial}, {"cost", e.cost}, {"gflops", e.gflops}, {"schedule", best->trace}};
     } else {
       j["best"] = nullptr;
     }
@@ -255,6 +257,14 @@ int run_search(const SearchCliOptions& o) {
                               {"message", r.eval.status.message()},
                               {"schedule", r.trace}});
     j["failed"] = std::move(failed);
+    // The finalists measured again, and what each measured.
+    Json finalists = Json::array();
+    for (const FinalistRecord& f : s.finalists())
+      finalists.push_back(Json{{"trial", f.trial},
+                               {"trial_cost", s.records()[size_t(f.trial - 1)].eval.cost},
+                               {"costs", f.costs},
+                               {"median_cost", f.median_cost}});
+    j["finalists"] = std::move(finalists);
     if (cmp.ok()) {
       Json others = Json::array();
       for (const ComparedKernel& k : cmp->others)
@@ -283,11 +293,15 @@ int run_search(const SearchCliOptions& o) {
       std::cout << "(--verbose lists every failed trial with its schedule)\n";
     }
     if (best) {
-      if (best->eval.gflops > 0 || best->eval.flops > 0) {
-        std::cout << fmt::format("best: trial {}, {}, {} {}\n", best->trial, gflops_text(best->eval.gflops, s.metric()),
-                                 s.metric(), cost_text(best->eval.cost, s.metric()));
+      const Evaluation e = s.best_evaluation();
+      const std::string of =
+          s.finalists().empty() ? "" : fmt::format(" (the median of {} finalists' measurements)", s.finalists().size());
+      if (e.gflops > 0 || e.flops > 0) {
+        std::cout << fmt::format("best: trial {}, {}, {} {}{}\n", best->trial, gflops_text(e.gflops, s.metric()),
+                                 s.metric(), cost_text(e.cost, s.metric()), of);
       } else {
-        std::cout << fmt::format("best: trial {}, {} {}\n", best->trial, s.metric(), cost_text(best->eval.cost, s.metric()));
+        std::cout << fmt::format("best: trial {}, {} {}{}\n", best->trial, s.metric(), cost_text(e.cost, s.metric()),
+                                 of);
       }
       std::cout << "schedule:\n" << best->trace;
     } else {
@@ -320,6 +334,7 @@ void add_search_command(CLI::App& app) {
   cmd->add_option("--trials", o->trials, "Trial budget: candidates evaluated (0: no limit; then give --time-limit)")->default_val(1000);
   cmd->add_option("--time-limit", o->time_limit, "Wall-clock budget in seconds (0: none)");
   cmd->add_option("--early-stopping", o->early_stopping, "Stop when the best has not improved for N trials (0: off)");
+  cmd->add_option("--finalists", o->finalists, kFinalistsHelp)->default_val(4)->check(CLI::Range(0, 1000));
   cmd->add_option("--target", o->target,
                   "What the schedules are for: cpu, cuda or fpga (default: the reward's; runtime on cuda measures on "
                   "the GPU where one is, est_gpu_time is cuda's model; on fpga runtime is simulated cycles, the "

@@ -54,6 +54,7 @@ struct SuiteOptions {
   int workers = 1;
   uint64_t seed = 0;
   int rounds = 3;
+  int finalists = 4;
   double time_limit = 0;
   int64_t limit = 0;
   double tolerance = 0.25;
@@ -324,9 +325,10 @@ Expected<std::vector<std::string>> select_ops(const SuiteOptions& o) {
 
 std::string ops_settings(const SuiteOptions& o) {
   std::string time_limit = fixed(o.time_limit, 3);
-  return fmt::format("suite={}\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\ntime_limit={}\n{}",
-                     ops_suite_name(o.suite), o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, time_limit,
-                     o.metaschedule.empty() ? "" : "metaschedule=" + o.metaschedule + "\n");
+  return fmt::format(
+      "suite={}\nagent={}\ntrials={}\nreward={}\nthreads={}\nseed={}\nrounds={}\nfinalists={}\ntime_limit={}\n{}",
+      ops_suite_name(o.suite), o.agent, o.trials, o.reward, o.threads, o.seed, o.rounds, o.finalists, time_limit,
+      o.metaschedule.empty() ? "" : "metaschedule=" + o.metaschedule + "\n");
 }
 
 // Searches one benchmark, validates its best state and measures it side by side.
@@ -340,6 +342,7 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   setup.seed = o.seed;
   setup.budget.max_trials = o.trials;
   setup.budget.max_seconds = o.time_limit;
+  setup.finalists = o.finalists;
   setup.evaluator = evaluator;
   setup.eval_chunk = std::max(1, o.workers);
   setup.env_context = cli_env_context(o.threads);
@@ -394,15 +397,15 @@ Expected<std::vector<std::string>> run_ops_benchmark(const SuiteOptions& o, cons
   Expected<KernelComparison> cmp = compare_kernels(s.benchmark(), best->trace, co);
   if (!cmp.ok()) {
     std::cerr << "tensorgym: warning: " << cmp.status().message() << "\n";
-    row.insert(row.end(), {"", fixed(best->eval.gflops, 3), "error", "", "", "", "", validated, search_s});
+    row.insert(row.end(), {"", fixed(s.best_evaluation().gflops, 3), "error", "", "", "", "", validated, search_s});
     return finish(std::move(row), nullptr);
   }
   const ComparedKernel* vendor = cmp->fastest_vendor();
   const ComparedKernel* expert = cmp->expert();
-  row.insert(row.end(), {fixed(cmp->ours_gflops, 3), fixed(best->eval.gflops, 3), vendor ? vendor->name : "",
-                         vendor ? fixed(vendor->gflops, 3) : "", vendor ? fixed(vendor->speedup, 4) : "",
-                         expert ? fixed(expert->gflops, 3) : "", expert ? fixed(expert->speedup, 4) : "", validated,
-                         search_s});
+  row.insert(row.end(),
+             {fixed(cmp->ours_gflops, 3), fixed(s.best_evaluation().gflops, 3), vendor ? vendor->name : "",
+              vendor ? fixed(vendor->gflops, 3) : "", vendor ? fixed(vendor->speedup, 4) : "",
+              expert ? fixed(expert->gflops, 3) : "", expert ? fixed(expert->speedup, 4) : "", validated, search_s});
   return finish(std::move(row), cmp->peer("MetaSchedule"));
 }
 
@@ -660,6 +663,7 @@ void add_suite_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--agent", o->agent, "ops-v0: random, greedy, beam or evolutionary")->default_val("evolutionary");
   cmd->add_option("--trials", o->trials, "ops-v0: trials per benchmark")->default_val(200);
+  cmd->add_option("--finalists", o->finalists, kFinalistsHelp)->default_val(4)->check(CLI::Range(0, 1000));
   cmd->add_option("--reward", o->reward, "ops-v0: what guides the search: runtime or est_cycles")->default_val("runtime");
   cmd->add_option("--threads", o->threads, "ops-v0: threads of every kernel (ours, expert, vendors)")->default_val(1);
   cmd->add_option("--workers", o->workers, "ops-v0: measuring worker processes")->default_val(1);
