@@ -770,6 +770,31 @@ TEST(SearchTest, FinalistsAreMeasuredAgainAndTheMedianPicksTheBest) {
   ASSERT_TRUE((*s)->run().ok());
   EXPECT_EQ((*s)->finalists().size(), 2u);
   EXPECT_EQ((*s)->trials(), 54);
+  // A checkpoint whose finalist is no trial of the search is refused by name.
+  {
+    Expected<Record> saved = Record::parse((*s)->checkpoint_bytes());
+    ASSERT_TRUE(saved.ok());
+    Record edited;
+    for (const auto& [key, value] : saved->entries()) {
+      if (key != "finalist") {
+        edited.put(key, value);
+        continue;
+      }
+      Record f;
+      f.put_int("trial", 999);
+      f.put_double("cost", 1.0);
+      edited.put(key, f.bytes());
+    }
+    const std::string path = temp_path("bad-finalist.ckpt");
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << edited.bytes();
+    }
+    Expected<std::unique_ptr<Search>> bad = Search::resume(path, setup);
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_CONTAINS(bad.status().message(), "finalist 999 is not a valid trial");
+    std::remove(path.c_str());
+  }
   // 20 trials leave room for none; a deterministic evaluator needs none.
   setup.budget.max_trials = 20;
   s = Search::create(setup);
