@@ -51,7 +51,7 @@
 //                     k-innermost order (5 s each and more on the development VM; with
 //                     the default cap they are capped, ranked as a tie at the slow end)
 //   --single-run-s T  runs at least this long are measured once (0.3)
-//   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1 (or dep-4: 7 x 7 images)
+//   --programs LIST   comma-separated subset of gmm-4,c2d-2,dep-1 (or dep-4: 7 x 7 images; gmm-2: 32 columns)
 //   --csv FILE        writes one line per schedule: program, index, steps, status,
 //                     est_cycles, runtime_s (fastest pass), trace, compile_ms, the
 //                     passes' runtimes
@@ -161,6 +161,10 @@ const Workload kWorkloads[] = {
      "P[n, c, h, w] = select(h >= 1 && h <= 7 && w >= 1 && w <= 7, X[n, c, h - 1, w - 1], 0.0)"
      " where h in 0..9, w in 0..9\n"
      "Y[n, c, y, x] += P[n, c, y + r, x + s] * W[c, r, s] where y in 0..7, x in 0..7\n"},
+    {"gmm-2",  // for --explain-trace only: a short row (32 columns)
+     "input A: f32[512, 512]\n"
+     "input B: f32[512, 32]\n"
+     "C[i, j] += A[i, k] * B[k, j]\n"},
 };
 
 ProgramPtr parse_or_die(const char* text) {
