@@ -90,6 +90,7 @@ class RunnerEvaluator : public Evaluator {
   std::string target() const override { return options_.target; }
   int threads() const override { return options_.threads; }
   bool deterministic() const override { return false; }
+  bool measures_on_this_host() const override { return options_.target.empty() || options_.target == "cpu"; }
 
   std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) override {
     std::vector<Evaluation> out(candidates.size());

@@ -65,6 +65,9 @@ class Evaluator {
   virtual int threads() const { return 0; }
   // Whether evaluating the same candidate again gives exactly the same evaluation.
   virtual bool deterministic() const = 0;
+  // Whether the candidates run on this host's CPU (local workers), so that a model of
+  // their runtime should describe this host rather than the reference machine.
+  virtual bool measures_on_this_host() const { return false; }
   // One evaluation per candidate, in order. Thread-safe.
   virtual std::vector<Evaluation> evaluate(const std::vector<Candidate>& candidates) = 0;
 };

@@ -24,15 +24,23 @@ using Rows = std::vector<StoreFeatureRow>;
 constexpr size_t kPriorSample = 8;  // random genomes estimated per warm-up pick of the prior
 
 // The cpu's sketches (agents/sketch.h), valued by est_cycles on the
-// target-independent nest, on the reference machine with as many cores as the kernels
-// are measured on (a one-thread search must not prefer parallel loops it cannot run).
+// target-independent nest, with as many cores as the kernels are measured on (a
+// one-thread search must not prefer parallel loops it cannot run), on the machine they
+// are measured on: this host's model (MachineModel::from_host: its vector width and
+// registers, caches and cores, read, not measured, so the same on every run here)
+// where local workers measure them, the reference machine otherwise (est_cycles
+// searches stay reproducible anywhere). An AVX-512 host holds a register tile of 16
+// vectors of 16 lanes that the reference machine's 16 registers of 8 would spill.
 struct CpuSketches {
   using Genome = tensorgym::Genome;
   SketchPlan plan;
-  MachineModel machine = MachineModel::reference();
-  CpuSketches(const ProgramPtr& program, int threads) : plan(make_sketch_plan(*program)) {
+  MachineModel machine;
+  CpuSketches(const ProgramPtr& program, int threads, bool on_this_host)
+      : plan(make_sketch_plan(*program)),
+        machine(on_this_host ? MachineModel::from_host() : MachineModel::reference()) {
     if (threads > 0) machine.cores = threads;
   }
+  std::string machine_name() const { return machine.name; }
   Genome random(Rng& rng) const { return random_genome(plan, rng); }
   Genome mutate(const Genome& g, Rng& rng) const { return mutate_genome(plan, g, rng); }
   Genome crossover(const Genome& a, const Genome& b, Rng& rng) const { return crossover_genomes(plan, a, b, rng); }
@@ -53,6 +61,7 @@ struct GpuSketches {
   GpuSketchPlan plan;
   const Backend* backend = nullptr;
   GpuSketches(const ProgramPtr& program, const Backend* b) : plan(make_gpu_sketch_plan(program)), backend(b) {}
+  std::string machine_name() const { return "est_gpu_time"; }
   Genome random(Rng& rng) const { return random_gpu_genome(plan, rng); }
   Genome mutate(const Genome& g, Rng& rng) const { return mutate_gpu_genome(plan, g, rng); }
   Genome crossover(const Genome& a, const Genome& b, Rng& rng) const { return crossover_gpu_genomes(plan, a, b, rng); }
@@ -310,6 +319,7 @@ class Evolution : public SearchAgent {
 
   std::map<std::string, std::string> report() const override {
     std::map<std::string, std::string> out;
+    out["analytical_prior.machine"] = sketches_.machine_name();
     out["cost_model.rounds_evaluated"] = std::to_string(quality_.size());
     if (!quality_.empty()) {
       double pa = 0, rc = 0, w = 0;
@@ -425,7 +435,7 @@ class EvolutionaryAgent : public SearchAgent {
   Status start(SearchContext& ctx) override {
     const ProgramPtr& program = ctx.benchmark->program;
     if (ctx.target.empty()) {
-      impl_ = std::make_unique<Evolution<CpuSketches>>(CpuSketches(program, ctx.threads));
+      impl_ = std::make_unique<Evolution<CpuSketches>>(CpuSketches(program, ctx.threads, ctx.on_this_host));
     } else if (ctx.target == "cuda") {
       TG_ASSIGN_OR_RETURN(const Backend* cuda, find_backend("cuda"));
       impl_ = std::make_unique<Evolution<GpuSketches>>(GpuSketches(program, cuda));

@@ -187,6 +187,7 @@ SearchContext Search::context() {
   c.metric = metric_;
   c.target = target_;
   c.threads = setup_.evaluator->threads();
+  c.on_this_host = setup_.evaluator->measures_on_this_host();
   c.make_env = setup_.make_env;
   c.lookup = [this](const std::string& trace) { return lookup(trace); };
   c.initial_cost_model = setup_.initial_cost_model;

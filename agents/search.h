@@ -99,6 +99,7 @@ struct SearchContext {
   std::string metric;  // the evaluator's
   std::string target;  // the evaluator's: what the candidates are schedules for (empty: the cpu)
   int threads = 0;     // the evaluator's: threads the kernels are measured on (0: every core, or none)
+  bool on_this_host = false;  // the evaluator's measures_on_this_host()
   // Environments for agents that step through actions (in-process by default).
   std::function<Expected<std::unique_ptr<Env>>()> make_env;
   // The evaluation of a trace already evaluated in this search, or null.

@@ -540,6 +540,7 @@ TEST(SearchTest, BestEpisodeStateValidates) {
   EXPECT_EQ(state->reward_space, "est_cycles");
   EXPECT_GT(state->reward, 0);
   ASSERT_TRUE(state->deterministic_rewards.count("est_cycles"));
+  EXPECT_EQ((*s)->agent().report().at("analytical_prior.machine"), "reference");
   const std::string path = temp_path("est.jsonl");
   std::remove(path.c_str());
   ASSERT_TRUE(append_episode_state(path, *state).ok());
@@ -641,6 +642,9 @@ TEST(SearchTest, EvolutionaryWithRealMeasurements) {
   ASSERT_NE(best, nullptr);
   EXPECT_GT(best->eval.gflops, 0);
   EXPECT_NE(best->eval.provenance_json.find("worker_pid"), std::string::npos) << best->eval.provenance_json;
+  // Measured here, the analytical prior describes this host (est_cycles searches keep
+  // the reference machine: BestEpisodeStateValidates).
+  EXPECT_EQ((*s)->agent().report().at("analytical_prior.machine"), "host");
   // Every failure is an error class of the runner, never a crash of the search.
   for (const TrialRecord& r : (*s)->records())
     if (!r.eval.ok()) {
